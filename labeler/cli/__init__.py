@@ -1,0 +1,71 @@
+"""The `labeler` command line: parse, call one function, render. Commands load lazily."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+import click
+
+from labeler import __version__
+from labeler.errors import LabelerError
+
+#: command name -> "module:attribute"; imported only when the command runs.
+COMMANDS = {
+    "build": "labeler.cli.build:build",
+    "retrieve": "labeler.cli.build:retrieve",
+    "models": "labeler.cli.llm:models",
+    "cache": "labeler.cli.llm:cache",
+    "validate": "labeler.cli.artifacts:validate",
+    "push": "labeler.cli.hub:push",
+    "pull": "labeler.cli.hub:pull",
+    "score": "labeler.cli.score:score",
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported on first use, keeping `--help` fast."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        module, attr = COMMANDS[name].split(":")
+        return getattr(importlib.import_module(module), attr)
+
+
+@click.group(cls=LazyGroup)
+@click.version_option(__version__, prog_name="labeler")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bars or hints.")
+@click.option("-v", "--verbose", is_flag=True, help="More detail on stderr.")
+@click.option("--debug", is_flag=True, envvar="LABELER_DEBUG", help="Show tracebacks.")
+@click.pass_context
+def cli(ctx: click.Context, quiet: bool, verbose: bool, debug: bool) -> None:
+    """Turn LLM behaviour into versioned, publishable RAG label datasets."""
+    if quiet:
+        os.environ["LABELER_QUIET"] = "1"
+    if verbose:
+        os.environ["LABELER_VERBOSE"] = "1"
+    ctx.obj = {"debug": debug}
+
+
+def main() -> None:
+    """Console entry point: every `LabelerError` becomes one line on stderr and exit 1."""
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except LabelerError as exc:
+        if os.environ.get("LABELER_DEBUG"):
+            raise
+        click.echo(f"error: {exc.line()}", err=True)
+        sys.exit(1)

@@ -1,0 +1,101 @@
+"""Typed errors. Each carries its fields; `labeler.cli` turns one into a single line at the edge."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from difflib import get_close_matches
+
+
+class LabelerError(Exception):
+    """Base of every error a user can cause. `hint` says what to run or change next."""
+
+    hint: str = ""
+
+    def line(self) -> str:
+        """The one line shown to a person."""
+        text = str(self)
+        return f"{text} ({self.hint})" if self.hint else text
+
+
+@dataclass
+class InputError(LabelerError):
+    """Bad user input at a known place: a file, a line number, a field."""
+
+    message: str
+    path: str | None = None
+    line_no: int | None = None
+    field_name: str | None = None
+    hint: str = ""
+
+    def __str__(self) -> str:
+        where = ""
+        if self.path:
+            where = self.path + (f":{self.line_no}" if self.line_no is not None else "")
+        elif self.line_no is not None:
+            where = f"record {self.line_no}"
+        if self.field_name:
+            where = f"{where} field '{self.field_name}'" if where else f"field '{self.field_name}'"
+        return f"{where}: {self.message}" if where else self.message
+
+
+@dataclass
+class UnknownNameError(LabelerError):
+    """A name (dataset, model alias, backend, kind, ...) that no registry knows."""
+
+    kind: str
+    name: str
+    available: list[str] = field(default_factory=list)
+    hint: str = ""
+
+    def __str__(self) -> str:
+        close = get_close_matches(self.name, self.available, n=1)
+        maybe = f" Did you mean '{close[0]}'?" if close else ""
+        return f"unknown {self.kind} '{self.name}'.{maybe} Available: {', '.join(self.available)}"
+
+
+@dataclass
+class MissingDependencyError(LabelerError):
+    """An optional dependency is not installed."""
+
+    feature: str
+    package: str
+    hint: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.feature} needs the '{self.package}' package: pip install '{self.package}'"
+
+
+@dataclass
+class ModelLoadError(LabelerError):
+    """A model could not be loaded."""
+
+    model: str
+    reason: str
+    hint: str = ""
+
+    def __str__(self) -> str:
+        return f"cannot load model '{self.model}': {self.reason}"
+
+
+@dataclass
+class ArtifactError(LabelerError):
+    """An artifact folder is missing, exists already, or fails its integrity checks."""
+
+    message: str
+    path: str | None = None
+    hint: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+
+@dataclass
+class HubError(LabelerError):
+    """A Hub operation failed or was refused."""
+
+    message: str
+    repo: str | None = None
+    hint: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.repo}: {self.message}" if self.repo else self.message

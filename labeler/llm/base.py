@@ -1,0 +1,106 @@
+"""The backend contract: three batched operations over small request records.
+
+Modelled on lm-evaluation-harness's LM interface: each method takes a list of requests and
+returns a list of results of the same length and order. Backends never loop one prompt at a
+time; they batch internally.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass, field
+
+from labeler.errors import InputError
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """Decoding parameters of `generate`. Greedy when temperature == 0."""
+
+    n: int = 1  # samples per prompt
+    temperature: float = 0.0  # 0 means greedy
+    top_p: float = 1.0
+    top_k: int = 0  # 0 disables top-k
+    max_tokens: int = 32
+    stop: tuple[str, ...] = ()  # generation is cut at the first of these strings
+    seed: int | None = None  # required when sampling, so results repeat
+
+    def __post_init__(self) -> None:
+        if self.n < 1:
+            raise InputError(f"n must be >= 1, got {self.n}", field_name="n")
+        if self.temperature < 0:
+            raise InputError("temperature must be >= 0", field_name="temperature")
+        if not 0 < self.top_p <= 1:
+            raise InputError("top_p must be in (0, 1]", field_name="top_p")
+        if self.temperature == 0 and self.n > 1:
+            raise InputError("greedy decoding gives one answer: set temperature > 0 for n > 1",
+                             field_name="n")
+        if self.temperature > 0 and self.seed is None:
+            raise InputError("sampling needs a seed so results repeat", field_name="seed")
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0
+
+    def key(self) -> dict:
+        """Every parameter that changes the answer, for cache keys and manifests."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Message:
+    """One chat turn."""
+
+    role: str  # "system" | "user" | "assistant"
+    content: str
+
+
+# A prompt is a chat: rendered by the model's own chat template inside the backend.
+Chat = tuple[Message, ...]
+
+
+def chat(user: str, system: str | None = None) -> Chat:
+    """A one-turn chat prompt."""
+    turns = [Message("system", system)] if system else []
+    return tuple(turns + [Message("user", user)])
+
+
+@dataclass(frozen=True)
+class LoglikelihoodRequest:
+    """log P(continuation | context); context is a chat, the continuation the assistant reply."""
+
+    context: Chat
+    continuation: str
+
+
+@dataclass(frozen=True)
+class ChoiceRequest:
+    """Next-token probabilities of each choice string after the chat's assistant prefix."""
+
+    prompt: Chat
+    choices: tuple[str, ...] = field(default=(" yes", " no"))
+
+
+class Backend(ABC):
+    """A loaded model that answers the three operations in batches."""
+
+    #: resolved model id (HF repo id, local path or .gguf path)
+    model_id: str
+    #: revision / content hash of the weights, recorded in cache keys and manifests
+    revision: str
+
+    @abstractmethod
+    def render(self, prompt: Chat) -> str:
+        """The exact text the model sees for a chat, through its own chat template."""
+
+    @abstractmethod
+    def generate(self, prompts: list[Chat], sampling: Sampling) -> list[list[str]]:
+        """`sampling.n` completions per prompt."""
+
+    @abstractmethod
+    def loglikelihood(self, requests: list[LoglikelihoodRequest]) -> list[float]:
+        """Summed log-probability of each continuation's tokens given its context."""
+
+    @abstractmethod
+    def choice_probs(self, requests: list[ChoiceRequest]) -> list[dict[str, float]]:
+        """Probability of each choice's first token as the next token."""

@@ -1,0 +1,76 @@
+"""One progress bar for every long loop: rich on a TTY, silent otherwise or with --quiet."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import TypeVar
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+T = TypeVar("T")
+
+#: Progress, hints and logs go to stderr so stdout stays clean for results and --json.
+stderr = Console(stderr=True)
+
+
+def quiet() -> bool:
+    """True when progress is switched off (`--quiet` sets LABELER_QUIET=1)."""
+    return os.environ.get("LABELER_QUIET") == "1"
+
+
+def verbose() -> bool:
+    """True when `--verbose` asked for per-stage detail."""
+    return os.environ.get("LABELER_VERBOSE") == "1"
+
+
+def _enabled() -> bool:
+    return not quiet() and sys.stderr.isatty()
+
+
+@contextmanager
+def progress_bar(description: str, total: int) -> Iterator[callable]:
+    """Yield `advance(n)`; draws done/total, rate-derived ETA and elapsed time on a TTY."""
+    if not _enabled() or total <= 0:
+        yield lambda n=1: None
+        return
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TaskProgressColumn(),
+        TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+        console=stderr,
+        transient=True,
+    ) as bar:
+        task = bar.add_task(description, total=total)
+        yield lambda n=1: bar.advance(task, n)
+
+
+def track(items: Iterable[T], description: str, total: int | None = None) -> Iterator[T]:
+    """Iterate `items` under a progress bar."""
+    if total is None:
+        total = len(items)  # type: ignore[arg-type]
+    with progress_bar(description, total) as advance:
+        for item in items:
+            yield item
+            advance(1)
+
+
+def info(message: str) -> None:
+    """A hint or status line on stderr (suppressed by --quiet)."""
+    if not quiet():
+        stderr.print(message)
