@@ -14,7 +14,7 @@ from labeler.errors import LabelerError
 #: command name -> "module:attribute"; imported only when the command runs.
 COMMANDS = {
     "build": "labeler.cli.build:build",
-    "retrieve": "labeler.cli.build:retrieve",
+    "retrieve": "labeler.cli.retrieve:retrieve",
     "models": "labeler.cli.llm:models",
     "cache": "labeler.cli.llm:cache",
     "validate": "labeler.cli.artifacts:validate",
