@@ -1,0 +1,103 @@
+"""`labeler score`: parse options, call labeler.score, render the report."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from labeler.progress import info
+from labeler.score import MISSING, Report, write_per_query
+from labeler.score import score as score_submission
+from labeler.submissions import KINDS
+
+
+@click.command()
+@click.argument("submission", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--against", required=True, metavar="PATH|hub:REPO[:CONFIG][@REV]",
+              help="Reference: a utility artifact folder or its data.jsonl, a TREC qrels file, "
+                   "or a Hub dataset.")
+@click.option("--kind", type=click.Choice(KINDS), help="Submission kind [default: from fields].")
+@click.option("--k", "ks", type=click.IntRange(min=1), multiple=True, default=(5, 10),
+              show_default=True, help="Ranking cut-offs (repeat the option).")
+@click.option("--missing", type=click.Choice(MISSING), default="zero", show_default=True,
+              help="Reference queries absent from the submission: score 0, or leave out.")
+@click.option("--baseline", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Another submission of the same kind: paired t-test and win/tie/loss.")
+@click.option("--lenient", is_flag=True, help="Skip bad lines (and count them) instead of failing.")
+@click.option("--llm", help="Extraction: count tokens and run SEER's experts with this model.")
+@click.option("--backend", default="hf", show_default=True, help="LLM backend for --llm.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=8, show_default=True)
+@click.option("--device", help="Device for --llm, e.g. cuda:0 [default: best available].")
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Call cache folder [default: $LABELER_CACHE_DIR or the user cache].")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout.")
+@click.option("--per-query", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write one JSONL row of metrics per query to this file.")
+def score(submission: Path, against: str, kind: str | None, ks: tuple[int, ...], missing: str,
+          baseline: Path | None, lenient: bool, llm: str | None, backend: str, batch_size: int,
+          device: str | None, cache_dir: Path | None, as_json: bool,
+          per_query: Path | None) -> None:
+    """Score SUBMISSION against reference labels.
+
+    SUBMISSION is JSONL, one query a line: a selection {qid, selected: [pid, ...]}, a ranking
+    {qid, ranking: [pid, ...]} or {qid, scores: {pid: score}} (or a TREC run file), or an
+    extraction {qid, evidence}. Rankings are scored exactly as trec_eval does.
+    """
+    report = score_submission(
+        submission, against, kind=kind, ks=ks, missing=missing, lenient=lenient,
+        baseline=baseline, llm=llm, backend=backend, batch_size=batch_size, device=device,
+        cache_dir=cache_dir,
+    )
+    if per_query is not None:
+        write_per_query(report, per_query)
+    for run in (report, report.baseline):
+        if run is not None and run.counts["skipped_lines"]:
+            first = "; ".join(e.line() for e in run.skipped[:3])
+            info(f"[yellow]skipped {run.counts['skipped_lines']} bad lines in {run.submission}"
+                 f"[/]: {first}")
+    if as_json:
+        click.echo(json.dumps(report.as_dict(), indent=2, ensure_ascii=False))
+        return
+    console = Console()
+    console.print(_metrics_table(report))
+    if report.tests:
+        console.print(_tests_table(report))
+
+
+def _metrics_table(report: Report) -> Table:
+    base = report.baseline
+    table = Table(title=f"{report.kind}: {report.submission} vs {report.reference}",
+                  title_justify="left")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    if base is not None:
+        table.add_column("baseline", justify="right")
+    for name, value in report.summary.items():
+        extra = [_fmt(base.summary.get(name, math.nan))] if base is not None else []
+        table.add_row(name, _fmt(value), *extra)
+    table.add_section()
+    for name, count in report.counts.items():
+        extra = [str(base.counts.get(name, ""))] if base is not None else []
+        table.add_row(name.replace("_", " "), str(count), *extra, style="dim")
+    return table
+
+
+def _tests_table(report: Report) -> Table:
+    table = Table(title=f"paired two-sided t-test vs {report.baseline.submission}, per query",
+                  title_justify="left")
+    for column in ("metric", "n", "mean", "baseline", "Δ", "t", "p", "win/tie/loss"):
+        table.add_column(column, justify="left" if column == "metric" else "right")
+    for name, t in report.tests.items():
+        table.add_row(name, str(t.n), _fmt(t.mean_a), _fmt(t.mean_b),
+                      _fmt(t.mean_a - t.mean_b), _fmt(t.t), _fmt(t.p, 4),
+                      f"{t.wins}/{t.ties}/{t.losses}")
+    return table
+
+
+def _fmt(value: float, digits: int = 4) -> str:
+    return "–" if value is None or math.isnan(value) else f"{value:.{digits}f}"

@@ -1,0 +1,287 @@
+"""Score a submission (selection, ranking or extraction) against reference labels.
+
+The reference is a utility artifact (a version folder, its data.jsonl, or `hub:` spec) or
+a TREC qrels file. From a utility record, the gold set of a query is its `utility_pids` and
+the ranking label of a candidate is its `utility` (1 or 0; candidates are the judged
+documents); from qrels, the label is the judgment and the gold set the documents with
+label > 0.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from labeler.errors import InputError, UnknownNameError
+from labeler.metrics.extraction import extraction_metrics
+from labeler.metrics.ranking import rank_metrics
+from labeler.metrics.selection import selection_metrics
+from labeler.metrics.significance import PairedTest, paired_t_test
+from labeler.submissions import Submission, read_submission
+
+HUB_PREFIX = "hub:"
+MISSING = ("zero", "skip")
+
+
+@dataclass
+class Reference:
+    """Labels to score against, one entry per query, in the reference's order."""
+
+    source: str
+    qrels: dict[str, dict[str, int]]  # qid -> {pid: label} over the judged documents
+    gold: dict[str, list[str]]  # qid -> gold set (utility_pids, or label > 0)
+    questions: dict[str, str] = field(default_factory=dict)  # empty for qrels
+    answers: dict[str, list[str]] = field(default_factory=dict)
+    passages: dict[str, list[str]] = field(default_factory=dict)  # "{title} {text}" each
+
+    @property
+    def qids(self) -> list[str]:
+        return list(self.qrels)
+
+
+@dataclass
+class Report:
+    """The scores of one submission; `tests` compare it with `baseline`, query by query."""
+
+    kind: str
+    submission: str
+    reference: str
+    qids: list[str]  # the scored queries
+    missing: list[str]  # reference queries the submission lacks
+    per_query: dict[str, np.ndarray]  # metric -> value per scored query (NaN: does not apply)
+    summary: dict[str, float]
+    counts: dict[str, int]
+    skipped: list[InputError] = field(default_factory=list)  # bad lines skipped (--lenient)
+    baseline: Report | None = None
+    tests: dict[str, PairedTest] = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        """JSON-ready: NaN becomes null."""
+        out = {
+            "kind": self.kind,
+            "submission": self.submission,
+            "reference": self.reference,
+            "counts": self.counts,
+            "metrics": _clean(self.summary),
+        }
+        if self.baseline is not None:
+            out["baseline"] = {
+                "submission": self.baseline.submission,
+                "counts": self.baseline.counts,
+                "metrics": _clean(self.baseline.summary),
+                "tests": {name: _clean(t.as_dict()) for name, t in self.tests.items()},
+            }
+        return out
+
+    def rows(self) -> list[dict]:
+        """One dict per scored query: qid, whether it was missing, each metric."""
+        missing = set(self.missing)
+        columns = list(self.per_query.items())
+        return [
+            {"qid": qid, "missing": qid in missing,
+             **_clean({name: float(values[i]) for name, values in columns})}
+            for i, qid in enumerate(self.qids)
+        ]
+
+
+def score(
+    submission: str | Path,
+    against: str | Path | Reference,
+    *,
+    kind: str | None = None,
+    ks: Sequence[int] = (5, 10),
+    missing: str = "zero",
+    lenient: bool = False,
+    baseline: str | Path | None = None,
+    llm: str | None = None,
+    backend: str = "hf",
+    batch_size: int = 8,
+    device: str | None = None,
+    cache_dir: str | Path | None = None,
+) -> Report:
+    """Read, check and score `submission` (and `baseline`, paired) against `against`.
+
+    `missing`: "zero" scores reference queries absent from the submission 0 on every metric
+    (trec_eval -c); "skip" leaves them out. `llm` (extraction only) loads that model to count
+    tokens and compute SEER's helpfulness and faithfulness. Every input is read and checked
+    before any model is loaded.
+    """
+    if missing not in MISSING:
+        raise UnknownNameError("--missing policy", missing, list(MISSING))
+    reference = against if isinstance(against, Reference) else load_reference(against)
+    known = set(reference.qrels)
+    sub = read_submission(submission, kind=kind, known=known, lenient=lenient)
+    base = None
+    if baseline is not None:
+        base = read_submission(baseline, kind=sub.kind, known=known, lenient=lenient)
+    if sub.kind == "extraction" and not reference.answers:
+        raise InputError("extraction is scored against a reference with questions and answers "
+                         "(a utility artifact), not qrels", reference.source)
+    if llm is not None and sub.kind != "extraction":
+        raise InputError(f"--llm scores extraction submissions only, this is a {sub.kind}",
+                         field_name="llm")
+    model = None
+    if llm is not None:
+        from labeler.llm import load_backend
+
+        model = load_backend(llm, backend=backend, batch_size=batch_size, device=device,
+                             cache_dir=cache_dir)
+    report = _report(sub, reference, ks=ks, missing=missing, model=model)
+    if base is not None:
+        report.baseline = _report(base, reference, ks=ks, missing=missing, model=model)
+        report.tests = _paired(report, report.baseline)
+    return report
+
+
+def _report(sub: Submission, ref: Reference, *, ks, missing: str, model) -> Report:
+    absent = [q for q in ref.qrels if q not in sub.entries]
+    qids = ref.qids if missing == "zero" else [q for q in ref.qrels if q in sub.entries]
+    counts = {"queries": len(qids), "missing": len(absent), "skipped_lines": len(sub.skipped)}
+    if sub.kind == "selection":
+        scores = selection_metrics(sub.entries, ref.gold, qids=qids)
+        per_query, summary = scores.per_query(), scores.summary()
+        counts |= scores.counts()
+    elif sub.kind == "ranking":
+        per_query = rank_metrics(sub.entries, ref.qrels, ks=ks, qids=qids)
+        summary = {name: float(v.mean()) if v.size else math.nan for name, v in per_query.items()}
+        counts["queries_without_relevant"] = sum(
+            1 for q in qids if not any(label >= 1 for label in ref.qrels[q].values())
+        )
+    else:
+        per_query = extraction_metrics(
+            [sub.entries.get(q) for q in qids],
+            questions=[ref.questions[q] for q in qids],
+            answers=[ref.answers[q] for q in qids],
+            passages=[ref.passages[q] for q in qids],
+            backend=model,
+        )
+        summary = {name: float(v.mean()) if v.size else math.nan for name, v in per_query.items()}
+    return Report(sub.kind, sub.path, ref.source, qids, absent, per_query, summary, counts,
+                  sub.skipped)
+
+
+def _paired(a: Report, b: Report) -> dict[str, PairedTest]:
+    """Per metric, a paired t-test over the queries both reports scored."""
+    where_b = {q: i for i, q in enumerate(b.qids)}
+    both = [(i, where_b[q]) for i, q in enumerate(a.qids) if q in where_b]
+    ia = np.array([i for i, _ in both], dtype=np.int64)
+    ib = np.array([j for _, j in both], dtype=np.int64)
+    return {name: paired_t_test(values[ia], b.per_query[name][ib])
+            for name, values in a.per_query.items()}
+
+
+def write_per_query(report: Report, path: str | Path) -> None:
+    """Write the per-query rows as JSONL, atomically (a temp file renamed into place)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            for row in report.rows():
+                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def parse_hub_spec(spec: str) -> tuple[str, str | None, str | None]:
+    """``hub:REPO[:CONFIG][@REVISION]`` -> (repo, config, revision).
+
+    >>> parse_hub_spec("hub:me/labels:nq-smollm2-135m@v1")
+    ('me/labels', 'nq-smollm2-135m', 'v1')
+    """
+    body = spec.removeprefix(HUB_PREFIX)
+    target, at, revision = body.partition("@")
+    repo, colon, config = target.partition(":")
+    if not repo or (colon and not config) or (at and not revision):
+        raise InputError(f"bad Hub reference '{spec}': expected hub:REPO[:CONFIG][@REVISION]",
+                         field_name="against")
+    return repo, config or None, revision or None
+
+
+def load_reference(against: str | Path) -> Reference:
+    """A utility artifact (folder, .jsonl, or `hub:` spec) or a TREC qrels file."""
+    spec = str(against)
+    if spec.startswith(HUB_PREFIX):
+        from labeler.hub import pull
+
+        repo, config, revision = parse_hub_spec(spec)
+        return _from_artifact(pull(repo, config=config, revision=revision), spec)
+    path = Path(spec)
+    if not path.exists():
+        raise InputError("reference not found: give an artifact folder, its data.jsonl, a "
+                         "TREC qrels file or hub:REPO[:CONFIG][@REVISION]", spec)
+    if path.is_dir() or _first_char(path) == "{":
+        return _from_artifact(path, spec)
+    return read_qrels(path)
+
+
+def read_qrels(path: str | Path) -> Reference:
+    """A TREC qrels file, `qid iter docid label` per line (label an integer, may be <= 0)."""
+    qrels: dict[str, dict[str, int]] = {}
+    for line_no, line in enumerate(Path(path).read_text(encoding="utf-8").split("\n"), 1):
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) != 4:
+            raise InputError(f"a qrels line has 4 fields (qid iter docid label), got "
+                             f"{len(fields)}", str(path), line_no)
+        qid, _, docid, label = fields
+        try:
+            value = int(label)
+        except ValueError:
+            raise InputError(f"label '{label}' is not an integer", str(path), line_no,
+                             "label") from None
+        judged = qrels.setdefault(qid, {})
+        if docid in judged:
+            raise InputError(f"duplicate judgment of '{docid}' for qid '{qid}'", str(path),
+                             line_no)
+        judged[docid] = value
+    if not qrels:
+        raise InputError("empty qrels: no judgments", str(path))
+    gold = {q: [d for d, label in judged.items() if label > 0] for q, judged in qrels.items()}
+    return Reference(str(path), qrels, gold)
+
+
+def _from_artifact(path: Path, source: str) -> Reference:
+    from labeler.artifacts import load_artifact
+
+    ref = Reference(source, {}, {})
+    for i, record in enumerate(load_artifact(path).records, start=1):
+        if "utility_pids" not in record or "candidates" not in record:
+            raise InputError("reference records carry no labels: expected utility records "
+                             "(candidates, utility_pids) or a TREC qrels file", source, i)
+        qid = record["qid"]
+        if qid in ref.qrels:
+            raise InputError(f"duplicate qid '{qid}' in the reference", source, i, "qid")
+        labels = {c["pid"]: int(c["utility"]) for c in record["candidates"]}
+        labels |= {p: 1 for p in record["utility_pids"]}
+        ref.qrels[qid] = labels
+        ref.gold[qid] = list(record["utility_pids"])
+        ref.questions[qid] = record["question"]
+        ref.answers[qid] = list(record["answers"])
+        ref.passages[qid] = [f"{c['title']} {c['text']}" for c in record["candidates"]]
+    if not ref.qrels:
+        raise InputError("empty reference: no records", source)
+    return ref
+
+
+def _first_char(path: Path) -> str:
+    with path.open(encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if line.strip():
+                return line.lstrip()[0]
+    return ""
+
+
+def _clean(values: dict) -> dict:
+    return {k: None if isinstance(v, float) and not math.isfinite(v) else v
+            for k, v in values.items()}
