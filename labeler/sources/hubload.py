@@ -1,0 +1,41 @@
+"""The one place sources call `datasets.load_dataset` on the Hugging Face Hub."""
+
+from __future__ import annotations
+
+from labeler.errors import HubError
+
+
+def load_hub(
+    repo: str,
+    *,
+    config: str | None = None,
+    split: str = "validation",
+    data_files: str | None = None,
+    limit: int | None = None,
+):
+    """(rows, revision) of one split of a Hub dataset, first `limit` rows.
+
+    The revision is the Hub commit when the Hub answers, else the `datasets` cache
+    fingerprint (offline, from the local cache), so manifests always pin something.
+    """
+    import datasets
+
+    kwargs = {"data_files": {split: data_files}} if data_files else {}
+    try:
+        dataset = datasets.load_dataset(repo, config, split=split, **kwargs)
+    except Exception as exc:  # datasets raises many types: offline, missing, gated, ...
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise HubError(f"cannot load dataset: {reason}", repo,
+                       hint="needs network on first use; later runs read the local cache") from exc
+    if limit is not None:
+        dataset = dataset.select(range(min(limit, len(dataset))))
+    return dataset, _revision(repo, dataset)
+
+
+def _revision(repo: str, dataset) -> str:
+    try:
+        from huggingface_hub import HfApi
+
+        return HfApi().dataset_info(repo).sha
+    except Exception:  # offline or unreachable: the data's own fingerprint still pins it
+        return f"fingerprint:{dataset._fingerprint}"
