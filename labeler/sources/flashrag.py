@@ -14,7 +14,7 @@ from pathlib import Path
 
 from labeler.errors import InputError
 from labeler.sources import Corpus, Passage, Query, Source
-from labeler.sources.hubload import load_hub
+from labeler.sources.hubload import head, load_hub
 
 #: 2WikiMultihopQA dev in FlashRAG's benchmark collection (queries and answers only).
 TWOWIKI = ("RUC-NLPIR/FlashRAG_datasets", "2wikimultihopqa/dev.jsonl")
@@ -37,13 +37,15 @@ def load_jsonl(path: str | Path, *, limit: int | None = None) -> Source:
 def load_2wiki(*, limit: int | None = None) -> Source:
     """2WikiMultihopQA dev (FlashRAG layout) from the Hub; retrieval pools need --corpus."""
     repo, data_file = TWOWIKI
-    dataset, revision = load_hub(repo, data_files=data_file, limit=limit)
-    return from_dataset(dataset, name="2wiki", revision=revision, where=f"{repo}/{data_file}")
+    dataset, revision = load_hub(repo, split="dev", data_files=data_file)
+    return from_dataset(dataset, name="2wiki", revision=revision, where=f"{repo}/{data_file}",
+                        limit=limit)
 
 
-def from_dataset(dataset, *, name: str, revision: str, where: str) -> Source:
+def from_dataset(dataset, *, name: str, revision: str, where: str,
+                 limit: int | None = None) -> Source:
     """Queries from FlashRAG-layout rows (a `datasets.Dataset`, Hub or local)."""
-    queries = [query_from_record(row, where, i) for i, row in enumerate(dataset, 1)]
+    queries = [query_from_record(row, where, i) for i, row in enumerate(head(dataset, limit), 1)]
     return Source(name, revision, queries, None)
 
 

@@ -11,9 +11,8 @@ def load_hub(
     config: str | None = None,
     split: str = "validation",
     data_files: str | None = None,
-    limit: int | None = None,
 ):
-    """(rows, revision) of one split of a Hub dataset, first `limit` rows.
+    """(rows, revision) of one split of a Hub dataset; adapters stop reading at their limit.
 
     The revision is the Hub commit when the Hub answers, else the `datasets` cache
     fingerprint (offline, from the local cache), so manifests always pin something.
@@ -27,8 +26,6 @@ def load_hub(
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise HubError(f"cannot load dataset: {reason}", repo,
                        hint="needs network on first use; later runs read the local cache") from exc
-    if limit is not None:
-        dataset = dataset.select(range(min(limit, len(dataset))))
     return dataset, _revision(repo, dataset)
 
 
@@ -39,3 +36,15 @@ def _revision(repo: str, dataset) -> str:
         return HfApi().dataset_info(repo).sha
     except Exception:  # offline or unreachable: the data's own fingerprint still pins it
         return f"fingerprint:{dataset._fingerprint}"
+
+
+def rows(value) -> list[dict]:
+    """A list of structs in either Arrow layout: list of dicts, or a dict of parallel lists."""
+    if isinstance(value, dict):
+        return [dict(zip(value, values)) for values in zip(*value.values())]
+    return list(value or [])
+
+
+def head(dataset, limit: int | None):
+    """The first `limit` rows of a `datasets.Dataset` (all of them for None)."""
+    return dataset if limit is None else dataset.select(range(min(limit, len(dataset))))

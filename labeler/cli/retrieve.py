@@ -1,0 +1,51 @@
+"""`labeler retrieve`: parse, call `labeler.retrieval.retrieve.retrieve_run`, render."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+
+@click.command()
+@click.option("--dataset", required=True,
+              help="Source: nq-sample, nq, tq, msmarco-fqa, hotpotqa, fever, 2wiki or jsonl:PATH.")
+@click.option("--corpus", type=click.Path(path_type=Path),
+              help="FlashRAG-format corpus ({id, contents}) to retrieve from instead.")
+@click.option("--limit", type=click.IntRange(min=1), help="Only the first N queries.")
+@click.option("--k", type=click.IntRange(min=1), default=20, show_default=True,
+              help="Passages per query.")
+@click.option("--encoder", help="bge-m3, minilm, or any FlagEmbedding model "
+              "[default: bge-m3, else the bundled minilm]")
+@click.option("--output", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="TREC run file to write.")
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Embedding cache (default: $LABELER_CACHE_DIR or ~/.cache/labeler).")
+def retrieve(dataset, corpus, limit, k, encoder, output, cache_dir) -> None:
+    """Dense-retrieve the top-k passages for every query of a dataset into a TREC run file.
+
+    Corpus embeddings are cached on disk by encoder and corpus hash; the run can be given
+    back to `labeler build --run`.
+    """
+    from labeler.retrieval.retrieve import retrieve_run
+
+    stats = retrieve_run(dataset, output, corpus=corpus, limit=limit, k=k, encoder=encoder,
+                         cache_dir=cache_dir)
+    table = Table(title=f"retrieve {stats['dataset']}", show_header=False)
+    table.add_column(style="bold")
+    table.add_column()
+    recall = stats["gold_recall"]
+    for label, value in (
+        ("queries", f"{stats['queries']:,}"),
+        ("corpus passages", f"{stats['passages']:,}"),
+        ("encoder", stats["encoder"]["model_id"]),
+        ("k", str(stats["k"])),
+        (f"human gold in top {stats['k']}", "n/a (no gold)" if recall is None else f"{recall:.1%}"),
+        ("retrieval time", f"{stats['seconds']:.1f} s"),
+        ("source revision", stats["revision"][:16]),
+        ("run file", stats["output"]),
+    ):
+        table.add_row(label, value)
+    Console().print(table)

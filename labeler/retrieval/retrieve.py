@@ -1,0 +1,45 @@
+"""`labeler retrieve`: dense top-k for a dataset, written as a TREC run, with a summary."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from labeler.retrieval.pools import build_pools, gold_recall
+from labeler.retrieval.runs import write_trec
+from labeler.sources import load_source
+
+
+def retrieve_run(
+    dataset: str,
+    output: str | Path,
+    *,
+    corpus: str | Path | None = None,
+    limit: int | None = None,
+    k: int = 20,
+    encoder: str | None = None,
+    cache_dir=None,
+) -> dict:
+    """Retrieve top-`k` for every query of `dataset`, write `output` (TREC); return stats.
+
+    Stats: dataset, revision, queries, passages, encoder {name, model_id, pooling}, k,
+    gold_recall (share of queries whose human gold passage is in the top k; None without
+    gold), seconds (retrieval wall time, corpus encoding included unless cached), output.
+    """
+    source = load_source(dataset, corpus=corpus, limit=limit)
+    start = time.perf_counter()
+    pools = build_pools(source, pool="rp", k=k, encoder=encoder, cache_dir=cache_dir)
+    seconds = time.perf_counter() - start
+    run = {qid: [(c.passage.pid, c.score) for c in cands] for qid, cands in pools.items()}
+    path = write_trec(run, output, tag=f"labeler-{pools.encoder['name']}")
+    return {
+        "dataset": source.name,
+        "revision": source.revision,
+        "queries": len(source.queries),
+        "passages": len(source.corpus),
+        "encoder": pools.encoder,
+        "k": k,
+        "gold_recall": gold_recall(pools, source),
+        "seconds": seconds,
+        "output": str(path),
+    }

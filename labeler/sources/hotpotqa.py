@@ -1,0 +1,32 @@
+"""`hotpotqa`: HotpotQA dev, distractor setting. The paragraphs named by `supporting_facts`
+are the human gold; the corpus pools every context paragraph of the loaded queries. A
+paragraph's pid is its Wikipedia title with spaces as underscores (HotpotQA's own key)."""
+
+from __future__ import annotations
+
+from labeler.sources import Corpus, Passage, Query, Source
+from labeler.sources.hubload import head, load_hub
+
+HUB = ("hotpotqa/hotpot_qa", "distractor", "validation")
+
+
+def load_hotpotqa(*, limit: int | None = None) -> Source:
+    """HotpotQA distractor validation from the Hub."""
+    repo, config, split = HUB
+    dataset, revision = load_hub(repo, config=config, split=split)
+    return from_dataset(dataset, name="hotpotqa", revision=revision, limit=limit)
+
+
+def from_dataset(dataset, *, name: str, revision: str, limit: int | None = None) -> Source:
+    """HotpotQA-layout rows (`context{title,sentences}`, `supporting_facts{title,sent_id}`)."""
+    queries, pool = [], {}
+    for row in head(dataset, limit):
+        context = row["context"]
+        paragraphs = {}
+        for title, sentences in zip(context["title"], context["sentences"]):
+            pid = title.replace(" ", "_")
+            paragraphs[title] = pool.setdefault(pid, Passage(pid, title, "".join(sentences).strip()))
+        supporting = dict.fromkeys(row["supporting_facts"]["title"])
+        gold = [paragraphs[t] for t in supporting if t in paragraphs]
+        queries.append(Query(str(row["id"]), row["question"], [row["answer"]], gold))
+    return Source(name, revision, queries, Corpus(list(pool.values())))

@@ -1,0 +1,44 @@
+"""`msmarco-fqa`: MS MARCO QA v1.1 validation, factoid queries only (query types LOCATION,
+NUMERIC, PERSON, ENTITY). `passages.is_selected` marks the human gold; the corpus pools the
+passages of the loaded queries, with pids `<query_id>_<position>`."""
+
+from __future__ import annotations
+
+from labeler.sources import Corpus, Passage, Query, Source
+from labeler.sources.hubload import load_hub, rows
+
+HUB = ("microsoft/ms_marco", "v1.1", "validation")
+FACTOID = ("LOCATION", "NUMERIC", "PERSON", "ENTITY")
+NO_ANSWER = "No Answer Present."
+
+
+def load_msmarco_fqa(*, limit: int | None = None) -> Source:
+    """The factoid subset of MS MARCO v1.1 validation from the Hub."""
+    repo, config, split = HUB
+    dataset, revision = load_hub(repo, config=config, split=split)
+    return from_dataset(dataset, name="msmarco-fqa", revision=revision, limit=limit)
+
+
+def from_dataset(
+    dataset,
+    *,
+    name: str,
+    revision: str,
+    limit: int | None = None,
+    query_types: tuple[str, ...] = FACTOID,
+) -> Source:
+    """MS MARCO-layout rows -> Source: queries of `query_types` that have an answer."""
+    queries, pool = [], {}
+    for row in dataset:
+        if limit is not None and len(queries) >= limit:
+            break
+        answers = [a for a in row["answers"] if a and a != NO_ANSWER]
+        if str(row["query_type"]).upper() not in query_types or not answers:
+            continue
+        passages = rows(row["passages"])
+        for i, p in enumerate(passages):
+            pool.setdefault(f"{row['query_id']}_{i}", Passage(f"{row['query_id']}_{i}", "",
+                                                            p["passage_text"]))
+        gold = [pool[f"{row['query_id']}_{i}"] for i, p in enumerate(passages) if p["is_selected"]]
+        queries.append(Query(str(row["query_id"]), row["query"], answers, gold))
+    return Source(name, revision, queries, Corpus(list(pool.values())))

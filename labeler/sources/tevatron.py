@@ -1,0 +1,44 @@
+"""`nq` and `tq`: Natural Questions and TriviaQA in Tevatron's wikipedia-nq / wikipedia-trivia
+layout: `{query_id, query, answers, positive_passages, negative_passages}`, passages
+`{docid, title, text}` with psgs_w100 docids. Positive passages are the human gold; the
+corpus pools every positive and negative passage of the loaded queries (pass --corpus for
+the full Wikipedia corpus)."""
+
+from __future__ import annotations
+
+from labeler.sources import Corpus, Passage, Query, Source
+from labeler.sources.hubload import head, load_hub, rows
+
+HUB = {"nq": "Tevatron/wikipedia-nq", "tq": "Tevatron/wikipedia-trivia"}
+SPLIT = "dev"
+
+
+def load_nq(*, limit: int | None = None) -> Source:
+    """NQ dev from Tevatron/wikipedia-nq."""
+    dataset, revision = load_hub(HUB["nq"], split=SPLIT)
+    return from_dataset(dataset, name="nq", revision=revision, limit=limit)
+
+
+def load_tq(*, limit: int | None = None) -> Source:
+    """TriviaQA dev from Tevatron/wikipedia-trivia."""
+    dataset, revision = load_hub(HUB["tq"], split=SPLIT)
+    return from_dataset(dataset, name="tq", revision=revision, limit=limit)
+
+
+def from_dataset(dataset, *, name: str, revision: str, limit: int | None = None) -> Source:
+    """Tevatron-layout rows (a `datasets.Dataset`, Hub or local) -> Source."""
+    queries, pool = [], {}
+    for row in head(dataset, limit):
+        gold = _passages(row["positive_passages"])
+        negatives = _passages(row.get("negative_passages"))
+        pool.update((p.pid, p) for p in gold + negatives)
+        queries.append(Query(str(row["query_id"]), row["query"], list(row["answers"]), gold))
+    return Source(name, revision, queries, Corpus(list(pool.values())))
+
+
+def _passages(value) -> list[Passage]:
+    """Distinct passages by docid, in order (DPR-derived lists repeat some)."""
+    unique = {}
+    for p in rows(value):
+        unique.setdefault(str(p["docid"]), Passage(str(p["docid"]), p["title"], p["text"]))
+    return list(unique.values())
