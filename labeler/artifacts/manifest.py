@@ -1,0 +1,106 @@
+"""manifest.json: how an artifact version was made, and the sha256 of each of its data files."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+from labeler import __version__
+from labeler.artifacts.schema import schema_problems
+from labeler.errors import ArtifactError, InputError
+
+MANIFEST = "manifest.json"
+DATA = "data.jsonl"
+CARD = "README.md"
+
+#: keys the writer sets itself; a caller passes them as write_artifact arguments instead.
+WRITER_KEYS = ("tool_version", "artifact", "dataset", "llm", "version", "files", "created_at")
+
+
+def build_manifest(
+    given: dict,
+    *,
+    artifact: str,
+    dataset: str,
+    llm: str,
+    version: str,
+    records: int,
+    files: dict[str, str],
+    stats: dict | None = None,
+) -> dict:
+    """The caller's manifest keys plus the writer's, validated by schemas/manifest.schema.json.
+
+    `given["prompt_templates"]` maps a name to the template text; it is stored as
+    ``{name: {"sha256": ..., "text": ...}}``. `given["counts"]` may add counts; `records` is
+    always the writer's own. `stats` is stored under "stats". Raises InputError naming the field.
+    """
+    for key in WRITER_KEYS:
+        if key in given:
+            raise InputError(f"'{key}' is set by the writer, not by the caller",
+                             path=MANIFEST, field_name=key)
+    counts = given.get("counts", {})
+    if not isinstance(counts, dict):
+        raise InputError("expected an object of counts", path=MANIFEST, field_name="counts")
+    manifest = {
+        "tool_version": __version__,
+        "artifact": artifact,
+        "dataset": dataset,
+        "llm": llm,
+        "version": version,
+        **given,
+        "counts": {**counts, "records": records},
+        "files": files,
+        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds")
+        .replace("+00:00", "Z"),
+    }
+    if isinstance(given.get("prompt_templates"), dict):
+        manifest["prompt_templates"] = _hashed(given["prompt_templates"])
+    if stats is not None:
+        manifest["stats"] = stats
+    check_manifest(manifest, MANIFEST)
+    try:
+        json.dumps(manifest, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"not JSON-serialisable: {exc}", path=MANIFEST) from exc
+    return manifest
+
+
+def check_manifest(manifest: object, where: str) -> None:
+    """Raise InputError at the first schema problem of `manifest` (read from `where`)."""
+    found = schema_problems(manifest, "manifest")
+    if found:
+        field, message = found[0]
+        raise InputError(message, path=where, field_name=field or None)
+
+
+def read_manifest(folder: Path) -> dict:
+    """The manifest of a version folder, schema-checked; ArtifactError if there is none."""
+    path = folder / MANIFEST
+    if not path.is_file():
+        raise ArtifactError(f"no {MANIFEST} here", path=str(folder),
+                            hint="point at a version folder <out>/<artifact>/<dataset>/<llm>/v<N>/")
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg}", path=str(path), line_no=exc.lineno) from exc
+    check_manifest(manifest, str(path))
+    return manifest
+
+
+def file_sha256(path: Path) -> str:
+    """Hex sha256 of a file's bytes, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while block := f.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _hashed(templates: dict) -> dict:
+    return {
+        name: {"sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(), "text": text}
+        if isinstance(text, str) else text
+        for name, text in templates.items()
+    }

@@ -1,0 +1,120 @@
+"""Reading artifacts back: JSONL lines, sha256 verification against the manifest, loading."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from labeler.artifacts.manifest import MANIFEST, file_sha256, read_manifest
+from labeler.errors import ArtifactError, InputError
+
+
+@dataclass
+class Artifact:
+    """A loaded artifact: where it is, its manifest (None for a bare JSONL file), its records."""
+
+    path: Path
+    manifest: dict | None
+    records: list[dict]
+
+
+def load_artifact(path: str | Path) -> Artifact:
+    """Load a version folder (sha256-verified first) or a `.jsonl` file.
+
+    A JSONL file inside a version folder is checked against that folder's manifest too. Raises
+    ArtifactError for a missing or tampered artifact, InputError (file and line) for a bad line.
+    """
+    path = Path(path)
+    if path.is_dir():
+        manifest = verify_artifact(path)
+        files = [path / name for name in manifest["files"]]
+    elif path.is_file() and path.suffix == ".jsonl":
+        manifest = read_manifest(path.parent) if (path.parent / MANIFEST).is_file() else None
+        if manifest is not None:
+            _check_file(path, manifest)
+        files = [path]
+    elif path.exists():
+        raise InputError("expected an artifact version folder or a .jsonl file", path=str(path))
+    else:
+        raise ArtifactError("no such file or folder", path=str(path))
+    records = []
+    for file in files:
+        for line_no, record, problem in parse_jsonl(file):
+            if problem:
+                raise InputError(problem, path=str(file), line_no=line_no)
+            records.append(record)
+    return Artifact(path, manifest, records)
+
+
+def verify_artifact(path: str | Path) -> dict:
+    """Check every data file of a version folder against the sha256 in its manifest.
+
+    Returns the manifest. Raises ArtifactError naming the first file that is missing, changed,
+    or present but not listed.
+    """
+    folder = Path(path)
+    folder = folder if folder.is_dir() else folder.parent
+    manifest = read_manifest(folder)
+    for name in manifest["files"]:
+        _check_file(folder / name, manifest)
+    for file in sorted(folder.glob("*.jsonl")):
+        if file.name not in manifest["files"]:
+            raise ArtifactError(f"data file not listed in {MANIFEST}", path=str(file),
+                                hint="a version folder holds only the files its manifest lists")
+    return manifest
+
+
+def parse_jsonl(path: Path) -> Iterator[tuple[int, dict | None, str | None]]:
+    """Yield (line number, record, None) per good line, (line number, None, problem) per bad one.
+
+    A line is bad when it is not UTF-8, not JSON, empty, or not a JSON object.
+    """
+    with path.open("rb") as f:
+        for line_no, raw in enumerate(f, 1):
+            try:
+                text = raw.decode("utf-8").rstrip("\r\n")
+            except UnicodeDecodeError as exc:
+                yield line_no, None, f"not UTF-8: {exc.reason} at byte {exc.start}"
+                continue
+            if not text.strip():
+                yield line_no, None, "empty line"
+                continue
+            try:
+                record = json.loads(text, parse_constant=_reject_constant)
+            except json.JSONDecodeError as exc:
+                yield line_no, None, f"invalid JSON: {exc.msg} (column {exc.colno})"
+                continue
+            except ValueError as exc:
+                yield line_no, None, f"invalid JSON: {exc}"
+                continue
+            if isinstance(record, dict):
+                yield line_no, record, None
+            else:
+                yield line_no, None, f"expected a JSON object, got {type(record).__name__}"
+
+
+def sha256_problem(file: Path, manifest: dict) -> str | None:
+    """Why `file` does not match its sha256 in `manifest`, or None when it does."""
+    expected = manifest["files"].get(file.name)
+    if expected is None:
+        return f"not listed in {MANIFEST}"
+    if not file.is_file():
+        return f"listed in {MANIFEST} but missing"
+    actual = file_sha256(file)
+    if actual != expected:
+        return (f"sha256 mismatch: {MANIFEST} says {expected[:12]}…, the file has "
+                f"{actual[:12]}… (changed after it was written)")
+    return None
+
+
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _check_file(file: Path, manifest: dict) -> None:
+    problem = sha256_problem(file, manifest)
+    if problem:
+        raise ArtifactError(problem, path=str(file),
+                            hint="rebuild the artifact or pull it again; never edit a version")

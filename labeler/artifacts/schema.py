@@ -1,0 +1,54 @@
+"""Record validation against `schemas/<name>.schema.json`, with one readable line per problem."""
+
+from __future__ import annotations
+
+from collections import deque
+from functools import cache
+
+from jsonschema import Draft202012Validator, ValidationError
+
+from labeler.resources import load_schema
+
+
+def schema_problems(record: object, schema: str) -> list[tuple[str, str]]:
+    """(field path, message) for every way `record` breaks schema `schema`; [] if it is valid.
+
+    The field path reads like Python access, e.g. ``candidates[0].pid``; it is "" for the record
+    itself. A missing required property or a single unexpected one is named in the path:
+
+    >>> schema_problems({"qid": "q1"}, "utility")[0]
+    ('answers', "'answers' is a required property")
+    """
+    return sorted((_field(error), error.message) for error in _validator(schema).iter_errors(record))
+
+
+@cache
+def _validator(schema: str) -> Draft202012Validator:
+    spec = load_schema(schema)
+    Draft202012Validator.check_schema(spec)
+    return Draft202012Validator(spec)
+
+
+def _field(error: ValidationError) -> str:
+    """`error.path` as ``a.b[0].c``, extended by the property a required/extra error is about."""
+    path = deque(error.path)
+    named = _named_property(error)
+    if named is not None:
+        path.append(named)
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def _named_property(error: ValidationError) -> str | None:
+    instance = error.instance
+    if not isinstance(instance, dict):
+        return None
+    if error.validator == "required":
+        missing = [p for p in error.validator_value if p not in instance]
+        return next((p for p in missing if error.message == f"{p!r} is a required property"), None)
+    if error.validator == "additionalProperties" and error.validator_value is False:
+        extra = [k for k in instance if k not in error.schema.get("properties", {})]
+        return extra[0] if len(extra) == 1 else None
+    return None

@@ -1,0 +1,151 @@
+"""`labeler validate`: every problem of an artifact folder or JSONL file, one line each."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from labeler.artifacts.manifest import CARD, MANIFEST
+from labeler.artifacts.reader import parse_jsonl, sha256_problem
+from labeler.artifacts.schema import schema_problems
+from labeler.errors import ArtifactError
+from labeler.progress import progress_bar
+from labeler.resources import schema_names, schema_path
+
+
+@dataclass
+class FileCheck:
+    """What was found in one file: `name` as shown in its problems, the schema used, lines read."""
+
+    name: str
+    schema: str | None = None
+    lines: int | None = None
+    problems: list[str] = field(default_factory=list)
+
+
+def validate_path(path: str | Path, *, schema: str | None = None) -> list[str]:
+    """Line-numbered problems of an artifact folder or JSONL file (see `check_path`); [] if valid.
+
+    e.g. ``data.jsonl:7: invalid JSON: Expecting ',' delimiter (column 15)`` or
+    ``data.jsonl:3: field 'candidates[0].pid': 'pid' is a required property``.
+    """
+    return [problem for check in check_path(path, schema=schema) for problem in check.problems]
+
+
+def check_path(path: str | Path, *, schema: str | None = None) -> list[FileCheck]:
+    """One FileCheck per file looked at.
+
+    `path` is a version folder, a folder holding version folders (each is checked), or a JSONL
+    file. The records' schema is `schema` if given, else the manifest's artifact, else the first
+    schema name found in the file's own name or folder path (e.g. .../utility/.../data.jsonl).
+    A version folder is checked for manifest.json (against its schema), every data file (each
+    line against the record schema, sha256 against the manifest, record count) and README.md.
+    """
+    path = Path(path)
+    if schema is not None:
+        schema_path(schema)  # UnknownNameError listing the schemas
+    if path.is_file():
+        manifest = _manifest_near(path)
+        return [_check_jsonl(path, str(path), schema or _artifact(manifest) or _infer(path),
+                             manifest)]
+    if not path.is_dir():
+        raise ArtifactError("no such file or folder", path=str(path))
+    folders = sorted(
+        m.parent for m in path.rglob(MANIFEST)
+        if not any(part.startswith(".") for part in m.relative_to(path).parts)
+    )
+    if (path / MANIFEST).is_file() or not folders:
+        folders = [path]
+    return [check for folder in folders for check in _check_folder(folder, path, schema)]
+
+
+def _check_folder(folder: Path, root: Path, schema: str | None) -> list[FileCheck]:
+    def shown(file: Path) -> str:
+        return file.relative_to(root).as_posix()
+
+    manifest_check = FileCheck(shown(folder / MANIFEST), "manifest")
+    manifest = _read_manifest(folder / MANIFEST, manifest_check)
+    files = manifest["files"] if manifest else {}
+    name = schema or _artifact(manifest) or _infer(folder)
+    checks = [manifest_check]
+    data = sorted({*files, *(f.name for f in folder.glob("*.jsonl"))})
+    for file in (folder / n for n in data):
+        if file.is_file():
+            checks.append(_check_jsonl(file, shown(file), name, manifest))
+        else:
+            missing = f"{shown(file)}: listed in {MANIFEST} but missing"
+            checks.append(FileCheck(shown(file), name, None, [missing]))
+    if not data:
+        manifest_check.problems.append(f"{shown(folder / MANIFEST)}: no data files (*.jsonl)")
+    lines = sum(check.lines or 0 for check in checks[1:])
+    if manifest and manifest["counts"]["records"] != lines:
+        manifest_check.problems.append(
+            f"{manifest_check.name}: counts.records is {manifest['counts']['records']} but the "
+            f"data files hold {lines} lines")
+    card = FileCheck(shown(folder / CARD))
+    if not (folder / CARD).is_file():
+        card.problems.append(f"{card.name}: missing (the dataset card)")
+    return [*checks, card]
+
+
+def _read_manifest(path: Path, check: FileCheck) -> dict | None:
+    """The manifest if it is present and valid; otherwise its problems go to `check`."""
+    if not path.is_file():
+        check.problems.append(f"{check.name}: missing, so this is not an artifact version folder")
+        return None
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        line = f":{exc.lineno}" if isinstance(exc, json.JSONDecodeError) else ""
+        check.problems.append(f"{check.name}{line}: invalid JSON: {exc}")
+        return None
+    found = schema_problems(manifest, "manifest")
+    check.problems += [_problem(check.name, None, f, m) for f, m in found]
+    return None if found else manifest
+
+
+def _check_jsonl(file: Path, shown: str, schema: str | None, manifest: dict | None) -> FileCheck:
+    check = FileCheck(shown, schema, 0)
+    if manifest and (problem := sha256_problem(file, manifest)):
+        check.problems.append(f"{shown}: {problem}")
+    if schema is None:
+        check.problems.append(f"{shown}: cannot tell which schema its records follow; pass "
+                              f"--schema NAME (one of: {', '.join(schema_names())})")
+        return check
+    with file.open("rb") as f:
+        total = sum(1 for _ in f)
+    with progress_bar(f"validating {shown}", total) as advance:
+        for line_no, record, problem in parse_jsonl(file):
+            check.lines = line_no
+            if problem:
+                check.problems.append(_problem(shown, line_no, "", problem))
+            else:
+                found = schema_problems(record, schema)
+                check.problems += [_problem(shown, line_no, f, m) for f, m in found]
+            advance(1)
+    return check
+
+
+def _problem(shown: str, line_no: int | None, field_path: str, message: str) -> str:
+    where = f"{shown}:{line_no}" if line_no is not None else shown
+    return f"{where}: field '{field_path}': {message}" if field_path else f"{where}: {message}"
+
+
+def _manifest_near(file: Path) -> dict | None:
+    """The valid manifest of the version folder holding `file`, if there is one."""
+    check = FileCheck(MANIFEST)
+    path = file.parent / MANIFEST
+    return _read_manifest(path, check) if path.is_file() else None
+
+
+def _artifact(manifest: dict | None) -> str | None:
+    return manifest["artifact"] if manifest and manifest["artifact"] in schema_names() else None
+
+
+def _infer(path: Path) -> str | None:
+    """The first schema name among the file's stem and its folders' names, nearest first."""
+    path = path.absolute()
+    names = [path.stem if path.is_file() else path.name, *(p.name for p in path.parents)]
+    known = set(schema_names()) - {"manifest"}
+    return next((name for name in names if name in known), None)

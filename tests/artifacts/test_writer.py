@@ -1,0 +1,171 @@
+"""write_artifact: folder layout, manifest, card, versions, and all-or-nothing writes."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import re
+
+import pytest
+from huggingface_hub import DatasetCard
+
+from labeler import __version__
+from labeler.artifacts import artifact_dir, load_artifact
+from labeler.errors import ArtifactError, InputError, UnknownNameError
+
+
+def _tree(root):
+    """Every path under root (hidden temp folders included), relative, as strings."""
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*")) if root.exists() else []
+
+
+def test_writes_the_version_folder_with_data_manifest_and_card(write, records, manifest, tmp_path):
+    path = write(iter(records))  # a generator, as a build streams its records
+
+    assert path == tmp_path / "out" / "utility" / "nq-sample" / "smollm2-135m" / "v1"
+    assert sorted(p.name for p in path.iterdir()) == ["README.md", "data.jsonl", "manifest.json"]
+    lines = (path / "data.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line) for line in lines] == records
+    assert "Röntgen" in lines[0]  # UTF-8, not \u escapes
+
+    written = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
+    data_sha = hashlib.sha256((path / "data.jsonl").read_bytes()).hexdigest()
+    assert written["files"] == {"data.jsonl": data_sha}
+    assert written["counts"] == {"records": 3}
+    assert (written["tool_version"], written["artifact"], written["dataset"], written["llm"],
+            written["version"]) == (__version__, "utility", "nq-sample", "smollm2-135m", "1")
+    for name, text in manifest["prompt_templates"].items():
+        expected = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        assert written["prompt_templates"][name] == {"sha256": expected, "text": text}
+    assert written["pool"] == "hgp" and written["sampling"] == manifest["sampling"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", written["created_at"])
+    assert written["stats"]["queries"] == 3
+
+
+def test_card_has_hub_metadata_and_the_build_statistics(write, records):
+    path = write(records)
+    card = DatasetCard.load(path / "README.md")
+
+    assert card.data.license == "cc-by-sa-3.0"  # NQ-derived default
+    assert card.data.size_categories == ["n<1K"]
+    assert card.data.configs == [{"config_name": "default", "data_files": "data.jsonl"}]
+    assert "question-answering" in card.data.task_categories
+    assert card.data.pretty_name == "LLM-specific gold utilitarian passages: nq-sample × smollm2-135m"
+    text = card.text
+    assert "| queries | 3 |" in text
+    assert "| known queries (closed-book answer correct) | 0.0% |" in text
+    assert "| gold utilitarian passages per query (mean) | 0.67 |" in text
+    assert "| human gold passages that are gold utilitarian | 66.7% |" in text
+    assert "| no passage (closed book) | 0.0% |" in text
+    assert "| only the gold utilitarian passages | n/a |" in text  # not passed: rendered as n/a
+    assert "or your internal knowledge  with one or few words" in text  # the exact prompt
+
+
+def test_licence_comes_from_the_manifest_when_given(write, records, manifest):
+    path = write(records, manifest={**manifest, "license": "cc-by-sa-4.0"}, dataset="hotpotqa")
+    assert DatasetCard.load(path / "README.md").data.license == "cc-by-sa-4.0"
+
+
+def test_the_folder_loads_with_datasets_through_its_card(write, records):
+    from datasets import load_dataset
+
+    loaded = load_dataset(str(write(records)), split="train")
+    assert loaded["qid"] == [r["qid"] for r in records]
+    assert loaded[0]["candidates"][0]["pid"] == "nq-oracle:64aaafc597c5"
+
+
+def test_versions_count_up_and_an_existing_one_is_never_overwritten(write, records, tmp_path):
+    first, second = write(records), write(records)
+    assert (first.name, second.name) == ("v1", "v2")
+    assert write(records, version="v7").name == "v7"  # "v7" and "7" mean the same folder
+    assert write(records).name == "v8"
+    before = (first / "data.jsonl").read_bytes()
+
+    consumed = []
+
+    def lazy():
+        for record in records:
+            consumed.append(record["qid"])
+            yield record
+
+    with pytest.raises(ArtifactError) as error:
+        write(lazy(), version="1")
+    assert str(error.value) == f"{first}: this version exists already"
+    assert "pass another --version, or none to write v9" in error.value.line()
+    assert consumed == []  # refused before any record was produced
+    assert (first / "data.jsonl").read_bytes() == before
+
+
+def test_invalid_record_names_record_and_field_and_leaves_nothing(write, records, tmp_path):
+    bad = copy.deepcopy(records)
+    del bad[2]["candidates"][0]["pid"]
+
+    with pytest.raises(InputError) as error:
+        write(bad)
+    assert str(error.value) == "record 3 field 'candidates[0].pid': 'pid' is a required property"
+    assert _tree(tmp_path / "out") == []  # neither the version nor its temp nor empty parents
+
+
+def test_invalid_record_keeps_existing_versions_and_removes_only_its_temp(write, records, tmp_path):
+    write(records)
+    typo = copy.deepcopy(records)
+    typo[1]["candidates"][0]["utilty"] = 1
+
+    with pytest.raises(InputError, match=r"record 2 field 'candidates\[0\]\.utilty': Additional"):
+        write(typo)
+    llm_dir = tmp_path / "out" / "utility" / "nq-sample" / "smollm2-135m"
+    assert [p.name for p in llm_dir.iterdir()] == ["v1"]
+
+
+def test_interrupt_mid_write_leaves_nothing(write, records, tmp_path):
+    def interrupted():
+        yield records[0]
+        yield records[1]
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        write(interrupted())
+    assert _tree(tmp_path / "out") == []
+
+
+def test_bad_manifest_fails_before_records_are_consumed(write, records, manifest):
+    incomplete = {k: v for k, v in manifest.items() if k != "model_id"}
+    with pytest.raises(InputError) as error:
+        write(_exploding(), manifest=incomplete)
+    assert str(error.value) == "manifest.json field 'model_id': 'model_id' is a required property"
+
+    with pytest.raises(InputError, match="'version' is set by the writer"):
+        write(_exploding(), manifest={**manifest, "version": "3"})
+
+
+def test_names_that_cannot_be_folders_or_unknown_artifacts_are_refused(write, tmp_path):
+    with pytest.raises(InputError) as error:
+        write(_exploding(), llm="meta-llama/Llama-3.1-8B-Instruct")
+    assert str(error.value).startswith(
+        "field 'llm': 'meta-llama/Llama-3.1-8B-Instruct' cannot be a folder name")
+
+    with pytest.raises(UnknownNameError, match="unknown artifact 'utilty'. Did you mean 'utility'"):
+        artifact_dir(tmp_path, artifact="utilty", dataset="nq", llm="x")
+
+
+def test_non_json_numbers_are_refused(write, records, tmp_path):
+    bad = copy.deepcopy(records)
+    bad[0]["candidates"][0]["loglikelihood"] = float("nan")
+    with pytest.raises(InputError, match="record 1: not valid JSON: Out of range float"):
+        write(bad)
+    assert _tree(tmp_path / "out") == []
+
+
+def test_round_trip_load(write, records):
+    path = write(records)
+    loaded = load_artifact(path)
+    assert loaded.records == records
+    assert loaded.manifest["files"]["data.jsonl"]
+    assert load_artifact(path / "data.jsonl").records == records
+
+
+def _exploding():
+    """A record source that must never be read."""
+    raise AssertionError("records consumed")
+    yield  # pragma: no cover
