@@ -55,7 +55,9 @@ def cli(ctx: click.Context, quiet: bool, verbose: bool, debug: bool) -> None:
 def main() -> None:
     """Console entry point: every `LabelerError` becomes one line on stderr and exit 1."""
     try:
-        cli.main(standalone_mode=False)
+        code = cli.main(standalone_mode=False)
+        if isinstance(code, int) and code:  # non-standalone click returns ctx.exit(n)'s n
+            sys.exit(code)
     except click.exceptions.Abort:
         click.echo("Aborted.", err=True)
         sys.exit(130)

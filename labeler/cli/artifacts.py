@@ -1,0 +1,41 @@
+"""`labeler validate`: parse, call `labeler.artifacts.check_path`, render."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from labeler.artifacts import check_path
+
+
+@click.command()
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--schema", metavar="NAME",
+              help="Record schema for a JSONL file outside a version folder, e.g. utility.")
+@click.pass_context
+def validate(ctx: click.Context, path: Path, schema: str | None) -> None:
+    """Check an artifact version folder (or a folder of them) or a JSONL file.
+
+    Prints every problem as FILE:LINE: MESSAGE, then a summary table; exits 1 on any problem.
+    """
+    checks = check_path(path, schema=schema)
+    for check in checks:
+        for problem in check.problems:
+            click.echo(problem)
+    table = Table(title=f"validate {path}")
+    table.add_column("file")
+    table.add_column("schema")
+    table.add_column("lines", justify="right")
+    table.add_column("problems", justify="right")
+    for check in checks:
+        table.add_row(check.name, check.schema or "-",
+                      "-" if check.lines is None else str(check.lines),
+                      f"[red]{len(check.problems)}[/red]" if check.problems else "[green]0[/green]")
+    Console(soft_wrap=True).print(table)
+    total = sum(len(check.problems) for check in checks)
+    click.echo(f"{total} problem(s) in {len(checks)} file(s)" if total
+               else f"valid: {len(checks)} file(s), no problems")
+    ctx.exit(1 if total else 0)
