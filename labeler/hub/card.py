@@ -1,0 +1,127 @@
+"""The repo's root README.md: merge pushed versions into its `configs` and keep the rest.
+
+Each pushed version sets its config (`<artifact>.<dataset>.<llm>`) to point at its own data
+files; every other config, every other metadata key and all prose written by people stay as
+they are. The table of labeler configs in the prose lives between two HTML comments and is
+rebuilt from the YAML on every push; a card without them gets the table appended.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+
+from huggingface_hub import DatasetCard
+
+from labeler.hub.layout import Version
+
+START, END = "<!-- labeler:configs start -->", "<!-- labeler:configs end -->"
+#: a data file path in the layout labeler publishes: <artifact>/<dataset>/<llm>/v<version>/<file>
+_LAYOUT = re.compile(r"^([^/]+)/([^/]+)/([^/]+)/v([^/]+)/[^/]+$")
+#: metadata lists that grow with each artifact kind pushed into the repo
+_UNION_KEYS = ("task_categories", "tags", "size_categories")
+
+
+def merge_card(existing: str | None, versions: list[Version], repo: str) -> str:
+    """The root card after publishing `versions` (newest per config) into `existing` (None: no card)."""
+    card = DatasetCard(existing) if existing else DatasetCard(_new_card(repo))
+    configs = list(card.data.get("configs") or [])
+    for version in versions:
+        entry = {
+            "config_name": version.config,
+            "data_files": [
+                {"split": "train", "path": f"{version.prefix}/{name}"} for name in version.data_files
+            ],
+        }
+        at = next((i for i, c in enumerate(configs) if c.get("config_name") == version.config), None)
+        if at is None:
+            configs.append(entry)
+        else:
+            configs[at] = entry
+        _merge_metadata(card, DatasetCard((version.folder / "README.md").read_text(encoding="utf-8")))
+    card.data["configs"] = configs
+    if not card.data.get("pretty_name"):
+        card.data["pretty_name"] = repo.split("/")[-1]
+    card.text = _with_table(card.text, configs, repo)
+    return str(card)
+
+
+def card_diff(old: str | None, new: str) -> str:
+    """Unified diff of the root card, remote before -> after the push."""
+    lines = difflib.unified_diff(
+        (old or "").splitlines(keepends=True), new.splitlines(keepends=True),
+        "README.md (on the Hub)", "README.md (after push)",
+    )
+    return "".join(lines)
+
+
+def version_folder(config: dict) -> str | None:
+    """The `<artifact>/<dataset>/<llm>/v<version>` folder a config's data files are in, if any."""
+    files = config.get("data_files")
+    paths = [files] if isinstance(files, str) else [
+        f["path"] if isinstance(f, dict) else f for f in files or []
+    ]
+    flat = [p for path in paths for p in ([path] if isinstance(path, str) else path)]
+    folders = {p.rsplit("/", 1)[0] for p in flat if _LAYOUT.match(p)}
+    return folders.pop() if len(folders) == 1 else None
+
+
+def _merge_metadata(card: DatasetCard, version_card: DatasetCard) -> None:
+    """Fill missing keys from a version's own card; grow the list-valued ones."""
+    for key, value in version_card.data.to_dict().items():
+        if key in ("configs", "pretty_name"):
+            continue
+        current = card.data.get(key)
+        if current is None:
+            card.data[key] = value
+        elif key in _UNION_KEYS and isinstance(current, list) and isinstance(value, list):
+            card.data[key] = current + [v for v in value if v not in current]
+
+
+def _with_table(text: str, configs: list[dict], repo: str) -> str:
+    rows = []
+    for config in configs:
+        folder = version_folder(config)
+        if folder is None:
+            continue  # a config written by people: not ours to list
+        artifact, dataset, llm, version = folder.split("/")
+        name = config["config_name"]
+        rows.append(f"| `{name}` | {artifact} | {dataset} | {llm} | {version} | `{name}.{version}` |")
+    table = "\n".join([
+        START,
+        "| config | artifact | dataset | LLM | newest version | its tag |",
+        "|---|---|---|---|---|---|",
+        *rows,
+        END,
+    ])
+    if START in text and END in text:
+        head, rest = text.split(START, 1)
+        return head + table + rest.split(END, 1)[1]
+    return text.rstrip("\n") + "\n\n## Configs\n\n" + table + "\n"
+
+
+def _new_card(repo: str) -> str:
+    return f"""---
+{{}}
+---
+
+# {repo.split("/")[-1]}
+
+Labels of LLM behaviour for retrieval-augmented generation, made with labeler. Each config
+is one artifact × dataset × LLM and loads its newest version; every version also has a tag
+that pins it:
+
+```python
+from datasets import load_dataset
+
+ds = load_dataset("{repo}", "<config>", revision="<config>.v<version>")
+```
+
+Each version lives in `<artifact>/<dataset>/<llm>/v<version>/` with its data, its
+`manifest.json` (how it was made, and the sha256 of every data file) and its own card.
+
+## Configs
+
+{START}
+{END}
+"""

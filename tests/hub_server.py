@@ -1,0 +1,474 @@
+"""A small Hugging Face Hub-compatible HTTP server for tests: the real `huggingface_hub` client
+(and `datasets`) talk to it over real HTTP, with HF_ENDPOINT pointing at it.
+
+It keeps repos in memory as real git-like histories: every commit has a sha, a parent and a full
+snapshot of its files, so branches, tags and commit shas all resolve as revisions. It serves the
+endpoints that `create_repo`, `repo_info`, `validate-yaml`, `preupload`, `create_commit`
+(NDJSON, inline base64 files), `create_tag`, `list_repo_refs`, `list_repo_tree`,
+`get_paths_info` and file downloads (`resolve`, HEAD and ranged GET) use in
+huggingface_hub 0.36. Every upload is answered `regular` (inline content, no LFS or Xet).
+
+Faults: `inject(at=N, kind=...)` makes the Nth request from now fail with an HTTP 500
+(`"500"`), a connection closed before the request is handled (`"drop"`), or one closed after
+it was handled, so its effect stays but the answer is lost (`"drop-after"`); `times=None`
+keeps failing every later request too (an outage).
+
+    with HubServer(tokens={"hf_secret"}) as hub:
+        os.environ["HF_ENDPOINT"] = hub.url
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import threading
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import yaml
+
+GITATTRIBUTES = b"*.parquet filter=lfs diff=lfs merge=lfs -text\n*.arrow filter=lfs diff=lfs merge=lfs -text\n"
+_YAML_BLOCK = re.compile(r"^\s*---[\r\n]+(.*?)[\r\n]+---[\r\n]", re.DOTALL)
+# git check-ref-format, as the Hub applies it to tag names
+_BAD_REF = re.compile(r"(^[-.])|(\.\.)|([\x00-\x20~^:?*\[\\])|(@\{)|(\.lock$)|([./]$)|(//)")
+
+
+def blob_oid(content: bytes) -> str:
+    """The git blob sha1, which the Hub reports as a regular file's oid and ETag."""
+    return hashlib.sha1(b"blob %d\0" % len(content) + content).hexdigest()
+
+
+@dataclass
+class Commit:
+    sha: str
+    parent: str | None
+    title: str
+    date: str
+    files: dict[str, bytes]  # full snapshot: path -> content
+
+
+@dataclass
+class Repo:
+    repo_id: str
+    repo_type: str
+    private: bool
+    commits: dict[str, Commit] = field(default_factory=dict)
+    branches: dict[str, str] = field(default_factory=dict)
+    tags: dict[str, str] = field(default_factory=dict)
+
+    def resolve(self, revision: str) -> Commit | None:
+        sha = self.branches.get(revision) or self.tags.get(revision)
+        if sha is None and revision in self.commits:
+            sha = revision
+        return self.commits.get(sha) if sha else None
+
+    def last_commit(self, commit: Commit, path: str) -> Commit:
+        """The newest commit, up to `commit`, that changed `path` (a file or a folder)."""
+
+        def view(c: Commit | None) -> dict[str, bytes]:
+            if c is None:
+                return {}
+            return {p: b for p, b in c.files.items() if p == path or p.startswith(path + "/")}
+
+        while commit.parent is not None:
+            parent = self.commits[commit.parent]
+            if view(commit) != view(parent):
+                return commit
+            commit = parent
+        return commit
+
+
+class HttpError(Exception):
+    """An error answer: status, message (body and X-Error-Message), X-Error-Code, extras."""
+
+    def __init__(self, status: int, message: str, code: str | None = None, *, extra=None, extra_headers=None):
+        super().__init__(message)
+        self.status, self.message, self.code = status, message, code
+        self.extra = extra or {}  # more keys for the JSON body
+        self.extra_headers = extra_headers or {}
+
+
+class HubServer:
+    """In-memory Hub on 127.0.0.1 (port 0 = any free port); use as a context manager."""
+
+    def __init__(self, tokens: set[str] | frozenset[str] = frozenset({"hf_test_token"})):
+        self.tokens = set(tokens)
+        self.repos: dict[tuple[str, str], Repo] = {}
+        self.log: list[str] = []  # "METHOD path" of every request, in arrival order
+        self._lock = threading.RLock()
+        self._faults: list[tuple[int, str, int | None]] = []  # (request number, kind, times)
+        self._counter = 0
+        self._commits = 0
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> HubServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    # ---- test controls ---------------------------------------------------------------------
+
+    def inject(self, *, at: int, kind: str = "500", times: int | None = 1) -> None:
+        """Fail the `at`-th request from now (1 = the next one), `times` times in a row
+        (None = every request from then on)."""
+        if kind not in ("500", "drop", "drop-after"):
+            raise ValueError(f"unknown fault kind {kind!r}")
+        with self._lock:
+            self._faults.append((self._counter + at, kind, times))
+
+    def clear_faults(self) -> None:
+        with self._lock:
+            self._faults.clear()
+
+    @property
+    def request_count(self) -> int:
+        return self._counter
+
+    def repo(self, repo_id: str, repo_type: str = "dataset") -> Repo:
+        return self.repos[(repo_type, repo_id)]
+
+    def _fault_for(self, number: int) -> str | None:
+        for start, kind, times in self._faults:
+            if number >= start and (times is None or number < start + times):
+                return kind
+        return None
+
+    # ---- request handling ------------------------------------------------------------------
+
+    def handle(self, method: str, raw_path: str, headers, body: bytes) -> tuple[int, dict, bytes]:
+        split = urlsplit(raw_path)
+        parts = [unquote(p) for p in split.path.strip("/").split("/")]
+        query = parse_qs(split.query)
+        token = (headers.get("Authorization") or "").removeprefix("Bearer ").strip() or None
+        if token is not None and token not in self.tokens:
+            raise HttpError(401, "Invalid credentials in Authorization header")
+        with self._lock:
+            if parts[0] == "api":
+                return self._api(method, parts[1:], query, token, headers, body)
+            return self._resolve(method, parts, token, headers)
+
+    def _api(self, method, parts, query, token, headers, body):
+        if method == "POST" and parts == ["repos", "create"]:
+            return self._create_repo(json.loads(body), token)
+        if method == "POST" and parts == ["validate-yaml"]:
+            errors = _yaml_errors(json.loads(body)["content"])
+            return _json(400 if errors else 200, {"errors": errors, "warnings": []})
+        if len(parts) < 3 or parts[0] not in ("models", "datasets", "spaces"):
+            raise HttpError(404, "Not found")
+        repo = self._repo(parts[0][:-1], f"{parts[1]}/{parts[2]}", token)
+        rest = parts[3:]
+        if method == "GET" and (not rest or rest[0] == "revision"):
+            return self._info(repo, rest[1] if rest else "main", query)
+        if method == "GET" and rest == ["refs"]:
+            return self._refs(repo)
+        if method == "GET" and rest and rest[0] == "tree":
+            commit = self._commit(repo, rest[1])
+            return self._tree(repo, commit, "/".join(rest[2:]), query)
+        if method == "POST" and len(rest) == 2 and rest[0] == "paths-info":
+            form = parse_qs(body.decode())
+            expand = form.get("expand", ["False"])[0] == "True"
+            commit = self._commit(repo, rest[1])
+            return _json(200, self._paths_info(repo, commit, form.get("paths", []), expand))
+        if method == "POST" and len(rest) == 2 and rest[0] in ("preupload", "commit", "tag"):
+            self._require_write(token)
+            if rest[0] == "preupload":
+                commit = self._commit(repo, rest[1])
+                files = [
+                    {
+                        "path": f["path"],
+                        "uploadMode": "regular",
+                        "shouldIgnore": False,
+                        "oid": blob_oid(commit.files[f["path"]]) if f["path"] in commit.files else None,
+                    }
+                    for f in json.loads(body)["files"]
+                ]
+                return _json(200, {"files": files, "commitOid": commit.sha})
+            if rest[0] == "commit":
+                return self._commit_files(repo, rest[1], body)
+            return self._tag(repo, rest[1], json.loads(body))
+        raise HttpError(404, f"Not found: {method} /api/{'/'.join(parts)}")
+
+    def _create_repo(self, payload: dict, token: str | None):
+        self._require_write(token)
+        repo_type = payload.get("type") or "model"
+        repo_id = f"{payload.get('organization')}/{payload['name']}"
+        url = f"{self.url}/{'' if repo_type == 'model' else repo_type + 's/'}{repo_id}"
+        if (repo_type, repo_id) in self.repos:
+            raise HttpError(409, "You already created this repo", extra={"url": url})
+        repo = Repo(repo_id, repo_type, bool(payload.get("private")))
+        self._new_commit(repo, None, "initial commit", {".gitattributes": GITATTRIBUTES})
+        self.repos[(repo_type, repo_id)] = repo
+        return _json(200, {"url": url, "name": repo_id, "id": repo_id})
+
+    def _info(self, repo: Repo, revision: str, query: dict):
+        commit = self._commit(repo, revision)
+        blobs = query.get("blobs", ["False"])[0] == "True"
+        siblings = [
+            {"rfilename": p, **({"size": len(b), "blobId": blob_oid(b)} if blobs else {})}
+            for p, b in sorted(commit.files.items())
+        ]
+        match = _YAML_BLOCK.match(commit.files.get("README.md", b"").decode())
+        card = yaml.safe_load(match.group(1)) if match else None
+        first = repo.commits[min(repo.commits, key=lambda s: repo.commits[s].date)]
+        return _json(
+            200,
+            {
+                "_id": hashlib.sha1(repo.repo_id.encode()).hexdigest()[:24],
+                "id": repo.repo_id,
+                "author": repo.repo_id.split("/")[0],
+                "sha": commit.sha,
+                "lastModified": commit.date,
+                "createdAt": first.date,
+                "private": repo.private,
+                "gated": False,
+                "disabled": False,
+                "downloads": 0,
+                "likes": 0,
+                "tags": [],
+                "cardData": card if isinstance(card, dict) else None,
+                "siblings": siblings,
+            },
+        )
+
+    def _refs(self, repo: Repo):
+        def refs(kind: str, names: dict[str, str]) -> list[dict]:
+            return [
+                {"name": n, "ref": f"refs/{kind}/{n}", "targetCommit": sha}
+                for n, sha in sorted(names.items())
+            ]
+
+        return _json(
+            200,
+            {
+                "branches": refs("heads", repo.branches),
+                "converts": [],
+                "tags": refs("tags", repo.tags),
+                "pullRequests": [],
+            },
+        )
+
+    def _entry(self, repo: Repo, commit: Commit, path: str, expand: bool) -> dict | None:
+        if path in commit.files:
+            content = commit.files[path]
+            entry = {"type": "file", "oid": blob_oid(content), "size": len(content), "path": path}
+        else:
+            inside = sorted((p, blob_oid(b)) for p, b in commit.files.items() if p.startswith(path + "/"))
+            if not inside:
+                return None
+            oid = hashlib.sha1(json.dumps(inside).encode()).hexdigest()
+            entry = {"type": "directory", "oid": oid, "size": 0, "path": path}
+        if expand:
+            last = repo.last_commit(commit, path)
+            entry["lastCommit"] = {"id": last.sha, "title": last.title, "date": last.date}
+        return entry
+
+    def _tree(self, repo: Repo, commit: Commit, path: str, query: dict):
+        recursive = query.get("recursive", ["False"])[0] == "True"
+        expand = query.get("expand", ["False"])[0] == "True"
+        if path and self._entry(repo, commit, path, False) is None:
+            raise HttpError(404, f"{path} does not exist", "EntryNotFound")
+        prefix = f"{path}/" if path else ""
+        names: set[str] = set()
+        for p in commit.files:
+            if not p.startswith(prefix):
+                continue
+            rel = p[len(prefix) :].split("/")
+            depth = len(rel) if recursive else 1
+            names.update(prefix + "/".join(rel[:i]) for i in range(1, depth + 1))
+        return _json(200, [self._entry(repo, commit, n, expand) for n in sorted(names)])
+
+    def _paths_info(self, repo: Repo, commit: Commit, paths: list[str], expand: bool) -> list[dict]:
+        entries = (self._entry(repo, commit, p.strip("/"), expand) for p in paths)
+        return [e for e in entries if e is not None]
+
+    def _commit_files(self, repo: Repo, revision: str, body: bytes):
+        if revision not in repo.branches:
+            raise HttpError(404, f"branch {revision} not found", "RevisionNotFound")
+        head = repo.commits[repo.branches[revision]]
+        files = dict(head.files)
+        title = ""
+        for line in body.splitlines():
+            if not line.strip():
+                continue
+            item = json.loads(line)
+            key, value = item["key"], item["value"]
+            if key == "header":
+                title = value["summary"]
+                parent = value.get("parentCommit")
+                if parent is not None and parent != head.sha:
+                    raise HttpError(412, "A commit has happened since. Please refresh and try again.")
+            elif key == "file":
+                files[value["path"]] = base64.b64decode(value["content"])
+            elif key == "deletedFile":
+                if files.pop(value["path"], None) is None:
+                    raise HttpError(404, "A file with this name doesn't exist", "EntryNotFound")
+            elif key == "deletedFolder":
+                files = {p: b for p, b in files.items() if not p.startswith(value["path"].rstrip("/") + "/")}
+            else:
+                raise HttpError(400, f"unsupported commit operation {key!r}: this server stores regular files only")
+        if "README.md" in files and files["README.md"] != head.files.get("README.md"):
+            errors = _yaml_errors(files["README.md"].decode())
+            if errors:
+                raise HttpError(400, "Invalid metadata in README.md: " + errors[0]["message"])
+        commit = self._new_commit(repo, head.sha, title, files)
+        repo.branches[revision] = commit.sha
+        prefix = "" if repo.repo_type == "model" else f"{repo.repo_type}s/"
+        url = f"{self.url}/{prefix}{repo.repo_id}/commit/{commit.sha}"
+        return _json(200, {"success": True, "commitOid": commit.sha, "commitUrl": url, "hookOutput": ""})
+
+    def _tag(self, repo: Repo, revision: str, payload: dict):
+        commit = self._commit(repo, revision)
+        tag = payload["tag"]
+        if _BAD_REF.search(tag) or not tag:
+            raise HttpError(400, f"Invalid tag name '{tag}'")
+        if tag in repo.tags or tag in repo.branches:
+            raise HttpError(409, f"Tag {tag} already exists")
+        repo.tags[tag] = commit.sha
+        return _json(200, {})
+
+    def _resolve(self, method: str, parts: list[str], token: str | None, headers):
+        # /{datasets/|spaces/|}{namespace}/{name}/resolve/{revision}/{path...}
+        repo_type = "model"
+        if parts[0] in ("datasets", "spaces"):
+            repo_type, parts = parts[0][:-1], parts[1:]
+        if method not in ("GET", "HEAD") or len(parts) < 5 or parts[2] != "resolve":
+            raise HttpError(404, "Not found")
+        repo = self._repo(repo_type, f"{parts[0]}/{parts[1]}", token)
+        commit = self._commit(repo, parts[3])
+        path = "/".join(parts[4:])
+        if path not in commit.files:
+            raise HttpError(404, f"{path} does not exist", "EntryNotFound", extra_headers={"X-Repo-Commit": commit.sha})
+        content = commit.files[path]
+        out = {
+            "ETag": f'"{blob_oid(content)}"',
+            "X-Repo-Commit": commit.sha,
+            "Accept-Ranges": "bytes",
+            "Content-Type": "text/plain; charset=utf-8",
+        }
+        status = 200
+        match = re.fullmatch(r"bytes=(\d*)-(\d*)", headers.get("Range") or "")
+        if match and content:
+            start = int(match[1]) if match[1] else max(len(content) - int(match[2]), 0)
+            end = int(match[2]) if match[1] and match[2] else len(content) - 1
+            if start >= len(content):
+                raise HttpError(416, "Requested range not satisfiable")
+            end = min(end, len(content) - 1)
+            out["Content-Range"] = f"bytes {start}-{end}/{len(content)}"
+            content, status = content[start : end + 1], 206
+        return status, out, content
+
+    # ---- helpers ---------------------------------------------------------------------------
+
+    def _repo(self, repo_type: str, repo_id: str, token: str | None) -> Repo:
+        repo = self.repos.get((repo_type, repo_id))
+        if repo is None or (repo.private and token is None):
+            raise HttpError(404, "Repository not found", "RepoNotFound")
+        return repo
+
+    def _commit(self, repo: Repo, revision: str) -> Commit:
+        commit = repo.resolve(revision)
+        if commit is None:
+            raise HttpError(404, f"Invalid rev id: {revision}", "RevisionNotFound")
+        return commit
+
+    def _require_write(self, token: str | None) -> None:
+        if token is None:
+            raise HttpError(401, "You must be authenticated to write")
+
+    def _new_commit(self, repo: Repo, parent: str | None, title: str, files: dict[str, bytes]) -> Commit:
+        self._commits += 1
+        date = datetime.fromtimestamp(1_700_000_000 + self._commits, timezone.utc).isoformat()
+        state = json.dumps([parent, title, self._commits, sorted((p, blob_oid(b)) for p, b in files.items())])
+        commit = Commit(hashlib.sha1(state.encode()).hexdigest(), parent, title, date.replace("+00:00", ".000Z"), files)
+        repo.commits[commit.sha] = commit
+        if parent is None:
+            repo.branches["main"] = commit.sha
+        return commit
+
+
+def _json(status: int, payload, extra_headers: dict | None = None) -> tuple[int, dict, bytes]:
+    return status, {"Content-Type": "application/json", **(extra_headers or {})}, json.dumps(payload).encode()
+
+
+def _yaml_errors(content: str) -> list[dict]:
+    """What the Hub's validate-yaml would object to in a README's metadata block."""
+    match = _YAML_BLOCK.match(content)
+    if not match:
+        return []
+    try:
+        data = yaml.safe_load(match.group(1))
+    except yaml.YAMLError as exc:
+        return [{"message": f"YAML parse error: {exc}"}]
+    if data is None:
+        return []
+    if not isinstance(data, dict):
+        return [{"message": "metadata must be a mapping"}]
+    configs = data.get("configs", [])
+    if not isinstance(configs, list):
+        return [{"message": '"configs" must be a list'}]
+    names = [c.get("config_name") if isinstance(c, dict) else None for c in configs]
+    if not all(isinstance(n, str) and n for n in names):
+        return [{"message": '"configs[].config_name" is required and must be a string'}]
+    if len(set(names)) != len(names):
+        return [{"message": '"configs[].config_name" must be unique'}]
+    if any(set(n) & set('<>:/\\|?*') for n in names):
+        return [{"message": '"configs[].config_name" contains a character not allowed in a config name'}]
+    return []
+
+
+def _handler(server: HubServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format, *args) -> None:  # silence stderr access logs
+            pass
+
+        def _serve(self, method: str) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else b""
+            with server._lock:
+                server._counter += 1
+                server.log.append(f"{method} {self.path}")
+                fault = server._fault_for(server._counter)
+            if fault == "drop":
+                self.close_connection = True
+                return
+            if fault == "500":
+                status, headers, payload = _json(500, {"error": "Internal Error (injected)"})
+            else:
+                try:
+                    status, headers, payload = server.handle(method, self.path, self.headers, body)
+                except HttpError as exc:
+                    extra = {"X-Error-Message": exc.message, **exc.extra_headers}
+                    if exc.code:
+                        extra["X-Error-Code"] = exc.code
+                    status, headers, payload = _json(exc.status, {"error": exc.message, **exc.extra}, extra)
+            if fault == "drop-after":
+                self.close_connection = True
+                return
+            self.send_response(status)
+            for key, value in headers.items():
+                self.send_header(key, value)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            if method != "HEAD":
+                self.wfile.write(payload)
+
+        def do_GET(self) -> None:
+            self._serve("GET")
+
+        def do_HEAD(self) -> None:
+            self._serve("HEAD")
+
+        def do_POST(self) -> None:
+            self._serve("POST")
+
+    return Handler
