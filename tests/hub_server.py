@@ -8,10 +8,10 @@ endpoints that `create_repo`, `repo_info`, `validate-yaml`, `preupload`, `create
 `get_paths_info` and file downloads (`resolve`, HEAD and ranged GET) use in
 huggingface_hub 0.36. Every upload is answered `regular` (inline content, no LFS or Xet).
 
-Faults: `inject(at=N, kind=...)` makes the Nth request from now fail with an HTTP 500
-(`"500"`), a connection closed before the request is handled (`"drop"`), or one closed after
-it was handled, so its effect stays but the answer is lost (`"drop-after"`); `times=None`
-keeps failing every later request too (an outage).
+Faults: `inject(at=N, kind=...)` makes the Nth request from now fail with an HTTP error status
+(`"500"`, `"503"`, `"429"`, ...), a connection closed before the request is handled (`"drop"`),
+or one closed after it was handled, so its effect stays but the answer is lost
+(`"drop-after"`); `times=None` keeps failing every later request too (an outage).
 
     with HubServer(tokens={"hf_secret"}) as hub:
         os.environ["HF_ENDPOINT"] = hub.url
@@ -31,7 +31,9 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import yaml
 
-GITATTRIBUTES = b"*.parquet filter=lfs diff=lfs merge=lfs -text\n*.arrow filter=lfs diff=lfs merge=lfs -text\n"
+GITATTRIBUTES = (
+    b"*.parquet filter=lfs diff=lfs merge=lfs -text\n*.arrow filter=lfs diff=lfs merge=lfs -text\n"
+)
 _YAML_BLOCK = re.compile(r"^\s*---[\r\n]+(.*?)[\r\n]+---[\r\n]", re.DOTALL)
 # git check-ref-format, as the Hub applies it to tag names
 _BAD_REF = re.compile(r"(^[-.])|(\.\.)|([\x00-\x20~^:?*\[\\])|(@\{)|(\.lock$)|([./]$)|(//)")
@@ -85,7 +87,9 @@ class Repo:
 class HttpError(Exception):
     """An error answer: status, message (body and X-Error-Message), X-Error-Code, extras."""
 
-    def __init__(self, status: int, message: str, code: str | None = None, *, extra=None, extra_headers=None):
+    def __init__(
+        self, status: int, message: str, code: str | None = None, *, extra=None, extra_headers=None
+    ):
         super().__init__(message)
         self.status, self.message, self.code = status, message, code
         self.extra = extra or {}  # more keys for the JSON body
@@ -106,9 +110,9 @@ class HubServer:
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True)
 
-    def __enter__(self) -> HubServer:
+    def __enter__(self):
         self._thread.start()
         return self
 
@@ -121,8 +125,8 @@ class HubServer:
     def inject(self, *, at: int, kind: str = "500", times: int | None = 1) -> None:
         """Fail the `at`-th request from now (1 = the next one), `times` times in a row
         (None = every request from then on)."""
-        if kind not in ("500", "drop", "drop-after"):
-            raise ValueError(f"unknown fault kind {kind!r}")
+        if not (kind in ("drop", "drop-after") or (kind.isdigit() and len(kind) == 3)):
+            raise ValueError(f"unknown fault kind {kind!r}: an HTTP status, 'drop' or 'drop-after'")
         with self._lock:
             self._faults.append((self._counter + at, kind, times))
 
@@ -188,7 +192,9 @@ class HubServer:
                         "path": f["path"],
                         "uploadMode": "regular",
                         "shouldIgnore": False,
-                        "oid": blob_oid(commit.files[f["path"]]) if f["path"] in commit.files else None,
+                        "oid": blob_oid(commit.files[f["path"]])
+                        if f["path"] in commit.files
+                        else None,
                     }
                     for f in json.loads(body)["files"]
                 ]
@@ -262,7 +268,9 @@ class HubServer:
             content = commit.files[path]
             entry = {"type": "file", "oid": blob_oid(content), "size": len(content), "path": path}
         else:
-            inside = sorted((p, blob_oid(b)) for p, b in commit.files.items() if p.startswith(path + "/"))
+            inside = sorted(
+                (p, blob_oid(b)) for p, b in commit.files.items() if p.startswith(path + "/")
+            )
             if not inside:
                 return None
             oid = hashlib.sha1(json.dumps(inside).encode()).hexdigest()
@@ -306,16 +314,25 @@ class HubServer:
                 title = value["summary"]
                 parent = value.get("parentCommit")
                 if parent is not None and parent != head.sha:
-                    raise HttpError(412, "A commit has happened since. Please refresh and try again.")
+                    raise HttpError(
+                        412, "A commit has happened since. Please refresh and try again."
+                    )
             elif key == "file":
                 files[value["path"]] = base64.b64decode(value["content"])
             elif key == "deletedFile":
                 if files.pop(value["path"], None) is None:
                     raise HttpError(404, "A file with this name doesn't exist", "EntryNotFound")
             elif key == "deletedFolder":
-                files = {p: b for p, b in files.items() if not p.startswith(value["path"].rstrip("/") + "/")}
+                files = {
+                    p: b
+                    for p, b in files.items()
+                    if not p.startswith(value["path"].rstrip("/") + "/")
+                }
             else:
-                raise HttpError(400, f"unsupported commit operation {key!r}: this server stores regular files only")
+                raise HttpError(
+                    400,
+                    f"unsupported commit operation {key!r}: this server stores regular files only",
+                )
         if "README.md" in files and files["README.md"] != head.files.get("README.md"):
             errors = _yaml_errors(files["README.md"].decode())
             if errors:
@@ -324,7 +341,9 @@ class HubServer:
         repo.branches[revision] = commit.sha
         prefix = "" if repo.repo_type == "model" else f"{repo.repo_type}s/"
         url = f"{self.url}/{prefix}{repo.repo_id}/commit/{commit.sha}"
-        return _json(200, {"success": True, "commitOid": commit.sha, "commitUrl": url, "hookOutput": ""})
+        return _json(
+            200, {"success": True, "commitOid": commit.sha, "commitUrl": url, "hookOutput": ""}
+        )
 
     def _tag(self, repo: Repo, revision: str, payload: dict):
         commit = self._commit(repo, revision)
@@ -347,7 +366,12 @@ class HubServer:
         commit = self._commit(repo, parts[3])
         path = "/".join(parts[4:])
         if path not in commit.files:
-            raise HttpError(404, f"{path} does not exist", "EntryNotFound", extra_headers={"X-Repo-Commit": commit.sha})
+            raise HttpError(
+                404,
+                f"{path} does not exist",
+                "EntryNotFound",
+                extra_headers={"X-Repo-Commit": commit.sha},
+            )
         content = commit.files[path]
         out = {
             "ETag": f'"{blob_oid(content)}"',
@@ -385,11 +409,21 @@ class HubServer:
         if token is None:
             raise HttpError(401, "You must be authenticated to write")
 
-    def _new_commit(self, repo: Repo, parent: str | None, title: str, files: dict[str, bytes]) -> Commit:
+    def _new_commit(
+        self, repo: Repo, parent: str | None, title: str, files: dict[str, bytes]
+    ) -> Commit:
         self._commits += 1
         date = datetime.fromtimestamp(1_700_000_000 + self._commits, timezone.utc).isoformat()
-        state = json.dumps([parent, title, self._commits, sorted((p, blob_oid(b)) for p, b in files.items())])
-        commit = Commit(hashlib.sha1(state.encode()).hexdigest(), parent, title, date.replace("+00:00", ".000Z"), files)
+        state = json.dumps(
+            [parent, title, self._commits, sorted((p, blob_oid(b)) for p, b in files.items())]
+        )
+        commit = Commit(
+            hashlib.sha1(state.encode()).hexdigest(),
+            parent,
+            title,
+            date.replace("+00:00", ".000Z"),
+            files,
+        )
         repo.commits[commit.sha] = commit
         if parent is None:
             repo.branches["main"] = commit.sha
@@ -397,7 +431,11 @@ class HubServer:
 
 
 def _json(status: int, payload, extra_headers: dict | None = None) -> tuple[int, dict, bytes]:
-    return status, {"Content-Type": "application/json", **(extra_headers or {})}, json.dumps(payload).encode()
+    return (
+        status,
+        {"Content-Type": "application/json", **(extra_headers or {})},
+        json.dumps(payload).encode(),
+    )
 
 
 def _yaml_errors(content: str) -> list[dict]:
@@ -421,8 +459,10 @@ def _yaml_errors(content: str) -> list[dict]:
         return [{"message": '"configs[].config_name" is required and must be a string'}]
     if len(set(names)) != len(names):
         return [{"message": '"configs[].config_name" must be unique'}]
-    if any(set(n) & set('<>:/\\|?*') for n in names):
-        return [{"message": '"configs[].config_name" contains a character not allowed in a config name'}]
+    if any(set(n) & set("<>:/\\|?*") for n in names):
+        return [
+            {"message": '"configs[].config_name" contains a character not allowed in a config name'}
+        ]
     return []
 
 
@@ -441,8 +481,8 @@ def _handler(server: HubServer) -> type[BaseHTTPRequestHandler]:
             if fault == "drop":
                 self.close_connection = True
                 return
-            if fault == "500":
-                status, headers, payload = _json(500, {"error": "Internal Error (injected)"})
+            if fault is not None and fault.isdigit():
+                status, headers, payload = _json(int(fault), {"error": f"injected HTTP {fault}"})
             else:
                 try:
                     status, headers, payload = server.handle(method, self.path, self.headers, body)
@@ -450,7 +490,9 @@ def _handler(server: HubServer) -> type[BaseHTTPRequestHandler]:
                     extra = {"X-Error-Message": exc.message, **exc.extra_headers}
                     if exc.code:
                         extra["X-Error-Code"] = exc.code
-                    status, headers, payload = _json(exc.status, {"error": exc.message, **exc.extra}, extra)
+                    status, headers, payload = _json(
+                        exc.status, {"error": exc.message, **exc.extra}, extra
+                    )
             if fault == "drop-after":
                 self.close_connection = True
                 return

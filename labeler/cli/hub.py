@@ -12,10 +12,17 @@ from rich.table import Table
 @click.command()
 @click.argument("folders", nargs=-1, type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--repo", required=True, help="Dataset repo to publish to: NAMESPACE/NAME.")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default="out",
-              show_default=True, help="Artifacts root searched when no FOLDERS are given.")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default="out",
+    show_default=True,
+    help="Artifacts root searched when no FOLDERS are given.",
+)
 @click.option("--private", is_flag=True, help="Create the repo private (if it does not exist).")
-@click.option("--dry-run", is_flag=True, help="Show the operations and the card diff; send nothing.")
+@click.option(
+    "--dry-run", is_flag=True, help="Show the operations and the card diff; send nothing."
+)
 def push(folders, repo, out, private, dry_run) -> None:
     """Publish artifact versions to a Hugging Face dataset repo.
 
@@ -27,18 +34,22 @@ def push(folders, repo, out, private, dry_run) -> None:
     """
     from labeler.hub import push as push_versions
 
-    result = push_versions(list(folders) or None, repo=repo, out=out, private=private, dry_run=dry_run)
+    result = push_versions(
+        list(folders) or None, repo=repo, out=out, private=private, dry_run=dry_run
+    )
     console = Console()
     if not result.versions:
-        console.print(f"nothing to push to {repo}: every version under {out} is published",
-                      highlight=False)
+        console.print(
+            f"nothing to push to {repo}: every version under {out} is published", highlight=False
+        )
         return
     table = Table(title=f"{'dry run: ' if dry_run else ''}{result.url}")
     for column in ("version folder", "config", "tag", "status", "commit"):
         table.add_column(column, overflow="fold")
     for p in result.versions:
-        table.add_row(p.version.prefix, p.version.config, p.version.tag, p.status,
-                      (p.commit or "")[:8])
+        table.add_row(
+            p.version.prefix, p.version.config, p.version.tag, p.status, (p.commit or "")[:8]
+        )
     console.print(table)
     if dry_run:
         ops = Table(title="operations (not sent)")
@@ -55,9 +66,12 @@ def push(folders, repo, out, private, dry_run) -> None:
 @click.argument("repo")
 @click.option("--config", help="Config to pull (<artifact>.<dataset>.<llm>); needed if several.")
 @click.option("--revision", help="Version tag, branch or commit (default: main, the newest).")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
-              help="Put the version under OUT/<artifact>/<dataset>/<llm>/v<N>/ "
-                   "(default: the Hugging Face cache).")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Put the version under OUT/<artifact>/<dataset>/<llm>/v<N>/ "
+    "(default: the Hugging Face cache).",
+)
 def pull(repo, config, revision, out) -> None:
     """Download one artifact version from a Hub dataset repo and check its sha256 sums.
 

@@ -23,22 +23,27 @@ _UNION_KEYS = ("task_categories", "tags", "size_categories")
 
 
 def merge_card(existing: str | None, versions: list[Version], repo: str) -> str:
-    """The root card after publishing `versions` (newest per config) into `existing` (None: no card)."""
+    """The root card once `versions` (one per config) are published into `existing` (or none)."""
     card = DatasetCard(existing) if existing else DatasetCard(_new_card(repo))
     configs = list(card.data.get("configs") or [])
     for version in versions:
         entry = {
             "config_name": version.config,
             "data_files": [
-                {"split": "train", "path": f"{version.prefix}/{name}"} for name in version.data_files
+                {"split": "train", "path": f"{version.prefix}/{name}"}
+                for name in version.data_files
             ],
         }
-        at = next((i for i, c in enumerate(configs) if c.get("config_name") == version.config), None)
+        at = next(
+            (i for i, c in enumerate(configs) if c.get("config_name") == version.config), None
+        )
         if at is None:
             configs.append(entry)
         else:
             configs[at] = entry
-        _merge_metadata(card, DatasetCard((version.folder / "README.md").read_text(encoding="utf-8")))
+        _merge_metadata(
+            card, DatasetCard((version.folder / "README.md").read_text(encoding="utf-8"))
+        )
     card.data["configs"] = configs
     if not card.data.get("pretty_name"):
         card.data["pretty_name"] = repo.split("/")[-1]
@@ -49,8 +54,10 @@ def merge_card(existing: str | None, versions: list[Version], repo: str) -> str:
 def card_diff(old: str | None, new: str) -> str:
     """Unified diff of the root card, remote before -> after the push."""
     lines = difflib.unified_diff(
-        (old or "").splitlines(keepends=True), new.splitlines(keepends=True),
-        "README.md (on the Hub)", "README.md (after push)",
+        (old or "").splitlines(keepends=True),
+        new.splitlines(keepends=True),
+        "README.md (on the Hub)",
+        "README.md (after push)",
     )
     return "".join(lines)
 
@@ -58,9 +65,11 @@ def card_diff(old: str | None, new: str) -> str:
 def version_folder(config: dict) -> str | None:
     """The `<artifact>/<dataset>/<llm>/v<version>` folder a config's data files are in, if any."""
     files = config.get("data_files")
-    paths = [files] if isinstance(files, str) else [
-        f["path"] if isinstance(f, dict) else f for f in files or []
-    ]
+    paths = (
+        [files]
+        if isinstance(files, str)
+        else [f["path"] if isinstance(f, dict) else f for f in files or []]
+    )
     flat = [p for path in paths for p in ([path] if isinstance(path, str) else path)]
     folders = {p.rsplit("/", 1)[0] for p in flat if _LAYOUT.match(p)}
     return folders.pop() if len(folders) == 1 else None
@@ -86,14 +95,18 @@ def _with_table(text: str, configs: list[dict], repo: str) -> str:
             continue  # a config written by people: not ours to list
         artifact, dataset, llm, version = folder.split("/")
         name = config["config_name"]
-        rows.append(f"| `{name}` | {artifact} | {dataset} | {llm} | {version} | `{name}.{version}` |")
-    table = "\n".join([
-        START,
-        "| config | artifact | dataset | LLM | newest version | its tag |",
-        "|---|---|---|---|---|---|",
-        *rows,
-        END,
-    ])
+        rows.append(
+            f"| `{name}` | {artifact} | {dataset} | {llm} | {version} | `{name}.{version}` |"
+        )
+    table = "\n".join(
+        [
+            START,
+            "| config | artifact | dataset | LLM | newest version | its tag |",
+            "|---|---|---|---|---|---|",
+            *rows,
+            END,
+        ]
+    )
     if START in text and END in text:
         head, rest = text.split(START, 1)
         return head + table + rest.split(END, 1)[1]

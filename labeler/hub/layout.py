@@ -43,8 +43,14 @@ class Version:
         """The version in `folder`, as its manifest.json describes it."""
         folder = Path(folder)
         manifest = read_manifest(folder)
-        version = cls(folder, manifest["artifact"], manifest["dataset"], manifest["llm"],
-                      str(manifest["version"]), tuple(sorted(manifest["files"])))
+        version = cls(
+            folder,
+            manifest["artifact"],
+            manifest["dataset"],
+            manifest["llm"],
+            str(manifest["version"]),
+            tuple(sorted(manifest["files"])),
+        )
         check_tag(version.tag)
         return version
 
@@ -82,7 +88,8 @@ def find_versions(root: Path) -> list[Path]:
     if (root / MANIFEST).is_file():
         return [root]
     found = [
-        m.parent for m in root.rglob(MANIFEST)
+        m.parent
+        for m in root.rglob(MANIFEST)
         if not any(part.startswith(".") for part in m.relative_to(root).parts)
     ]
     return sorted(found)
@@ -90,18 +97,22 @@ def find_versions(root: Path) -> list[Path]:
 
 def version_key(version: str) -> tuple:
     """Natural order: "2" < "10", "1.2" < "1.10"."""
-    return tuple((0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.findall(r"\d+|\D+", version))
+    return tuple(
+        (0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.findall(r"\d+|\D+", version)
+    )
 
 
 def check_tag(tag: str) -> None:
     """HubError if `tag` is not a name git and the Hub accept as a tag."""
     if _BAD_REF.search(tag):
-        raise HubError(f"'{tag}' cannot be a Hub tag (a git ref name: no '..', no leading '-' or '.', "
-                       "no trailing '.' or '.lock')", hint="rename the dataset, llm or version")
+        raise HubError(
+            f"'{tag}' cannot be a Hub tag (a git ref name: no '..', no leading '-' or '.', "
+            "no trailing '.' or '.lock')",
+            hint="rename the dataset, llm or version",
+        )
 
 
 def git_blob_oid(path: Path) -> str:
     """The git blob sha1 of a file: what the Hub reports as a regular file's oid."""
     data = path.read_bytes()
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
-

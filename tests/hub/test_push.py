@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 
+import huggingface_hub.constants
 from click.testing import CliRunner
 from huggingface_hub import CommitOperationAdd, DatasetCard, HfApi
+from huggingface_hub.utils import reset_sessions
 
 from labeler.cli import cli
 from labeler.errors import HubError
@@ -42,7 +44,10 @@ def test_push_makes_one_commit_with_files_card_and_a_tag(hub, write):
     }
     card = _card(hub)
     assert card.data.license == "cc-by-sa-3.0"  # from the version's own card
-    assert "| `utility.nq-sample.smollm2-135m` | utility | nq-sample | smollm2-135m | v1 |" in card.text
+    assert (
+        "| `utility.nq-sample.smollm2-135m` | utility | nq-sample | smollm2-135m | v1 |"
+        in card.text
+    )
 
 
 def test_second_config_keeps_the_first_and_the_prose_people_wrote(hub, write):
@@ -51,9 +56,13 @@ def test_second_config_keeps_the_first_and_the_prose_people_wrote(hub, write):
     # someone edits the card on the Hub: a paragraph and a config of their own
     card = _card(hub)
     card.text = card.text.replace("## Configs", "Curated by the lab; see our paper.\n\n## Configs")
-    card.data.configs = card.data.configs + [{"config_name": "human-notes", "data_files": "notes/*.csv"}]
+    card.data.configs = card.data.configs + [
+        {"config_name": "human-notes", "data_files": "notes/*.csv"}
+    ]
     HfApi(endpoint=hub.url).create_commit(
-        REPO, [CommitOperationAdd("README.md", str(card).encode())], commit_message="edit card",
+        REPO,
+        [CommitOperationAdd("README.md", str(card).encode())],
+        commit_message="edit card",
         repo_type="dataset",
     )
 
@@ -93,7 +102,9 @@ def test_pushing_an_existing_version_is_refused(hub, write):
         "(build a new version, or get this one with `labeler pull lab/utility-labels "
         "--revision utility.nq-sample.smollm2-135m.v1`)"
     )
-    assert not [line for line in hub.log[before:] if line.startswith("POST") and "/repos/" not in line]
+    assert not [
+        line for line in hub.log[before:] if line.startswith("POST") and "/repos/" not in line
+    ]
 
 
 def test_push_without_folders_publishes_every_unpublished_version_once(hub, write, tmp_path):
@@ -112,12 +123,21 @@ def test_push_without_folders_publishes_every_unpublished_version_once(hub, writ
         "utility.nq-sample.smollm2-135m.v2",
     ]
     # v1 and v2 of one config go in two commits, so each tag pins a card naming its own version
-    for tag, folder in (("utility.nq-sample.smollm2-135m.v1", v1), ("utility.nq-sample.smollm2-135m.v2", v2)):
+    for tag, folder in (
+        ("utility.nq-sample.smollm2-135m.v1", v1),
+        ("utility.nq-sample.smollm2-135m.v2", v2),
+    ):
         files = _configs(_card(hub, tag))["utility.nq-sample.smollm2-135m"]
-        assert files == [{"split": "train", "path": f"utility/nq-sample/smollm2-135m/{folder.name}/data.jsonl"}]
-    assert repo.tags["utility.nq-sample-2q.smollm2-135m.v1"] == repo.tags["utility.nq-sample.smollm2-135m.v1"]
+        assert files == [
+            {"split": "train", "path": f"utility/nq-sample/smollm2-135m/{folder.name}/data.jsonl"}
+        ]
+    assert (
+        repo.tags["utility.nq-sample-2q.smollm2-135m.v1"]
+        == repo.tags["utility.nq-sample.smollm2-135m.v1"]
+    )
     assert _configs(_card(hub))["utility.nq-sample-2q.smollm2-135m"][0]["path"].startswith(
-        f"utility/nq-sample-2q/smollm2-135m/{other.name}/")
+        f"utility/nq-sample-2q/smollm2-135m/{other.name}/"
+    )
     record = json.loads((out / ".published.json").read_text())
     assert sorted(record[f"{hub.url}/datasets/{REPO}"]) == [
         "utility/nq-sample-2q/smollm2-135m/v1",
@@ -141,22 +161,30 @@ def test_an_older_version_after_a_newer_one_is_refused(hub, write):
 
     assert isinstance(result.exception, HubError)
     assert str(result.exception) == (
-        "lab/utility-labels: utility/nq-sample/smollm2-135m/v1 is older than v2 already on the Hub; "
-        "versions of a config are published in order"
+        "lab/utility-labels: utility/nq-sample/smollm2-135m/v1 is older than v2 already on the "
+        "Hub; versions of a config are published in order"
     )
 
 
 def test_dry_run_prints_operations_and_card_diff_and_sends_nothing(hub, write, tmp_path):
     v1 = write()
 
-    result = CliRunner().invoke(cli, ["push", "--repo", REPO, "--out", str(tmp_path / "out"), "--dry-run"])
+    result = CliRunner().invoke(
+        cli, ["push", "--repo", REPO, "--out", str(tmp_path / "out"), "--dry-run"]
+    )
 
     assert result.exit_code == 0, result.output
     assert all(line.startswith(("GET", "HEAD")) for line in hub.log)  # reads only
     assert hub.repos == {}
     assert not (tmp_path / "out" / ".published.json").exists()
-    for text in ("create repo", "utility/nq-sample/smollm2-135m/v1/data.jsonl", "README.md",
-                 "utility.nq-sample.smollm2-135m.v1", "+configs:", "planned"):
+    for text in (
+        "create repo",
+        "utility/nq-sample/smollm2-135m/v1/data.jsonl",
+        "README.md",
+        "utility.nq-sample.smollm2-135m.v1",
+        "+configs:",
+        "planned",
+    ):
         assert text in result.stdout
     assert f"{(v1 / 'data.jsonl').stat().st_size:,} bytes" in result.stdout
 
@@ -177,3 +205,28 @@ def test_a_repo_id_without_namespace_is_refused(hub, write):
 
     assert str(result.exception) == "'labels' is not a repo id"
     assert result.exception.hint == "write it as NAMESPACE/NAME"
+
+
+def test_push_without_a_token_says_how_to_get_one(hub, write, monkeypatch):
+    monkeypatch.delenv("HF_TOKEN")
+
+    result = CliRunner().invoke(cli, ["push", str(write()), "--repo", REPO])
+
+    assert result.exception.line() == (
+        "lab/utility-labels: no Hugging Face token to write with "
+        "(set HF_TOKEN or run `huggingface-cli login`)"
+    )
+    assert hub.request_count == 0
+
+
+def test_offline_mode_is_named_not_retried(hub, write, monkeypatch):
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    reset_sessions()
+
+    result = CliRunner().invoke(cli, ["push", str(write()), "--repo", REPO])
+
+    assert result.exception.line() == (
+        "lab/utility-labels: offline mode is on (HF_HUB_OFFLINE=1) "
+        "(unset HF_HUB_OFFLINE to reach the Hub)"
+    )
+    assert hub.request_count == 0

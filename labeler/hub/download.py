@@ -49,8 +49,11 @@ def _resolve(remote: Remote, revision: str) -> str:
         return remote.resolve(revision)
     except RevisionNotFoundError as exc:
         tags = remote.tags()
-        raise HubError(f"no revision '{revision}'", repo=remote.repo,
-                       hint=f"tags: {', '.join(tags)}" if tags else "the repo has no tags") from exc
+        raise HubError(
+            f"no revision '{revision}'",
+            repo=remote.repo,
+            hint=f"tags: {', '.join(tags)}" if tags else "the repo has no tags",
+        ) from exc
 
 
 def _folder(remote: Remote, commit: str, config: str | None, revision: str | None) -> str:
@@ -58,7 +61,9 @@ def _folder(remote: Remote, commit: str, config: str | None, revision: str | Non
     try:
         card = DatasetCard(remote.read_text("README.md", commit))
     except EntryNotFoundError as exc:
-        raise HubError("the repo has no README.md, so no configs to pull", repo=remote.repo) from exc
+        raise HubError(
+            "the repo has no README.md, so no configs to pull", repo=remote.repo
+        ) from exc
     configs = {c.get("config_name"): version_folder(c) for c in card.data.get("configs") or []}
     ours = {name: folder for name, folder in configs.items() if folder is not None}
     if config is None:
@@ -68,8 +73,11 @@ def _folder(remote: Remote, commit: str, config: str | None, revision: str | Non
         elif len(ours) == 1:
             config = next(iter(ours))
         else:
-            raise HubError(f"the repo has {len(ours)} labeler configs; say which one", repo=remote.repo,
-                           hint="--config " + " | ".join(sorted(ours)))
+            raise HubError(
+                f"the repo has {len(ours)} labeler configs; say which one",
+                repo=remote.repo,
+                hint="--config " + " | ".join(sorted(ours)),
+            )
     if config not in ours:
         raise UnknownNameError("config", config, sorted(ours))
     return ours[config]
@@ -81,8 +89,11 @@ def _into(remote: Remote, folder: str, commit: str, out: Path) -> Path:
     if final.exists():
         theirs = json.loads(remote.read_text(f"{folder}/{MANIFEST}", commit))["files"]
         if read_manifest(final)["files"] != theirs:
-            raise ArtifactError("exists already with other data files than the Hub's", path=str(final),
-                                hint="pull into another --out")
+            raise ArtifactError(
+                "exists already with other data files than the Hub's",
+                path=str(final),
+                hint="pull into another --out",
+            )
         _check(final, folder)
         return final
     tmp = out / f".pull-{uuid.uuid4().hex[:12]}"

@@ -28,7 +28,15 @@ from labeler import __version__
 from labeler.errors import ArtifactError, HubError, InputError
 from labeler.hub.card import card_diff, merge_card
 from labeler.hub.layout import Version, find_versions, version_key
-from labeler.hub.remote import ATTEMPTS, Remote, RemoteState, backoff, describe, hub_errors, transient
+from labeler.hub.remote import (
+    ATTEMPTS,
+    Remote,
+    RemoteState,
+    backoff,
+    describe,
+    hub_errors,
+    transient,
+)
 from labeler.progress import info
 
 #: the local record of published versions, in the artifacts root folder
@@ -40,7 +48,8 @@ class Published:
     """One version of a push and what became of it."""
 
     version: Version
-    status: str  # "pushed", "tagged" (committed before, tag added now), "already on the Hub", "planned"
+    #: "pushed", "tagged" (committed before, tag added now), "already on the Hub" or "planned"
+    status: str
     commit: str | None = None
 
 
@@ -102,7 +111,9 @@ def push(
         state = remote.state()
         todo, already = _triage(versions, state, explicit=bool(paths), remote=remote)
         for version in already:
-            result.versions.append(Published(version, "already on the Hub", state.tags[version.tag]))
+            result.versions.append(
+                Published(version, "already on the Hub", state.tags[version.tag])
+            )
             if not dry_run:
                 _record(version, remote.url, state.tags[version.tag])
         if dry_run:
@@ -112,7 +123,9 @@ def push(
     return result
 
 
-def _publish(remote: Remote, pending: list[Version], state: RemoteState, result: PushResult) -> None:
+def _publish(
+    remote: Remote, pending: list[Version], state: RemoteState, result: PushResult
+) -> None:
     """Carry out the plan step by step, re-planning from a fresh state after a failure."""
     card_before, card_after = state.card, None
     failures = commits = 0
@@ -122,10 +135,9 @@ def _publish(remote: Remote, pending: list[Version], state: RemoteState, result:
                 state = remote.state()
             for version in [v for v in pending if v.tag in state.tags]:  # tagged, answer lost
                 _done(result, remote, pending, version, "pushed", state.tags[version.tag])
-            steps = _plan(remote, state, pending)
-            if not steps:
+            if not pending:
                 break
-            step = steps[0]
+            step = _plan(remote, state, pending)[0]
             if step.card is None:
                 version = step.versions[0]
                 remote.tag(version.tag, step.commit)
@@ -141,6 +153,7 @@ def _publish(remote: Remote, pending: list[Version], state: RemoteState, result:
                 for version in step.versions:
                     remote.tag(version.tag, oid)
                     _done(result, remote, pending, version, "pushed", oid)
+            failures = 0
         except Exception as exc:
             failures += 1
             if not (transient(exc) or _moved_on(exc)) or failures >= ATTEMPTS:
@@ -170,8 +183,9 @@ def _plan(remote: Remote, state: RemoteState, pending: list[Version]) -> list[_S
     return steps
 
 
-def _triage(versions: list[Version], state: RemoteState, *, explicit: bool,
-            remote: Remote) -> tuple[list[Version], list[Version]]:
+def _triage(
+    versions: list[Version], state: RemoteState, *, explicit: bool, remote: Remote
+) -> tuple[list[Version], list[Version]]:
     """(versions to publish, versions already published); refuses what must never be pushed."""
     todo, already = [], []
     for version in versions:
@@ -179,17 +193,19 @@ def _triage(versions: list[Version], state: RemoteState, *, explicit: bool,
             if explicit:
                 raise HubError(
                     f"{version.prefix} is already on the Hub (tag '{version.tag}'); "
-                    "a published version is never pushed again", repo=remote.repo,
+                    "a published version is never pushed again",
+                    repo=remote.repo,
                     hint=f"build a new version, or get this one with `labeler pull {remote.repo} "
-                         f"--revision {version.tag}`",
+                    f"--revision {version.tag}`",
                 )
             already.append(version)
             continue
         newer = [v for v in _remote_versions(state, version) if version_key(v) > version.sort_key()]
         if newer and not _on_hub(version, state):
             raise HubError(
-                f"{version.prefix} is older than v{max(newer, key=version_key)} already on the Hub; "
-                "versions of a config are published in order", repo=remote.repo,
+                f"{version.prefix} is older than v{max(newer, key=version_key)} already on the "
+                "Hub; versions of a config are published in order",
+                repo=remote.repo,
                 hint="build a new version instead",
             )
         todo.append(version)
@@ -204,7 +220,8 @@ def _on_hub(version: Version, state: RemoteState) -> bool:
     uploads = dict(version.uploads())
     if set(present) != set(uploads) or not all(state.holds(p, f) for p, f in uploads.items()):
         raise HubError(
-            f"{version.prefix} is on the Hub with other contents than {version.folder}", repo=None,
+            f"{version.prefix} is on the Hub with other contents than {version.folder}",
+            repo=None,
             hint="a published version is never rewritten: build a new version",
         )
     return True
@@ -212,26 +229,39 @@ def _on_hub(version: Version, state: RemoteState) -> bool:
 
 def _remote_versions(state: RemoteState, version: Version) -> set[str]:
     parent = f"{version.artifact}/{version.dataset}/{version.llm}/v"
-    return {p[len(parent):].split("/")[0] for p in state.files if p.startswith(parent) and "/" in p[len(parent):]}
+    return {
+        p[len(parent) :].split("/")[0]
+        for p in state.files
+        if p.startswith(parent) and "/" in p[len(parent) :]
+    }
 
 
 def _operations(step: _Step) -> list[CommitOperationAdd]:
-    adds = [CommitOperationAdd(path, str(local)) for v in step.versions for path, local in v.uploads()]
+    adds = [
+        CommitOperationAdd(path, str(local)) for v in step.versions for path, local in v.uploads()
+    ]
     return adds + [CommitOperationAdd("README.md", step.card.encode("utf-8"))]
 
 
 def _describe(steps: list[_Step], state: RemoteState, result: PushResult) -> None:
     """Fill a dry run's result: the operations of every step and the card's diff."""
     if state.head is None:
-        result.operations.append(Operation("create repo", "create", result.repo,
-                                           "dataset repo, created when missing"))
+        result.operations.append(
+            Operation("create repo", "create", result.repo, "dataset repo, created when missing")
+        )
     card, commits = state.card, 0
     for step in steps:
         for version in step.versions:
             result.versions.append(Published(version, "planned"))
         if step.card is None:
-            result.operations.append(Operation("tag", "tag", step.versions[0].tag,
-                                               f"{step.commit[:8]} (committed before, tag missing)"))
+            result.operations.append(
+                Operation(
+                    "tag",
+                    "tag",
+                    step.versions[0].tag,
+                    f"{step.commit[:8]} (committed before, tag missing)",
+                )
+            )
             continue
         commits += 1
         result.operations += _describe_commit(step, f"commit {commits}", card)
@@ -240,14 +270,30 @@ def _describe(steps: list[_Step], state: RemoteState, result: PushResult) -> Non
 
 
 def _describe_commit(step: _Step, name: str, card_before: str | None) -> list[Operation]:
-    ops = [Operation(name, "add", path, _size(local)) for v in step.versions for path, local in v.uploads()]
-    ops.append(Operation(name, "update" if card_before else "add", "README.md",
-                         "configs: " + ", ".join(f"{v.config} -> v{v.version}" for v in step.versions)))
+    ops = [
+        Operation(name, "add", path, _size(local))
+        for v in step.versions
+        for path, local in v.uploads()
+    ]
+    ops.append(
+        Operation(
+            name,
+            "update" if card_before else "add",
+            "README.md",
+            "configs: " + ", ".join(f"{v.config} -> v{v.version}" for v in step.versions),
+        )
+    )
     return ops + [Operation(name, "tag", v.tag, "on this commit") for v in step.versions]
 
 
-def _done(result: PushResult, remote: Remote, pending: list[Version], version: Version,
-          status: str, commit: str) -> None:
+def _done(
+    result: PushResult,
+    remote: Remote,
+    pending: list[Version],
+    version: Version,
+    status: str,
+    commit: str,
+) -> None:
     result.versions.append(Published(version, status, commit))
     pending.remove(version)
     _record(version, remote.url, commit)
@@ -256,7 +302,11 @@ def _done(result: PushResult, remote: Remote, pending: list[Version], version: V
 
 def _moved_on(exc: Exception) -> bool:
     """The commit's parent is no longer main's head: someone pushed meanwhile; re-plan."""
-    return isinstance(exc, HfHubHTTPError) and exc.response is not None and exc.response.status_code == 412
+    return (
+        isinstance(exc, HfHubHTTPError)
+        and exc.response is not None
+        and exc.response.status_code == 412
+    )
 
 
 def _explicit(paths: list[Path]) -> list[Version]:
@@ -264,13 +314,17 @@ def _explicit(paths: list[Path]) -> list[Version]:
     for path in paths:
         folders = find_versions(Path(path))
         if not folders:
-            raise ArtifactError("no artifact version here (a folder with manifest.json)", path=str(path))
+            raise ArtifactError(
+                "no artifact version here (a folder with manifest.json)", path=str(path)
+            )
         for folder in folders:
             version = Version.read(folder)
             other = found.get(version.prefix)
             if other is not None and other.folder.resolve() != folder.resolve():
-                raise ArtifactError(f"two folders claim {version.prefix}: {other.folder} and {folder}",
-                                    path=str(path))
+                raise ArtifactError(
+                    f"two folders claim {version.prefix}: {other.folder} and {folder}",
+                    path=str(path),
+                )
             found[version.prefix] = version
     return sorted(found.values(), key=lambda v: (v.config, v.sort_key()))
 
@@ -278,7 +332,9 @@ def _explicit(paths: list[Path]) -> list[Version]:
 def _unpublished(out: Path, url: str) -> list[Version]:
     published = _read_record(out / RECORD).get(url, {})
     versions = [Version.read(folder) for folder in find_versions(out)] if out.is_dir() else []
-    return sorted((v for v in versions if v.prefix not in published), key=lambda v: (v.config, v.sort_key()))
+    return sorted(
+        (v for v in versions if v.prefix not in published), key=lambda v: (v.config, v.sort_key())
+    )
 
 
 def _root(version: Version) -> Path | None:
@@ -295,8 +351,12 @@ def _read_record(path: Path) -> dict:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg}", path=str(path), line_no=exc.lineno,
-                         hint="fix or delete it: the Hub's tags say what is published") from exc
+        raise InputError(
+            f"invalid JSON: {exc.msg}",
+            path=str(path),
+            line_no=exc.lineno,
+            hint="fix or delete it: the Hub's tags say what is published",
+        ) from exc
 
 
 def _record(version: Version, url: str, commit: str) -> None:
@@ -306,13 +366,15 @@ def _record(version: Version, url: str, commit: str) -> None:
         return
     path = root / RECORD
     record = _read_record(path)
-    record.setdefault(url, {})[version.prefix] = {"tag": version.tag, "commit": commit,
-                                                  "tool_version": __version__}
+    record.setdefault(url, {})[version.prefix] = {
+        "tag": version.tag,
+        "commit": commit,
+        "tool_version": __version__,
+    }
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     os.replace(tmp, path)
 
 
 def _size(path: Path) -> str:
-    n = path.stat().st_size
-    return f"{n:,} bytes"
+    return f"{path.stat().st_size:,} bytes"
