@@ -30,9 +30,11 @@ def push(folders, repo, out, private, dry_run) -> None:
     them; with none, every version under --out not yet published to REPO is pushed. One atomic
     commit carries the files and the merged root card; each version gets a tag
     (<artifact>.<dataset>.<llm>.v<N>) that `datasets.load_dataset(REPO, CONFIG, revision=TAG)`
-    pins. The token comes from HF_TOKEN or `huggingface-cli login`.
+    pins. The token comes from HF_TOKEN or `huggingface-cli login`. With --verbose, the
+    root card's diff is shown too.
     """
     from labeler.hub import push as push_versions
+    from labeler.progress import verbose
 
     result = push_versions(
         list(folders) or None, repo=repo, out=out, private=private, dry_run=dry_run
@@ -44,12 +46,10 @@ def push(folders, repo, out, private, dry_run) -> None:
         )
         return
     table = Table(title=f"{'dry run: ' if dry_run else ''}{result.url}")
-    for column in ("version folder", "config", "tag", "status", "commit"):
+    for column in ("version folder", "tag (config.vN)", "status", "commit"):
         table.add_column(column, overflow="fold")
     for p in result.versions:
-        table.add_row(
-            p.version.prefix, p.version.config, p.version.tag, p.status, (p.commit or "")[:8]
-        )
+        table.add_row(p.version.prefix, p.version.tag, p.status, (p.commit or "")[:8])
     console.print(table)
     if dry_run:
         ops = Table(title="operations (not sent)")
@@ -58,7 +58,7 @@ def push(folders, repo, out, private, dry_run) -> None:
         for op in result.operations:
             ops.add_row(op.step, op.action, op.target, op.detail)
         console.print(ops)
-    if result.card_diff:
+    if result.card_diff and (dry_run or verbose()):
         console.print(result.card_diff, markup=False, highlight=False, soft_wrap=True, end="")
 
 

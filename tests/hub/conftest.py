@@ -36,6 +36,9 @@ def hub(monkeypatch):
             "HF_HUB_DISABLE_XET": "1",
             "HF_HUB_OFFLINE": "0",
             "LABELER_HUB_BACKOFF": "0.001",
+            # `labeler --verbose/--quiet` set these in os.environ: restored after the test
+            "LABELER_VERBOSE": "0",
+            "LABELER_QUIET": "0",
         }
         for name, value in env.items():
             monkeypatch.setenv(name, value)

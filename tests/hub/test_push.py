@@ -67,7 +67,7 @@ def test_second_config_keeps_the_first_and_the_prose_people_wrote(hub, write):
     )
 
     second = write(dataset="nq-sample-2q", n=2)
-    result = runner.invoke(cli, ["push", str(second), "--repo", REPO])
+    result = runner.invoke(cli, ["--verbose", "push", str(second), "--repo", REPO])
 
     assert result.exit_code == 0, result.output
     card = _card(hub)
