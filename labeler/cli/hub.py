@@ -51,6 +51,14 @@ def push(folders, repo, out, private, dry_run) -> None:
     for p in result.versions:
         table.add_row(p.version.prefix, p.version.tag, p.status, (p.commit or "")[:8])
     console.print(table)
+    for p in result.versions:
+        if p.status in ("pushed", "tagged"):
+            console.print(
+                f'load_dataset("{repo}", "{p.version.config}", revision="{p.version.tag}")',
+                soft_wrap=True,
+                highlight=False,
+                markup=False,
+            )
     if dry_run:
         ops = Table(title="operations (not sent)")
         for column in ("step", "action", "target", "detail"):

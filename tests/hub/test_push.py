@@ -29,7 +29,10 @@ def test_push_makes_one_commit_with_files_card_and_a_tag(hub, write):
     result = CliRunner().invoke(cli, ["push", str(v1), "--repo", REPO])
 
     assert result.exit_code == 0, result.output
-    assert "utility.nq-sample.smollm2-135m.v1" in result.stdout
+    assert (
+        'load_dataset("lab/utility-labels", "utility.nq-sample.smollm2-135m", '
+        'revision="utility.nq-sample.smollm2-135m.v1")\n'
+    ) in result.stdout
     commits = [line for line in hub.log if "/commit/" in line]
     assert commits == ["POST /api/datasets/lab/utility-labels/commit/main"]  # one atomic commit
     repo = hub.repo(REPO)
