@@ -2,7 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
+
 import pytest
+
+# huggingface_hub and datasets read these once, at import: set them before any test imports them
+# so no test writes to the user's real caches or reaches the network.
+_HOME = tempfile.mkdtemp(prefix="labeler-tests-")
+os.environ.update(
+    HF_HOME=os.path.join(_HOME, "hf-home"),
+    HF_HUB_OFFLINE="1",
+    HF_DATASETS_OFFLINE="1",
+    TRANSFORMERS_OFFLINE="1",
+)
 
 
 @pytest.fixture(autouse=True)
@@ -14,6 +27,9 @@ def _offline_and_isolated(tmp_path, monkeypatch):
     monkeypatch.setenv("LABELER_CACHE_DIR", str(tmp_path / "labeler-cache"))
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
     monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf-datasets"))
+    # --quiet / --verbose set these in-process; never let one CLI test leak into the next.
+    monkeypatch.delenv("LABELER_QUIET", raising=False)
+    monkeypatch.delenv("LABELER_VERBOSE", raising=False)
 
 
 @pytest.fixture(scope="session")
