@@ -1,6 +1,6 @@
 """Derive the bundled `nq-sample` (labeler/data/nq_sample/) from the real files in shared/data.
 
-    python scripts/make_nq_sample.py [--data ../shared/data] [--questions 300]
+    python scripts/make_nq_sample.py [--data ../shared/data] [--questions 300] [--out DIR]
 
 Queries: the first N questions of lost-in-the-middle's nq-open-oracle (NQ-open dev), each with
 its human-annotated gold 100-word chunk (`ctxs[0]`, `isgold`). Corpus, as shared/data's
@@ -34,8 +34,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--questions", type=int, default=300)
+    parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
-    data = args.data
+    data, out = args.data, args.out
 
     corpus: dict[str, dict] = {}
     seen_text: dict[tuple[str, str], str] = {}
@@ -80,15 +81,15 @@ def main() -> None:
             title, _, text = row["contents"].partition("\n")
             add(f"flashrag:{row['id']}", title.strip('"'), text, "wiki_passages")
 
-    OUT.mkdir(parents=True, exist_ok=True)
-    _write_jsonl_gz(OUT / "queries.jsonl.gz", queries)
-    _write_jsonl_gz(OUT / "corpus.jsonl.gz", list(corpus.values()))
+    out.mkdir(parents=True, exist_ok=True)
+    _write_jsonl_gz(out / "queries.jsonl.gz", queries)
+    _write_jsonl_gz(out / "corpus.jsonl.gz", list(corpus.values()))
     for folder, name in (("nq_oracle", "lost-in-the-middle"), ("nq_dpr_sample", "haystack"),
                          ("wiki_passages", "flashrag")):
-        shutil.copyfile(data / folder / "LICENSE", OUT / f"LICENSE.{name}")
+        shutil.copyfile(data / folder / "LICENSE", out / f"LICENSE.{name}")
     origins = {o: sum(p["origin"] == o for p in corpus.values()) for o in
                ("nq_oracle", "nq_dpr_sample", "wiki_passages")}
-    print(f"{len(queries)} queries, {len(corpus)} passages {origins} -> {OUT}")
+    print(f"{len(queries)} queries, {len(corpus)} passages {origins} -> {out}")
 
 
 def _write_jsonl_gz(path: Path, rows: list[dict]) -> None:

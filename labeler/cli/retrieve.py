@@ -45,7 +45,7 @@ def retrieve(dataset, corpus, limit, k, encoder, output, cache_dir) -> None:
         (f"human gold in top {stats['k']}", "n/a (no gold)" if recall is None else f"{recall:.1%}"),
         ("retrieval time", f"{stats['seconds']:.1f} s"),
         ("source revision", stats["revision"][:16]),
-        ("run file", stats["output"]),
     ):
         table.add_row(label, value)
     Console().print(table)
+    click.echo(f"run written to {stats['output']}")

@@ -164,6 +164,8 @@ def _load(name: str) -> Encoder:
 
     model_id = ENCODERS.get(name, name)
     path = _bundled_minilm() if name == FALLBACK_ENCODER else model_id
+    if _offline() and not Path(path).exists() and not _cached(model_id):
+        raise ModelLoadError(model_id, "not in the local Hugging Face cache and HF_HUB_OFFLINE is set")
     device = "cuda:0" if torch.cuda.is_available() else "cpu"
     known = Path(model_id).name.lower() in AUTO_EMBEDDER_MAPPING
     options: dict = {"model_class": "encoder-only-base", "pooling_method": "mean",
@@ -177,6 +179,16 @@ def _load(name: str) -> Encoder:
     embedder.model.to(device).eval()
     pooling = "m3-dense" if type(embedder).__name__ == "BGEM3FlagModel" else embedder.pooling_method
     return Encoder(name=name, model_id=model_id, pooling=pooling, embedder=embedder, device=device)
+
+
+def _offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+
+
+def _cached(repo: str) -> bool:
+    from huggingface_hub import try_to_load_from_cache
+
+    return isinstance(try_to_load_from_cache(repo, "config.json"), str)
 
 
 def _bundled_minilm() -> str:

@@ -34,7 +34,7 @@ def _revision(repo: str, dataset) -> str:
         from huggingface_hub import HfApi
 
         return HfApi().dataset_info(repo).sha
-    except Exception:  # offline or unreachable: the data's own fingerprint still pins it
+    except OSError:  # offline or unreachable (all Hub errors are OSErrors): fingerprint instead
         return f"fingerprint:{dataset._fingerprint}"
 
 

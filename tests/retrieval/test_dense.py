@@ -1,0 +1,50 @@
+"""Dense retrieval with the real bundled encoder, and its on-disk embedding cache."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from labeler.paths import cache_root
+from labeler.retrieval import build_pools
+from labeler.retrieval.dense import corpus_embeddings, search
+
+
+def test_each_question_finds_its_gold_chunk_at_the_top(minilm, small_sample):
+    run = search(small_sample.corpus, small_sample.queries, k=5, encoder=minilm)
+    firsts = 0
+    for query in small_sample.queries:
+        ranked = [pid for pid, _ in run[query.qid]]
+        assert len(ranked) == 5
+        assert query.gold[0].pid in ranked[:2], (query.question, ranked)
+        firsts += ranked[0] == query.gold[0].pid
+        scores = [score for _, score in run[query.qid]]
+        assert scores == sorted(scores, reverse=True) and scores[0] <= 1.0 + 1e-5
+    assert firsts >= 4  # "who wrote the first declaration of human rights" ranks it 2nd
+
+
+def test_corpus_embeddings_are_cached_on_disk(minilm, small_sample, tmp_path, monkeypatch):
+    first = corpus_embeddings(minilm, small_sample.corpus, cache_dir=tmp_path)
+    assert first.shape == (len(small_sample.corpus), 384)
+    assert np.allclose(np.linalg.norm(first, axis=1), 1.0, atol=1e-5)
+    cached = tmp_path / "embeddings" / minilm.key / f"{small_sample.corpus.fingerprint}.npy"
+    assert cached.is_file() and not list(cached.parent.glob("*.tmp"))
+
+    def encode_again(*args, **kwargs):
+        raise AssertionError("the second call must be served from the cache")
+
+    monkeypatch.setattr(minilm, "encode", encode_again)
+    assert np.array_equal(corpus_embeddings(minilm, small_sample.corpus, cache_dir=tmp_path),
+                          first)
+
+
+def test_default_encoder_falls_back_offline_and_says_which(small_sample):
+    pools = build_pools(small_sample, pool="rp", k=3)  # BGE-M3 is not available offline
+    assert pools.encoder == {"name": "minilm", "model_id": "sentence-transformers/all-MiniLM-L6-v2",
+                             "pooling": "mean"}
+    assert pools.describe()["encoder"] == pools.encoder
+    assert (cache_root() / "embeddings").is_dir()  # $LABELER_CACHE_DIR from conftest
+    for query in small_sample.queries:
+        pool = pools[query.qid]
+        assert [(c.source, c.rank) for c in pool] == [("retrieved", 1), ("retrieved", 2),
+                                                      ("retrieved", 3)]
+        assert any(c.gold for c in pool[:2])
