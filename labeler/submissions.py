@@ -61,7 +61,7 @@ def read_submission(
     if first is None:
         raise InputError("empty submission: no records", str(path))
     reader = _Reader(str(path), kind, known, lenient)
-    if first.startswith("{") or kind not in (None, "ranking"):
+    if first.startswith("{") or _is_json(first) or kind not in (None, "ranking"):
         reader.read_jsonl(lines)
     else:
         reader.read_trec(lines)
@@ -142,12 +142,12 @@ class _Reader:
 
     def slow_path(self, record: dict, kind: str, line_no: int) -> tuple[str, object] | None:
         """Judge a record the fast path refused by its schema; normalise it if valid."""
-        from labeler.artifacts.schema import problems
+        from labeler.artifacts import schema_problems
 
         if kind == "ranking" and "ranking" in record and "scores" in record:
             self.fail("give either 'ranking' or 'scores', not both", line_no)
             return None
-        found = problems(record, f"submission-{kind}")
+        found = schema_problems(record, f"submission-{kind}")
         if found:
             where, message = found[0]
             self.fail(_short(message), line_no, where or None)
@@ -201,6 +201,14 @@ class _Reader:
                 self.fail(f"duplicate docid '{docid}' for qid '{qid}'", line_no, "docid")
                 continue
             docs[docid] = value
+
+
+def _is_json(line: str) -> bool:
+    try:
+        json.loads(line)
+    except ValueError:
+        return False
+    return True
 
 
 def _shape(kind: str) -> str:

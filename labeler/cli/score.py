@@ -89,12 +89,13 @@ def _metrics_table(report: Report) -> Table:
 
 def _tests_table(report: Report) -> Table:
     table = Table(title=f"paired two-sided t-test vs {report.baseline.submission}, per query",
-                  title_justify="left")
-    for column in ("metric", "n", "mean", "baseline", "Δ", "t", "p", "win/tie/loss"):
-        table.add_column(column, justify="left" if column == "metric" else "right")
+                  title_justify="left",
+                  caption="W/T/L: queries where the submission scores higher / equal / lower")
+    for column in ("metric", "n", "mean", "baseline", "Δ", "t", "p", "W/T/L"):
+        table.add_column(column, justify="left" if column == "metric" else "right", no_wrap=True)
     for name, t in report.tests.items():
         table.add_row(name, str(t.n), _fmt(t.mean_a), _fmt(t.mean_b),
-                      _fmt(t.mean_a - t.mean_b), _fmt(t.t), _fmt(t.p, 4),
+                      _fmt(t.mean_a - t.mean_b), _fmt(t.t, 2), _fmt(t.p),
                       f"{t.wins}/{t.ties}/{t.losses}")
     return table
 
