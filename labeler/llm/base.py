@@ -88,6 +88,14 @@ class Backend(ABC):
     model_id: str
     #: revision / content hash of the weights, recorded in cache keys and manifests
     revision: str
+    #: short name used in artifact paths, e.g. "smollm2-135m"
+    alias: str
+    #: requests per forward batch (hf) or per engine call (vllm); the call cache commits after each
+    batch_size: int
+
+    def key(self) -> dict:
+        """Everything about the loaded model that changes its answers, for cache keys."""
+        return {"model_id": self.model_id, "revision": self.revision}
 
     @abstractmethod
     def render(self, prompt: Chat) -> str:

@@ -1,0 +1,69 @@
+"""`labeler models` and `labeler cache stats`: parse, call the llm package, render rich tables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+
+@click.command()
+def models() -> None:
+    """List the model aliases and what each resolves to.
+
+    Any Hugging Face repo id, local model folder or .gguf file works as a model name too.
+    """
+    from labeler.llm.models import ALIASES, model_availability, resolve_model
+
+    table = Table(title="model aliases")
+    table.add_column("alias", no_wrap=True)
+    table.add_column("resolves to", overflow="fold")
+    table.add_column("chat template", no_wrap=True)
+    table.add_column("source", no_wrap=True)
+    for alias in ALIASES:
+        spec = resolve_model(alias)
+        template = "thinking off" if spec.template_kwargs.get("enable_thinking") is False else ""
+        table.add_row(alias, spec.model_id, template or "as shipped", model_availability(spec))
+    Console().print(table)
+
+
+@click.group()
+def cache() -> None:
+    """Inspect the persistent LLM call cache."""
+
+
+@cache.command()
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Cache folder (default: $LABELER_CACHE_DIR or ~/.cache/labeler).")
+def stats(cache_dir: Path | None) -> None:
+    """Entries, size on disk and hit rate of the call cache."""
+    from labeler.llm.cache import cache_stats
+
+    found = cache_stats(cache_dir)
+    rate = "-" if found.hit_rate is None else f"{found.hit_rate:.1%}"
+    summary = Table(title="LLM call cache", show_header=False)
+    summary.add_column(style="bold")
+    summary.add_column(justify="right")
+    for label, value in (("location", str(found.path)), ("entries", f"{found.entries:,}"),
+                         ("size on disk", _size(found.size_bytes)), ("hits", f"{found.hits:,}"),
+                         ("misses", f"{found.misses:,}"), ("hit rate", rate)):
+        summary.add_row(label, value)
+    console = Console()
+    console.print(summary)
+    if found.by_model:
+        detail = Table(title="entries by model")
+        for column, justify in (("model", "left"), ("operation", "left"), ("entries", "right")):
+            detail.add_column(column, justify=justify)
+        for model, op, count in found.by_model:
+            detail.add_row(model, op, f"{count:,}")
+        console.print(detail)
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB"):
+        if n < 1024:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"

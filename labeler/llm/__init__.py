@@ -1,0 +1,63 @@
+"""LLM backends behind one contract, model aliases, and the persistent call cache.
+
+    backend = load_backend("smollm2-135m")          # hf backend, cached calls
+    backend.generate([chat("Who wrote Hamlet?")], Sampling(max_tokens=16))
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+from labeler.errors import UnknownNameError
+from labeler.llm.base import (
+    Backend,
+    Chat,
+    ChoiceRequest,
+    LoglikelihoodRequest,
+    Message,
+    Sampling,
+    chat,
+)
+from labeler.llm.models import ALIASES, ModelSpec, resolve_model
+
+#: backend name -> "module:class", imported only when asked for (vllm stays optional).
+BACKENDS = {"hf": "labeler.llm.hf:HFBackend", "vllm": "labeler.llm.vllm:VLLMBackend"}
+
+
+def load_backend(model: str, *, backend: str = "hf", batch_size: int | None = None,
+                 device: str | None = None, cache_dir: str | Path | None = None,
+                 use_cache: bool = True) -> Backend:
+    """Load `model` (alias, HF repo id, local folder or .gguf) eagerly, raising ModelLoadError
+    before any work; wrapped in the persistent call cache unless `use_cache` is False.
+
+    `batch_size` defaults to 8 rows per forward pass for hf and 256 requests per engine call
+    for vllm (which batches continuously inside a call).
+    """
+    spec = resolve_model(model)
+    if backend not in BACKENDS:
+        raise UnknownNameError("backend", backend, sorted(BACKENDS))
+    module, name = BACKENDS[backend].split(":")
+    loaded = getattr(importlib.import_module(module), name)(
+        spec, batch_size=batch_size, device=device, cache_dir=cache_dir)
+    if not use_cache:
+        return loaded
+    from labeler.llm.cache import CachedBackend
+
+    return CachedBackend(loaded, cache_dir=cache_dir)
+
+
+__all__ = [
+    "ALIASES",
+    "BACKENDS",
+    "Backend",
+    "Chat",
+    "ChoiceRequest",
+    "LoglikelihoodRequest",
+    "Message",
+    "ModelSpec",
+    "Sampling",
+    "chat",
+    "load_backend",
+    "resolve_model",
+]

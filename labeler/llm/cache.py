@@ -1,0 +1,165 @@
+"""The persistent call cache: any Backend wrapped so that each answer is computed once.
+
+Like lm-evaluation-harness's CachingLM. A request's key is the sha256 of JSON holding the
+operation, the backend's `key()` (model id, revision, backend, dtype, device), the exact
+rendered prompt and every parameter that changes the answer (the seed included). Misses are
+computed `batch_size` at a time and committed after each chunk (SQLite, WAL), so a killed run
+keeps what it finished and a rerun makes only the missing calls.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from labeler.llm.base import Backend, Chat, ChoiceRequest, LoglikelihoodRequest, Sampling
+from labeler.paths import cache_root
+from labeler.progress import progress_bar
+
+FILE = "calls.sqlite"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS calls (
+    key TEXT PRIMARY KEY,    -- sha256 of the request's JSON
+    op TEXT NOT NULL,        -- generate | loglikelihood | choice_probs
+    model TEXT NOT NULL,     -- the backend's alias, for listings
+    value TEXT NOT NULL,     -- the answer as JSON
+    created REAL NOT NULL    -- unix time
+);
+CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+"""
+
+
+class CachedBackend(Backend):
+    """`inner` behind the persistent cache; `backend_calls` counts requests passed to `inner`."""
+
+    def __init__(self, inner: Backend, *, cache_dir: str | Path | None = None) -> None:
+        self.inner = inner
+        self.model_id, self.revision, self.alias = inner.model_id, inner.revision, inner.alias
+        self.batch_size = inner.batch_size
+        self.path = cache_root(cache_dir) / FILE
+        self.db = _connect(self.path)
+        self.backend_calls = 0  # requests forwarded to `inner` by this object
+
+    def key(self) -> dict:
+        return self.inner.key()
+
+    def render(self, prompt: Chat) -> str:
+        return self.inner.render(prompt)
+
+    def generate(self, prompts: list[Chat], sampling: Sampling) -> list[list[str]]:
+        texts = [self.render(p) for p in prompts]
+        return self._cached("generate", prompts, texts,
+                            [{"prompt": t, "sampling": sampling.key()} for t in texts],
+                            lambda chunk: self.inner.generate(chunk, sampling))
+
+    def loglikelihood(self, requests: list[LoglikelihoodRequest]) -> list[float]:
+        texts = [self.render(r.context) for r in requests]
+        return self._cached("loglikelihood", requests, texts,
+                            [{"context": t, "continuation": r.continuation}
+                             for t, r in zip(texts, requests)],
+                            self.inner.loglikelihood)
+
+    def choice_probs(self, requests: list[ChoiceRequest]) -> list[dict[str, float]]:
+        texts = [self.render(r.prompt) for r in requests]
+        return self._cached("choice_probs", requests, texts,
+                            [{"prompt": t, "choices": list(r.choices)}
+                             for t, r in zip(texts, requests)],
+                            self.inner.choice_probs)
+
+    def _cached(self, op: str, requests: list, texts: list[str], params: list[dict],
+                compute: Callable[[list], list]) -> list[Any]:
+        """Answers from the cache; the misses computed longest first, committed per chunk."""
+        model = self.key()
+        keys = [_hash({"op": op, "model": model, **p}) for p in params]
+        found = self._lookup(set(keys))
+        todo = {k: i for i, k in enumerate(keys) if k not in found}  # first request per key
+        self._count(hits=len(keys) - len(todo))
+        order = sorted(todo, key=lambda k: len(texts[todo[k]]), reverse=True)
+        with progress_bar(f"{op} {self.alias} (cached)", len(order)) as advance:
+            for start in range(0, len(order), self.batch_size):
+                chunk = order[start:start + self.batch_size]
+                values = compute([requests[todo[k]] for k in chunk])
+                self.backend_calls += len(chunk)
+                found.update(zip(chunk, values))
+                now = time.time()
+                with self.db:  # one transaction per chunk: committed as soon as it is done
+                    self.db.executemany(
+                        "INSERT OR REPLACE INTO calls VALUES (?, ?, ?, ?, ?)",
+                        [(k, op, self.alias, json.dumps(v), now) for k, v in zip(chunk, values)])
+                    _add(self.db, "misses", len(chunk))
+                advance(len(chunk))
+        return [found[k] for k in keys]
+
+    def _lookup(self, keys: set[str]) -> dict[str, Any]:
+        found, keys = {}, list(keys)
+        for start in range(0, len(keys), 500):
+            part = keys[start:start + 500]
+            rows = self.db.execute(
+                f"SELECT key, value FROM calls WHERE key IN ({','.join('?' * len(part))})", part)
+            found.update((k, json.loads(v)) for k, v in rows)
+        return found
+
+    def _count(self, hits: int) -> None:
+        if hits:
+            with self.db:
+                _add(self.db, "hits", hits)
+
+
+@dataclass
+class CacheStats:
+    """What `labeler cache stats` shows."""
+
+    path: Path  # the SQLite file
+    entries: int  # cached answers
+    size_bytes: int  # on disk, WAL included
+    hits: int  # requests answered from the cache, all runs together
+    misses: int  # requests computed by a backend, all runs together
+    by_model: list[tuple[str, str, int]]  # (model alias, op, entries)
+
+    @property
+    def hit_rate(self) -> float | None:
+        total = self.hits + self.misses
+        return self.hits / total if total else None
+
+
+def cache_stats(cache_dir: str | Path | None = None) -> CacheStats:
+    """Entries, size and the lifetime hit rate of the call cache under `cache_dir`."""
+    path = cache_root(cache_dir) / FILE
+    if not path.exists():
+        return CacheStats(path, 0, 0, 0, 0, [])
+    db = _connect(path)
+    try:
+        entries = db.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
+        counters = dict(db.execute("SELECT name, value FROM counters"))
+        by_model = db.execute(
+            "SELECT model, op, COUNT(*) FROM calls GROUP BY model, op ORDER BY model, op").fetchall()
+    finally:
+        db.close()
+    size = sum(p.stat().st_size for p in path.parent.glob(FILE + "*"))
+    return CacheStats(path, entries, size, counters.get("hits", 0), counters.get("misses", 0),
+                      [tuple(row) for row in by_model])
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(path, timeout=60)  # writes open a transaction; `with db` commits it
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL survives a killed process
+    db.executescript(_SCHEMA)
+    return db
+
+
+def _add(db: sqlite3.Connection, name: str, amount: int) -> None:
+    db.execute("INSERT INTO counters VALUES (?, ?) ON CONFLICT(name) DO UPDATE "
+               "SET value = value + excluded.value", (name, amount))
+
+
+def _hash(payload: dict) -> str:
+    text = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()

@@ -1,0 +1,251 @@
+"""The `hf` backend: transformers on CPU (float32) or CUDA (bfloat16), batched with left padding.
+
+Requests are sorted by length (longest first) and run `batch_size` rows at a time. Left padding
+with an attention mask and position ids from the mask gives each row the same answer alone or in
+any batch. Sampling is seeded per row (see `prompts.row_seed`): temperature, top-k and top-p
+shape the logits, then each row draws with its own generator (the exponential race, i.e.
+Gumbel-max), so a sample is a pure function of (prompt, sampling) and safe to cache.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import torch
+from transformers import (
+    AutoModelForCausalLM,
+    AutoTokenizer,
+    GenerationConfig,
+    LogitsProcessor,
+    LogitsProcessorList,
+    StoppingCriteria,
+    StoppingCriteriaList,
+    TemperatureLogitsWarper,
+    TopKLogitsWarper,
+    TopPLogitsWarper,
+)
+
+from labeler.errors import InputError, ModelLoadError
+from labeler.llm.base import Backend, Chat, ChoiceRequest, LoglikelihoodRequest, Sampling
+from labeler.llm.models import ModelSpec, model_revision
+from labeler.llm.prompts import (
+    choice_ids,
+    continuation_ids,
+    cut_at_stop,
+    encode,
+    render_chat,
+    row_seed,
+)
+from labeler.paths import cache_root
+from labeler.progress import progress_bar
+
+
+class HFBackend(Backend):
+    """A transformers causal LM answering the three operations in length-sorted batches."""
+
+    def __init__(self, spec: ModelSpec, *, batch_size: int | None = None,
+                 device: str | None = None, cache_dir: str | Path | None = None) -> None:
+        self.spec, self.model_id, self.alias = spec, spec.model_id, spec.alias
+        self.batch_size = batch_size or 8
+        if self.batch_size < 1:
+            raise InputError("batch size must be >= 1", field_name="batch_size")
+        self.device = _device(device)
+        self.dtype = torch.bfloat16 if self.device.type == "cuda" else torch.float32
+        source = spec.model_id
+        try:
+            if spec.gguf:
+                source = gguf_snapshot(spec, model_revision(spec), cache_dir)
+            self.tokenizer = AutoTokenizer.from_pretrained(source)
+            self.model = AutoModelForCausalLM.from_pretrained(source, dtype=self.dtype)
+        except (OSError, ValueError, KeyError, RuntimeError, ImportError) as exc:
+            hint = "" if spec.local else "a Hub model needs network access or a copy in the " \
+                "local Hugging Face cache; `labeler models` lists the aliases"
+            raise ModelLoadError(spec.model_id, _first_line(exc), hint=hint) from exc
+        if not self.tokenizer.chat_template:
+            raise ModelLoadError(spec.model_id, "the tokenizer has no chat template")
+        self.revision = model_revision(spec)  # after loading: a Hub model's commit is now cached
+        self.model.to(self.device).eval()
+        self.tokenizer.padding_side = "left"
+        eos = self.model.generation_config.eos_token_id
+        eos = [eos] if isinstance(eos, int) else list(eos or [])
+        if self.tokenizer.eos_token_id is not None:
+            eos.append(self.tokenizer.eos_token_id)
+        self.eos_ids = sorted(set(eos))
+        self.pad_id = next(i for i in (self.tokenizer.pad_token_id, *self.eos_ids, 0)
+                           if i is not None)
+
+    def key(self) -> dict:
+        return {**super().key(), "backend": "hf", "dtype": str(self.dtype).removeprefix("torch."),
+                "device": self.device.type}
+
+    def render(self, prompt: Chat) -> str:
+        return render_chat(self.tokenizer, prompt, self.spec.template_kwargs)
+
+    def generate(self, prompts: list[Chat], sampling: Sampling) -> list[list[str]]:
+        texts = [self.render(p) for p in prompts]
+        ids = encode(self.tokenizer, texts)
+        rows = [(i, j) for i in range(len(prompts)) for j in range(sampling.n)]
+        out: list[list[str]] = [[""] * sampling.n for _ in prompts]
+        for batch in self._batches(rows, lambda r: len(ids[r[0]]), "generate"):
+            seeds = [row_seed(sampling.seed, texts[i], j) for i, j in batch] \
+                if not sampling.greedy else []
+            completions = self._generate_batch([ids[i] for i, _ in batch], sampling, seeds)
+            for (i, j), text in zip(batch, completions):
+                out[i][j] = text
+        return out
+
+    def loglikelihood(self, requests: list[LoglikelihoodRequest]) -> list[float]:
+        pairs = continuation_ids(self.tokenizer, [self.render(r.context) for r in requests],
+                                 [r.continuation for r in requests])
+        out = [0.0] * len(requests)
+        order = [i for i, (_, cont) in enumerate(pairs) if cont]  # empty continuation: log 1 = 0
+        for batch in self._batches(order, lambda i: sum(map(len, pairs[i])), "loglikelihood"):
+            keep = max(len(pairs[i][1]) for i in batch) + 1
+            logits = self._forward([pairs[i][0] + pairs[i][1] for i in batch], keep)
+            logprobs = torch.log_softmax(logits.float(), dim=-1)
+            for row, i in enumerate(batch):
+                cont = pairs[i][1]
+                window = logprobs[row, keep - 1 - len(cont):keep - 1]
+                target = torch.tensor(cont, device=window.device).unsqueeze(-1)
+                out[i] = window.gather(-1, target).sum().item()
+        return out
+
+    def choice_probs(self, requests: list[ChoiceRequest]) -> list[dict[str, float]]:
+        texts = [self.render(r.prompt) for r in requests]
+        ids = encode(self.tokenizer, texts)
+        out: list[dict[str, float]] = [{} for _ in requests]
+        for batch in self._batches(range(len(requests)), lambda i: len(ids[i]), "choice_probs"):
+            probs = torch.softmax(self._forward([ids[i] for i in batch], 1)[:, -1].float(), -1)
+            for row, i in enumerate(batch):
+                tokens = choice_ids(self.tokenizer, texts[i], requests[i].choices)
+                out[i] = {c: probs[row, t].item() for c, t in zip(requests[i].choices, tokens)}
+        return out
+
+    def _batches(self, items, length, description: str):
+        """Items sorted longest first, `batch_size` at a time, under one progress bar."""
+        items = sorted(items, key=length, reverse=True)
+        with progress_bar(f"{description} {self.alias}", len(items)) as advance:
+            for start in range(0, len(items), self.batch_size):
+                batch = items[start:start + self.batch_size]
+                yield batch
+                advance(len(batch))
+
+    def _pad(self, rows: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+        width = max(map(len, rows))
+        ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for r, row in enumerate(rows):
+            if row:
+                ids[r, -len(row):] = torch.tensor(row)
+                mask[r, -len(row):] = 1
+        return ids.to(self.device), mask.to(self.device)
+
+    @torch.inference_mode()
+    def _forward(self, rows: list[list[int]], keep: int) -> torch.Tensor:
+        """Logits of the last `keep` positions of each left-padded row."""
+        ids, mask = self._pad(rows)
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        return self.model(input_ids=ids, attention_mask=mask, position_ids=positions,
+                          logits_to_keep=keep, use_cache=False).logits
+
+    @torch.inference_mode()
+    def _generate_batch(self, rows: list[list[int]], sampling: Sampling,
+                        seeds: list[int]) -> list[str]:
+        ids, mask = self._pad(rows)
+        processors = LogitsProcessorList()
+        if seeds:
+            processors.append(TemperatureLogitsWarper(sampling.temperature))
+            if sampling.top_k > 0:
+                processors.append(TopKLogitsWarper(sampling.top_k))
+            if sampling.top_p < 1:
+                processors.append(TopPLogitsWarper(sampling.top_p))
+            processors.append(_SeededDraw(seeds, self.device))
+        stopping = StoppingCriteriaList(
+            [_StopStrings(self.tokenizer, sampling.stop, ids.shape[1])] if sampling.stop else [])
+        config = GenerationConfig(do_sample=False, max_new_tokens=sampling.max_tokens,
+                                  eos_token_id=self.eos_ids, pad_token_id=self.pad_id)
+        # do_sample=False: the argmax picks the token that _SeededDraw made the winner.
+        out = self.model.generate(input_ids=ids, attention_mask=mask, generation_config=config,
+                                  logits_processor=processors, stopping_criteria=stopping,
+                                  use_model_defaults=False)
+        texts = []
+        for row in out[:, ids.shape[1]:].tolist():
+            end = next((k for k, t in enumerate(row) if t in self.eos_ids), len(row))
+            text = self.tokenizer.decode(row[:end], skip_special_tokens=True)
+            texts.append(cut_at_stop(text, sampling.stop))
+        return texts
+
+
+class _SeededDraw(LogitsProcessor):
+    """Adds -log(Exponential noise) from each row's own generator: argmax = a sample of softmax."""
+
+    def __init__(self, seeds: list[int], device: torch.device) -> None:
+        self.generators = [torch.Generator(device=device).manual_seed(s) for s in seeds]
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        noise = torch.empty_like(scores, dtype=torch.float32)
+        for row, generator in enumerate(self.generators):
+            noise[row].exponential_(generator=generator)
+        return scores.float() - noise.log()
+
+
+class _StopStrings(StoppingCriteria):
+    """Ends a row once its generated text (not the prompt) holds a stop string."""
+
+    def __init__(self, tokenizer, stop: tuple[str, ...], prompt_width: int) -> None:
+        self.tokenizer, self.stop, self.prompt_width = tokenizer, stop, prompt_width
+
+    def __call__(self, input_ids: torch.LongTensor, scores, **kwargs) -> torch.BoolTensor:
+        texts = self.tokenizer.batch_decode(input_ids[:, self.prompt_width:],
+                                            skip_special_tokens=True)
+        return torch.tensor([any(s in t for s in self.stop) for t in texts],
+                            device=input_ids.device)
+
+
+def gguf_snapshot(spec: ModelSpec, revision: str, cache_dir: str | Path | None) -> Path:
+    """A .gguf model converted once (dequantized, float32) into a transformers folder.
+
+    Reading a GGUF through transformers parses the file four times (~20 s for SmolLM2);
+    the converted folder, keyed by the file's sha256, loads in well under a second.
+    """
+    target = cache_root(cache_dir) / "models" / f"{spec.alias}-{revision[:16]}"
+    if (target / "config.json").exists():
+        return target
+    path = Path(spec.model_id)
+    if not path.is_file():
+        raise ModelLoadError(spec.model_id, "no such file")
+    tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+    model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name,
+                                                 dtype=torch.float32)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(prefix=".partial-", dir=target.parent))
+    try:
+        model.save_pretrained(partial)
+        tokenizer.save_pretrained(partial)
+        os.replace(partial, target)
+    except OSError:  # another process finished the same conversion first
+        if not (target / "config.json").exists():
+            raise
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+    return target
+
+
+def _device(name: str | None) -> torch.device:
+    try:
+        device = torch.device(name or ("cuda" if torch.cuda.is_available() else "cpu"))
+    except RuntimeError as exc:
+        raise InputError(f"unknown device '{name}' (use cpu, cuda or cuda:N)",
+                         field_name="device") from exc
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise InputError("CUDA was asked for but torch sees no GPU", field_name="device",
+                         hint="leave --device unset to run on the CPU")
+    return device
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]

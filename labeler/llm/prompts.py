@@ -1,0 +1,73 @@
+"""Prompt text and token ids, shared by every backend so that they all see the same tokens."""
+
+from __future__ import annotations
+
+import hashlib
+
+from labeler.errors import InputError
+from labeler.llm.base import Chat
+
+ROLES = ("system", "user", "assistant")
+
+
+def render_chat(tokenizer, prompt: Chat, template_kwargs: dict) -> str:
+    """The text a model sees for a chat, through its own chat template.
+
+    The template always adds the assistant generation prompt; a chat that ends with an assistant
+    message is a partial reply, appended verbatim for the model to continue.
+    """
+    if not prompt:
+        raise InputError("a prompt needs at least one message", field_name="prompt")
+    for message in prompt:
+        if message.role not in ROLES:
+            raise InputError(f"unknown role '{message.role}' (use one of {', '.join(ROLES)})",
+                             field_name="role")
+    turns, prefix = (prompt[:-1], prompt[-1].content) if prompt[-1].role == "assistant" else (
+        prompt, "")
+    messages = [{"role": m.role, "content": m.content} for m in turns]
+    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
+                                         **template_kwargs)
+    return text + prefix
+
+
+def encode(tokenizer, texts: list[str]) -> list[list[int]]:
+    """Token ids of rendered texts; the template already wrote any special tokens."""
+    if not texts:
+        return []
+    return tokenizer(list(texts), add_special_tokens=False)["input_ids"]
+
+
+def continuation_ids(tokenizer, contexts: list[str], continuations: list[str]
+                     ) -> list[tuple[list[int], list[int]]]:
+    """(context ids, continuation ids) per pair, split as lm-evaluation-harness does.
+
+    The continuation's tokens are those of `context + continuation` past the context's own
+    token count, so a token merging across the boundary is scored as the model would read it.
+    """
+    context_ids = encode(tokenizer, contexts)
+    whole_ids = encode(tokenizer, [c + x for c, x in zip(contexts, continuations)])
+    return [(whole[:len(ctx)], whole[len(ctx):]) for ctx, whole in zip(context_ids, whole_ids)]
+
+
+def choice_ids(tokenizer, text: str, choices: tuple[str, ...]) -> list[int]:
+    """The first token of each choice when it follows `text`."""
+    base = len(encode(tokenizer, [text])[0])
+    ids = []
+    for choice, whole in zip(choices, encode(tokenizer, [text + c for c in choices])):
+        if len(whole) <= base:
+            raise InputError(f"choice {choice!r} adds no token", field_name="choices")
+        ids.append(whole[base])
+    return ids
+
+
+def row_seed(seed: int, text: str, index: int) -> int:
+    """The random seed of sample `index` of a prompt: a pure function of (seed, prompt, index),
+    so a sample never depends on which other prompts share its batch."""
+    digest = hashlib.sha256(f"{seed}\0{index}\0{text}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def cut_at_stop(text: str, stop: tuple[str, ...]) -> str:
+    """`text` up to the first occurrence of any stop string."""
+    cut = min((i for i in (text.find(s) for s in stop if s) if i >= 0), default=len(text))
+    return text[:cut]

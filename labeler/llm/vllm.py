@@ -1,0 +1,128 @@
+"""The `vllm` backend: vllm.LLM and SamplingParams on a CUDA GPU (optional: labeler[vllm]).
+
+Prompts are rendered and tokenized exactly as in the `hf` backend (`labeler.llm.prompts`) and
+handed to vllm as token ids. Sampling is seeded per request with `row_seed(seed, prompt, 0)`,
+so a prompt's samples do not depend on what else is in the call. `loglikelihood` reads
+`prompt_logprobs` of the continuation's tokens; `choice_probs` appends each choice's first token
+to the prompt and reads its prompt log-probability, which is exact for any token (the top-k
+`logprobs` of a generated token would miss choices outside the top k).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from labeler.errors import InputError, MissingDependencyError, ModelLoadError
+
+try:
+    from vllm import LLM, SamplingParams
+    from vllm.inputs import TokensPrompt
+except ImportError as exc:
+    raise MissingDependencyError("the vllm backend", "labeler[vllm]") from exc
+
+from labeler.llm.base import Backend, Chat, ChoiceRequest, LoglikelihoodRequest, Sampling
+from labeler.llm.hf import gguf_snapshot
+from labeler.llm.models import ModelSpec, model_revision
+from labeler.llm.prompts import (
+    choice_ids,
+    continuation_ids,
+    cut_at_stop,
+    encode,
+    render_chat,
+    row_seed,
+)
+from labeler.progress import progress_bar
+
+DTYPE = "bfloat16"
+
+# One forward pass that scores the prompt: prompt_logprobs=1 returns, for every prompt position
+# after the first, the log-probability of the prompt's own token (plus the top-1).
+_SCORE = dict(max_tokens=1, temperature=0.0, prompt_logprobs=1, detokenize=False)
+
+
+class VLLMBackend(Backend):
+    """A vllm engine answering the three operations; `batch_size` requests per engine call."""
+
+    def __init__(self, spec: ModelSpec, *, batch_size: int | None = None,
+                 device: str | None = None, cache_dir: str | Path | None = None) -> None:
+        if device not in (None, "cuda"):
+            raise InputError(f"the vllm backend runs on CUDA only, not '{device}'",
+                             field_name="device", hint="use --backend hf for the CPU")
+        self.spec, self.model_id, self.alias = spec, spec.model_id, spec.alias
+        self.batch_size = batch_size or 256
+        if self.batch_size < 1:
+            raise InputError("batch size must be >= 1", field_name="batch_size")
+        try:
+            source = str(gguf_snapshot(spec, model_revision(spec), cache_dir)) if spec.gguf \
+                else spec.model_id
+            self.llm = LLM(model=source, dtype=DTYPE, seed=0)
+        except Exception as exc:  # noqa: BLE001 - vllm raises many types; all mean "cannot load"
+            text = str(exc).strip() or type(exc).__name__
+            raise ModelLoadError(spec.model_id, text.splitlines()[0]) from exc
+        self.tokenizer = self.llm.get_tokenizer()
+        if not getattr(self.tokenizer, "chat_template", None):
+            raise ModelLoadError(spec.model_id, "the tokenizer has no chat template")
+        self.revision = model_revision(spec)
+
+    def key(self) -> dict:
+        return {**super().key(), "backend": "vllm", "dtype": DTYPE, "device": "cuda"}
+
+    def render(self, prompt: Chat) -> str:
+        return render_chat(self.tokenizer, prompt, self.spec.template_kwargs)
+
+    def generate(self, prompts: list[Chat], sampling: Sampling) -> list[list[str]]:
+        texts = [self.render(p) for p in prompts]
+        params = [SamplingParams(
+            n=sampling.n, temperature=sampling.temperature, top_p=sampling.top_p,
+            top_k=sampling.top_k or -1, max_tokens=sampling.max_tokens,
+            stop=list(sampling.stop) or None, skip_special_tokens=True,
+            seed=None if sampling.greedy else row_seed(sampling.seed, text, 0),
+        ) for text in texts]
+        outputs = self._run(encode(self.tokenizer, texts), params, "generate")
+        return [[cut_at_stop(c.text, sampling.stop) for c in sorted(o.outputs, key=_index)]
+                for o in outputs]
+
+    def loglikelihood(self, requests: list[LoglikelihoodRequest]) -> list[float]:
+        pairs = continuation_ids(self.tokenizer, [self.render(r.context) for r in requests],
+                                 [r.continuation for r in requests])
+        scored = [i for i, (_, cont) in enumerate(pairs) if cont]  # empty continuation: log 1 = 0
+        outputs = self._run([pairs[i][0] + pairs[i][1] for i in scored],
+                            [SamplingParams(**_SCORE)] * len(scored), "loglikelihood")
+        out = [0.0] * len(requests)
+        for i, output in zip(scored, outputs):
+            ctx, cont = pairs[i]
+            out[i] = sum(_logprob(output, len(ctx) + k, token) for k, token in enumerate(cont))
+        return out
+
+    def choice_probs(self, requests: list[ChoiceRequest]) -> list[dict[str, float]]:
+        texts = [self.render(r.prompt) for r in requests]
+        tokens = [choice_ids(self.tokenizer, t, r.choices) for t, r in zip(texts, requests)]
+        rows = [(i, t) for i, ts in enumerate(tokens) for t in dict.fromkeys(ts)]
+        ids = encode(self.tokenizer, texts)
+        outputs = self._run([ids[i] + [t] for i, t in rows], [SamplingParams(**_SCORE)] * len(rows),
+                            "choice_probs")
+        prob = {(i, t): math.exp(_logprob(o, len(ids[i]), t)) for (i, t), o in zip(rows, outputs)}
+        return [{c: prob[i, t] for c, t in zip(r.choices, tokens[i])}
+                for i, r in enumerate(requests)]
+
+    def _run(self, prompts: list[list[int]], params: list, description: str) -> list:
+        """vllm.LLM.generate over token-id prompts, `batch_size` at a time, in input order."""
+        outputs = []
+        with progress_bar(f"{description} {self.alias}", len(prompts)) as advance:
+            for start in range(0, len(prompts), self.batch_size):
+                part = [TokensPrompt(prompt_token_ids=p)
+                        for p in prompts[start:start + self.batch_size]]
+                outputs += self.llm.generate(part, params[start:start + self.batch_size],
+                                             use_tqdm=False)
+                advance(len(part))
+        return outputs
+
+
+def _logprob(output, position: int, token: int) -> float:
+    """log P(prompt token at `position` | the tokens before it) from vllm's prompt_logprobs."""
+    return output.prompt_logprobs[position][token].logprob
+
+
+def _index(completion) -> int:
+    return completion.index

@@ -1,0 +1,30 @@
+"""The contract suite runs once per backend: hf always, vllm where it imports."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+VLLM_SKIP = "vllm is not installed (optional extra for CUDA GPUs: pip install 'labeler[vllm]')"
+
+
+@pytest.fixture(scope="session")
+def questions() -> list[str]:
+    """40 real NQ-open dev questions (see fixtures/README.md)."""
+    with open(FIXTURES / "nq_open_dev_40.jsonl", encoding="utf-8") as handle:
+        return [json.loads(line)["question"] for line in handle]
+
+
+@pytest.fixture(scope="session", params=["hf", "vllm"])
+def backend(request):
+    """The bundled SmolLM2-135M-Instruct through each backend, without the call cache."""
+    if request.param == "hf":
+        return request.getfixturevalue("smollm")
+    pytest.importorskip("vllm", reason=VLLM_SKIP)
+    from labeler.llm import load_backend
+
+    return load_backend("smollm2-135m", backend="vllm", use_cache=False)

@@ -1,0 +1,101 @@
+"""The persistent call cache: a repeated run makes no backend calls; a killed run resumes."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from labeler.cli import cli
+from labeler.llm import ChoiceRequest, LoglikelihoodRequest, Sampling, chat
+from labeler.llm.cache import CachedBackend, cache_stats
+
+HERE = Path(__file__).parent
+GREEDY = Sampling(max_tokens=8)
+
+
+def test_a_second_identical_run_makes_zero_backend_calls(smollm, questions, tmp_path):
+    prompts = [chat(q) for q in questions[:6]]
+    first_run = CachedBackend(smollm)  # $LABELER_CACHE_DIR, set to a temp dir by conftest
+    answers = first_run.generate(prompts, GREEDY)
+    assert first_run.backend_calls == 6
+    second_run = CachedBackend(smollm)  # a new run on the same cache
+    assert second_run.generate(prompts, GREEDY) == answers
+    assert second_run.backend_calls == 0
+    assert (tmp_path / "labeler-cache" / "calls.sqlite").exists()
+
+
+def test_every_operation_is_cached_under_everything_that_changes_its_answer(smollm, tmp_path):
+    cached = CachedBackend(smollm, cache_dir=tmp_path)
+    france = chat("What is the capital of France?")
+    likelihoods = [LoglikelihoodRequest(france, " Paris"), LoglikelihoodRequest(france, " Lyon")]
+    choices = [ChoiceRequest(chat("Is Paris in France? Answer yes or no."), ("yes", "no"))]
+    first = cached.loglikelihood(likelihoods), cached.choice_probs(choices)
+    assert first == (smollm.loglikelihood(likelihoods), smollm.choice_probs(choices))
+    assert cached.backend_calls == 3
+    assert (cached.loglikelihood(likelihoods), cached.choice_probs(choices)) == first
+    assert cached.backend_calls == 3
+
+    cached.choice_probs([ChoiceRequest(choices[0].prompt, ("Yes", "No"))])  # other choices
+    cached.loglikelihood([LoglikelihoodRequest(chat("What is the capital of Italy?"), " Paris")])
+    sampled = Sampling(temperature=1.0, max_tokens=4, seed=1)
+    cached.generate([france, france], sampled)  # the same request twice: computed once
+    cached.generate([france], Sampling(temperature=1.0, max_tokens=4, seed=2))  # other seed
+    cached.generate([france], Sampling(temperature=1.0, max_tokens=5, seed=1))  # other length
+    assert cached.backend_calls == 3 + 5
+
+
+def test_cache_stats_prints_entries_size_and_hit_rate(smollm, questions, tmp_path):
+    runner = CliRunner()
+    empty = runner.invoke(cli, ["cache", "stats", "--cache-dir", str(tmp_path)])
+    assert empty.exit_code == 0, empty.output
+    assert re.search(r"entries\s*│\s*0\b", empty.output)
+    assert re.search(r"hit rate\s*│\s*-", empty.output)
+
+    cached = CachedBackend(smollm, cache_dir=tmp_path)
+    prompts = [chat(q) for q in questions[:3]]
+    cached.generate(prompts[:2], GREEDY)  # 2 misses
+    cached.generate(prompts, GREEDY)  # 2 hits, 1 miss
+    result = runner.invoke(cli, ["cache", "stats", "--cache-dir", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    for label, value in (("entries", "3"), ("hits", "2"), ("misses", "3"), ("hit rate", "40.0%")):
+        assert re.search(rf"{label}\s*│\s*{re.escape(value)}\s", result.output), label
+    assert re.search(r"size on disk\s*│\s*\d+\.\d KiB", result.output)
+    assert re.search(r"smollm2-135m\s*│\s*generate\s*│\s*3\b", result.output)
+
+
+def test_a_killed_run_reruns_only_the_missing_calls(smollm, questions, tmp_path):
+    cache_dir = tmp_path / "cache"
+    cache_dir.mkdir()
+    # reuse the model the `smollm` fixture converted, so the job's time goes to generation
+    (cache_dir / "models").symlink_to(Path(smollm.model.name_or_path).parent)
+    sampling = Sampling(temperature=0.7, top_p=0.9, seed=13, max_tokens=12)
+    job = [sys.executable, str(HERE / "cache_job.py"), str(cache_dir),
+           str(HERE / "fixtures" / "nq_open_dev_40.jsonl"), json.dumps(asdict(sampling))]
+
+    killed = subprocess.Popen(job, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 600
+    while cache_stats(cache_dir).entries < 8:  # two chunks of 4 committed
+        assert killed.poll() is None, "the job ended before it could be killed"
+        assert time.monotonic() < deadline, "the job made no progress"
+        time.sleep(0.05)
+    os.kill(killed.pid, signal.SIGKILL)
+    killed.wait()
+    done = cache_stats(cache_dir).entries
+    assert 8 <= done < 40
+
+    rerun = subprocess.run(job, capture_output=True, text=True, timeout=600)
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    result = json.loads(rerun.stdout.splitlines()[-1])
+    assert result["backend_calls"] == 40 - done
+    assert result["answers"] == smollm.generate([chat(q) for q in questions], sampling)
+    stats = cache_stats(cache_dir)
+    assert (stats.entries, stats.misses, stats.hits) == (40, 40, done)

@@ -1,0 +1,90 @@
+"""The backend contract, one suite for every backend, on the bundled SmolLM2-135M-Instruct.
+
+References come from an independent, unpadded forward pass of the transformers model held by
+the `smollm` fixture (float32 on the CPU); vllm runs in bfloat16 on a GPU, hence its looser
+tolerance.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+import torch
+
+from labeler.llm import ChoiceRequest, LoglikelihoodRequest, Message, Sampling, chat
+
+TOLERANCE = {"hf": 1e-4, "vllm": 5e-2}  # nats
+
+
+def _reference_logits(smollm, text: str) -> tuple[list[int], torch.Tensor]:
+    ids = smollm.tokenizer(text, add_special_tokens=False).input_ids
+    with torch.no_grad():
+        logits = smollm.model(torch.tensor([ids], device=smollm.device)).logits[0]
+    return ids, torch.log_softmax(logits.float(), dim=-1)
+
+
+def test_greedy_output_is_the_same_alone_and_in_a_batch_of_8(backend, questions):
+    prompts = [chat(q) for q in questions[:8]]
+    greedy = Sampling(max_tokens=16)
+    batched = backend.generate(prompts, greedy)
+    assert len({answer[0] for answer in batched}) == 8  # eight different real answers
+    lengths = [len(backend.render(p)) for p in prompts]
+    shortest, longest = lengths.index(min(lengths)), lengths.index(max(lengths))
+    for i in (shortest, longest):  # the most and the least left padding in the batch
+        assert backend.generate([prompts[i]], greedy) == [batched[i]]
+
+
+def test_loglikelihood_is_the_sum_of_continuation_token_logprobs(backend, smollm, questions):
+    question = chat("What is the capital of France?")
+    requests = [
+        LoglikelihoodRequest(question, "The capital of France is Paris."),
+        LoglikelihoodRequest(question, "The capital of France is Berlin."),
+        LoglikelihoodRequest(chat(questions[0], system="Answer in a few words."), "December 1972"),
+        LoglikelihoodRequest(chat(questions[5]), "In 1897 the Isle of Wight became a county."),
+    ]
+    got = backend.loglikelihood(requests)
+    for request, value in zip(requests, got):
+        context = smollm.render(request.context)
+        ids, logprobs = _reference_logits(smollm, context + request.continuation)
+        start = len(smollm.tokenizer(context, add_special_tokens=False).input_ids)
+        expected = sum(logprobs[k - 1, ids[k]].item() for k in range(start, len(ids)))
+        assert value == pytest.approx(expected, abs=TOLERANCE[backend.key()["backend"]])
+    assert got[0] > got[1]  # Paris is the likelier answer
+    assert backend.loglikelihood([LoglikelihoodRequest(question, "")]) == [0.0]
+
+
+def test_choice_probs_prefer_paris_after_the_capital_of_france_is(backend, smollm):
+    prompt = chat("What is the capital of France?") + (
+        Message("assistant", "The capital of France is"),)
+    [probs] = backend.choice_probs([ChoiceRequest(prompt, (" Paris", " Berlin"))])
+    assert probs[" Paris"] > probs[" Berlin"]
+    ids, logprobs = _reference_logits(smollm, smollm.render(prompt))
+    for choice, prob in probs.items():
+        [token] = smollm.tokenizer(choice, add_special_tokens=False).input_ids
+        expected = logprobs[-1, token].exp().item()
+        assert prob == pytest.approx(expected, abs=TOLERANCE[backend.key()["backend"]])
+
+
+def test_seeded_sampling_repeats_exactly_whatever_the_batch(backend, questions):
+    prompts = [chat(q) for q in questions[:4]]
+    sampling = Sampling(n=3, temperature=1.0, top_p=0.95, top_k=50, max_tokens=12, seed=11)
+    first = backend.generate(prompts, sampling)
+    assert backend.generate(prompts, sampling) == first
+    assert backend.generate([prompts[2]], sampling) == [first[2]]  # alone: same samples
+    assert all(len(set(samples)) > 1 for samples in first)  # it does sample
+    assert backend.generate(prompts, replace(sampling, seed=12)) != first
+
+
+def test_stop_strings_cut_the_generation(backend, questions):
+    prompts = [chat(questions[1])]
+    [[full]] = backend.generate(prompts, Sampling(max_tokens=16))
+    stop = full.split()[2]
+    [[cut]] = backend.generate(prompts, Sampling(max_tokens=16, stop=(stop,)))
+    assert cut == full[:full.index(stop)]
+
+
+def test_a_final_assistant_message_is_a_reply_to_continue(backend):
+    text = backend.render(chat("Name a colour.") + (Message("assistant", "A colour is"),))
+    assert text.endswith("<|im_start|>user\nName a colour.<|im_end|>\n"
+                         "<|im_start|>assistant\nA colour is")
