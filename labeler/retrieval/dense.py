@@ -28,6 +28,7 @@ DEFAULT_ENCODER = "bge-m3"
 FALLBACK_ENCODER = "minilm"
 _BATCH = 32
 _MAX_LENGTH = 512
+_QUERY_BLOCK = 256
 
 
 @dataclass
@@ -53,17 +54,14 @@ class Encoder:
 
     def encode(self, texts: list[str], description: str) -> np.ndarray:
         """Unit-normalised float32 embeddings, batched longest-first, under a progress bar."""
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-        out = np.zeros((len(texts), 0), dtype=np.float32)
+        order = np.argsort([-len(t) for t in texts], kind="stable")
+        chunks = []
         with progress_bar(description, len(texts)) as advance:
             for start in range(0, len(texts), _BATCH):
-                batch = order[start : start + _BATCH]
-                vectors = self._embed([texts[i] for i in batch])
-                if out.shape[1] == 0:
-                    out = np.zeros((len(texts), vectors.shape[1]), dtype=np.float32)
-                out[batch] = vectors
-                advance(len(batch))
-        return out
+                chunks.append(self._embed([texts[i] for i in order[start : start + _BATCH]]))
+                advance(len(chunks[-1]))
+        sorted_vectors = np.concatenate(chunks).astype(np.float32)
+        return sorted_vectors[np.argsort(order)]
 
     def encode_queries(self, queries: list[Query]) -> np.ndarray:
         """Query embeddings, with the model's retrieval instruction where it has one."""
@@ -132,13 +130,15 @@ def search(
 ) -> dict[str, list[tuple[str, float]]]:
     """qid -> the top-`k` (pid, cosine score) by inner product of unit embeddings."""
     passages = corpus_embeddings(encoder, corpus, cache_dir=cache_dir)
-    scores = encoder.encode_queries(queries) @ passages.T
+    vectors = encoder.encode_queries(queries)
     k = min(k, len(corpus))
-    top = np.argpartition(-scores, k - 1, axis=1)[:, :k]
     run = {}
-    for row, query in enumerate(queries):
-        ranked = sorted(top[row], key=lambda j: (-scores[row, j], j))
-        run[query.qid] = [(corpus.passages[j].pid, float(scores[row, j])) for j in ranked]
+    for start in range(0, len(queries), _QUERY_BLOCK):  # bounds the score matrix's memory
+        scores = vectors[start : start + _QUERY_BLOCK] @ passages.T
+        top = np.argpartition(-scores, k - 1, axis=1)[:, :k]
+        for row, query in enumerate(queries[start : start + _QUERY_BLOCK]):
+            ranked = sorted(top[row], key=lambda j: (-scores[row, j], j))
+            run[query.qid] = [(corpus.passages[j].pid, float(scores[row, j])) for j in ranked]
     return run
 
 
@@ -150,6 +150,8 @@ def retrieve(
         raise InputError(f"dataset '{source.name}' has no passage corpus to retrieve from",
                          field_name="corpus",
                          hint="pass --corpus FILE (FlashRAG corpus jsonl) or --run FILE")
+    if not source.corpus.passages:
+        raise InputError(f"dataset '{source.name}' has an empty corpus", field_name="corpus")
     loaded = load_encoder(encoder)
     return search(source.corpus, source.queries, k=k, encoder=loaded, cache_dir=cache_dir), loaded
 

@@ -53,6 +53,8 @@ def build_pools(
     """
     if pool not in POOLS:
         raise UnknownNameError("pool", pool, list(POOLS))
+    if not source.queries:
+        raise InputError(f"dataset '{source.name}' has no queries to pool for")
     if k < 1:
         raise InputError(f"k must be at least 1, got {k}", field_name="k")
     if pool in ("hgp", "mcp") and not any(q.gold for q in source.queries):

@@ -80,6 +80,10 @@ def test_bad_requests_fail_before_any_model_work(sample):
         build_pools(sample, k=0)
     assert str(error.value) == "field 'k': k must be at least 1, got 0"
 
+    with pytest.raises(InputError) as error:
+        build_pools(Source("msmarco-fqa", "r", [], None))
+    assert str(error.value) == "dataset 'msmarco-fqa' has no queries to pool for"
+
     no_gold = Source("fever", "r", [q.__class__(q.qid, q.question, q.answers) for q in sample.queries],
                      None)
     with pytest.raises(InputError) as error:
