@@ -14,7 +14,9 @@ import math
 import os
 import tempfile
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 
 import numpy as np
@@ -24,9 +26,10 @@ from labeler.metrics.extraction import extraction_metrics
 from labeler.metrics.ranking import rank_metrics
 from labeler.metrics.selection import selection_metrics
 from labeler.metrics.significance import PairedTest, paired_t_test
-from labeler.submissions import Submission, read_submission
+from labeler.submissions import Submission, gc_paused, read_submission
 
 HUB_PREFIX = "hub:"
+_PID, _UTILITY = itemgetter("pid"), itemgetter("utility")
 MISSING = ("zero", "skip")
 
 
@@ -37,9 +40,7 @@ class Reference:
     source: str
     qrels: dict[str, dict[str, int]]  # qid -> {pid: label} over the judged documents
     gold: dict[str, list[str]]  # qid -> gold set (utility_pids, or label > 0)
-    questions: dict[str, str] = field(default_factory=dict)  # empty for qrels
-    answers: dict[str, list[str]] = field(default_factory=dict)
-    passages: dict[str, list[str]] = field(default_factory=dict)  # "{title} {text}" each
+    records: dict[str, dict] = field(default_factory=dict)  # qid -> artifact record; {} for qrels
 
     @property
     def qids(self) -> list[str]:
@@ -121,7 +122,7 @@ def score(
     base = None
     if baseline is not None:
         base = read_submission(baseline, kind=sub.kind, known=known, lenient=lenient)
-    if sub.kind == "extraction" and not reference.answers:
+    if sub.kind == "extraction" and not reference.records:
         raise InputError("extraction is scored against a reference with questions and answers "
                          "(a utility artifact), not qrels", reference.source)
     if llm is not None and sub.kind != "extraction":
@@ -133,10 +134,11 @@ def score(
 
         model = load_backend(llm, backend=backend, batch_size=batch_size, device=device,
                              cache_dir=cache_dir)
-    report = _report(sub, reference, ks=ks, missing=missing, model=model)
-    if base is not None:
-        report.baseline = _report(base, reference, ks=ks, missing=missing, model=model)
-        report.tests = _paired(report, report.baseline)
+    with gc_paused() if model is None else nullcontext():
+        report = _report(sub, reference, ks=ks, missing=missing, model=model)
+        if base is not None:
+            report.baseline = _report(base, reference, ks=ks, missing=missing, model=model)
+            report.tests = _paired(report, report.baseline)
     return report
 
 
@@ -152,14 +154,15 @@ def _report(sub: Submission, ref: Reference, *, ks, missing: str, model) -> Repo
         per_query = rank_metrics(sub.entries, ref.qrels, ks=ks, qids=qids)
         summary = {name: float(v.mean()) if v.size else math.nan for name, v in per_query.items()}
         counts["queries_without_relevant"] = sum(
-            1 for q in qids if not any(label >= 1 for label in ref.qrels[q].values())
+            1 for q in qids if max(ref.qrels[q].values(), default=0) < 1
         )
     else:
+        records = [ref.records[q] for q in qids]
         per_query = extraction_metrics(
             [sub.entries.get(q) for q in qids],
-            questions=[ref.questions[q] for q in qids],
-            answers=[ref.answers[q] for q in qids],
-            passages=[ref.passages[q] for q in qids],
+            questions=[r["question"] for r in records],
+            answers=[r["answers"] for r in records],
+            passages=[[f"{c['title']} {c['text']}" for c in r["candidates"]] for r in records],
             backend=model,
         )
         summary = {name: float(v.mean()) if v.size else math.nan for name, v in per_query.items()}
@@ -207,6 +210,7 @@ def parse_hub_spec(spec: str) -> tuple[str, str | None, str | None]:
     return repo, config or None, revision or None
 
 
+@gc_paused()
 def load_reference(against: str | Path) -> Reference:
     """A utility artifact (folder, .jsonl, or `hub:` spec) or a TREC qrels file."""
     spec = str(against)
@@ -262,13 +266,12 @@ def _from_artifact(path: Path, source: str) -> Reference:
         qid = record["qid"]
         if qid in ref.qrels:
             raise InputError(f"duplicate qid '{qid}' in the reference", source, i, "qid")
-        labels = {c["pid"]: int(c["utility"]) for c in record["candidates"]}
-        labels |= {p: 1 for p in record["utility_pids"]}
+        candidates = record["candidates"]
+        labels = dict(zip(map(_PID, candidates), map(_UTILITY, candidates)))
+        labels.update(dict.fromkeys(record["utility_pids"], 1))
         ref.qrels[qid] = labels
-        ref.gold[qid] = list(record["utility_pids"])
-        ref.questions[qid] = record["question"]
-        ref.answers[qid] = list(record["answers"])
-        ref.passages[qid] = [f"{c['title']} {c['text']}" for c in record["candidates"]]
+        ref.gold[qid] = record["utility_pids"]
+        ref.records[qid] = record
     if not ref.qrels:
         raise InputError("empty reference: no records", source)
     return ref

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import repeat
 
 import numpy as np
 
@@ -44,27 +45,23 @@ def rank_metrics(
     if not ks or ks[0] < 1:
         raise InputError(f"cut-offs must be integers >= 1, got {ks}", field_name="k")
     nq = len(qids)
-    pids, scores, labels, counts, n_rel, ideal = [], [], [], [], [], []
+    pids, scores, labels, counts, judged_labels, judged_counts = [], [], [], [], [], []
     for qid in qids:
         docs = run.get(qid) or {}
         judged = qrels.get(qid) or {}
         pids.extend(docs)
         scores.extend(docs.values())
-        labels.extend([judged.get(p, 0) for p in docs])
+        labels.extend(map(judged.get, docs, repeat(0)))
         counts.append(len(docs))
-        positive = sorted((g for g in judged.values() if g > 0), reverse=True)
-        n_rel.append(sum(g >= RELEVANT for g in positive))
-        ideal.append(positive[: ks[-1]])
+        judged_labels.extend(judged.values())
+        judged_counts.append(len(judged))
 
-    counts = np.asarray(counts, dtype=np.int64)
-    qidx = np.repeat(np.arange(nq), counts)
+    qidx, pos = _blocks(counts)
     order = _trec_order(qidx, np.asarray(scores, dtype=np.float64), pids)
     label = np.asarray(labels, dtype=np.float64)[order]
-    pos = np.arange(len(order)) - np.repeat(np.cumsum(counts) - counts, counts)
     gain = np.maximum(label, 0.0) / np.log2(pos + 2.0)
     relevant = label >= RELEVANT
-    n_rel = np.asarray(n_rel, dtype=np.float64)
-    idcg = _ideal_dcg(ideal, ks)
+    idcg, n_rel = _ideal(np.asarray(judged_labels, dtype=np.float64), judged_counts, ks)
 
     out: dict[str, np.ndarray] = {}
     for k in ks:
@@ -81,31 +78,43 @@ def rank_metrics(
     return {f"{m}@{k}": out[f"{m}@{k}"] for m in ("ndcg", "mrr", "recall") for k in ks}
 
 
+def _blocks(counts: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """For items laid out query after query: each one's query index and position in its query."""
+    counts = np.asarray(counts, dtype=np.int64)
+    qidx = np.repeat(np.arange(len(counts)), counts)
+    return qidx, np.arange(len(qidx)) - np.repeat(np.cumsum(counts) - counts, counts)
+
+
 def _trec_order(qidx: np.ndarray, scores: np.ndarray, pids: list[str]) -> np.ndarray:
     """Indices sorting by query, then score descending, then docid descending (trec_eval)."""
-    order = np.lexsort((-scores, qidx))
-    s, q = scores[order], qidx[order]
-    same = (s[1:] == s[:-1]) & (q[1:] == q[:-1])
+    levels, level = np.unique(-scores, return_inverse=True)
+    key = qidx * (len(levels) + 1) + level.reshape(-1)  # one int key: (query, -score)
+    order = np.argsort(key, kind="stable")
+    sorted_key = key[order]
+    same = sorted_key[1:] == sorted_key[:-1]
     if not same.any():
         return order
     tied = np.zeros(len(order), dtype=bool)
     tied[1:] |= same
     tied[:-1] |= same
-    members = order[tied]
-    # Rank only the tied docids by string order; everyone else is already placed.
-    _, inverse = np.unique(np.array([pids[i] for i in members]), return_inverse=True)
-    docid_key = np.zeros(len(order), dtype=np.int64)
-    docid_key[members] = -inverse.reshape(-1)
-    return np.lexsort((docid_key, -scores, qidx))
+    at = np.flatnonzero(tied)
+    members = order[at]
+    # Reorder only the tied runs, by docid descending, within the places they hold.
+    _, docid = np.unique(np.array([pids[i] for i in members]), return_inverse=True)
+    order[at] = members[np.lexsort((-docid.reshape(-1), sorted_key[at]))]
+    return order
 
 
-def _ideal_dcg(ideal: list[list[int]], ks: list[int]) -> dict[int, np.ndarray]:
-    """IDCG@k per query from its positive labels sorted descending."""
-    counts = np.fromiter((len(g) for g in ideal), dtype=np.int64, count=len(ideal))
-    qidx = np.repeat(np.arange(len(ideal)), counts)
-    gains = np.fromiter((g for gs in ideal for g in gs), dtype=np.float64, count=int(counts.sum()))
-    pos = np.arange(len(gains)) - np.repeat(np.cumsum(counts) - counts, counts)
-    gains = gains / np.log2(pos + 2.0)
-    return {
-        k: np.bincount(qidx[pos < k], weights=gains[pos < k], minlength=len(ideal)) for k in ks
-    }
+def _ideal(labels: np.ndarray, counts: list[int], ks: list[int]) -> tuple[dict, np.ndarray]:
+    """IDCG@k per query from all its judged labels, and its number of relevant documents."""
+    qidx, _ = _blocks(counts)
+    nq = len(counts)
+    n_rel = np.bincount(qidx[labels >= RELEVANT], minlength=nq).astype(np.float64)
+    positive = labels > 0
+    qidx, labels = qidx[positive], labels[positive]
+    order = np.lexsort((-labels, qidx))
+    labels = labels[order]
+    _, pos = _blocks(np.bincount(qidx, minlength=nq).tolist())
+    gains = labels / np.log2(pos + 2.0)
+    qidx = qidx[order]
+    return {k: np.bincount(qidx[pos < k], weights=gains[pos < k], minlength=nq) for k in ks}, n_rel

@@ -61,9 +61,9 @@ def selection_metrics(
     n = len(qids)
     precision, recall, f1, accuracy = (np.full(n, np.nan) for _ in range(4))
     for i, qid in enumerate(qids):
-        g = {str(p) for p in gold.get(qid, ())}
+        g = set(map(str, gold.get(qid, ())))
         chosen = selected.get(qid)
-        s = {str(p) for p in chosen} if chosen is not None else None
+        s = set(map(str, chosen)) if chosen is not None else None
         if not g:
             accuracy[i] = 1.0 if s is not None and not s else 0.0
             continue

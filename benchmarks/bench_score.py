@@ -1,0 +1,146 @@
+"""Benchmark `labeler score` on 10,000 queries x 20 candidates, against pytrec_eval.
+
+Writes a utility-format reference (data.jsonl), a ranking submission ({qid, scores}, scores
+rounded to 3 decimals so that ties occur) and a selection submission to a temp folder, then
+times, best of 3:
+
+- ours, end to end: read the reference, read + check + score the ranking (NDCG@5/10,
+  MRR@5/10, Recall@5/10) and the selection (P, R, F1);
+- pytrec_eval on the same files: parse the JSONL (json), build qrels and run dicts, evaluate
+  ndcg_cut_5, ndcg_cut_10, recall_10, and recip_rank on the run cut to its top 10 (MRR@10);
+- the metric computation alone: rank_metrics vs pytrec_eval's evaluator on the same dicts.
+
+Usage: python benchmarks/bench_score.py [--queries 10000] [--candidates 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pytrec_eval
+
+from labeler.metrics.ranking import rank_metrics
+from labeler.score import load_reference, score
+from labeler.submissions import read_submission
+
+
+def write_data(folder: Path, queries: int, candidates: int) -> tuple[Path, Path, Path]:
+    rng = random.Random(0)
+    ref, ranking, selection = (folder / n for n in ("data.jsonl", "ranking.jsonl", "sel.jsonl"))
+    with ref.open("w") as r, ranking.open("w") as k, selection.open("w") as s:
+        for i in range(queries):
+            qid = f"q{i}"
+            pids = [str(p) for p in rng.sample(range(21_000_000), candidates)]
+            utility = [int(rng.random() < 0.15) for _ in pids]
+            r.write(json.dumps({
+                "qid": qid, "question": f"question {i}", "answers": ["answer"], "llm": "bench",
+                "pool": "rp", "known": False, "closed_book_answer": "",
+                "candidates": [{"pid": p, "title": "", "text": "", "source": "retrieved",
+                                "rank": j + 1, "answer": "", "correct": bool(u), "utility": u}
+                               for j, (p, u) in enumerate(zip(pids, utility))],
+                "utility_pids": [p for p, u in zip(pids, utility) if u],
+            }) + "\n")
+            k.write(json.dumps({"qid": qid,
+                                "scores": {p: round(rng.random(), 3) for p in pids}}) + "\n")
+            s.write(json.dumps({"qid": qid, "selected": rng.sample(pids, rng.randint(0, 4))})
+                    + "\n")
+    return ref, ranking, selection
+
+
+def pytrec_reference(ref_path: Path) -> dict:
+    qrels = {}
+    for line in ref_path.open():
+        record = json.loads(line)
+        qrels[record["qid"]] = {c["pid"]: c["utility"] for c in record["candidates"]}
+    return qrels
+
+
+def pytrec_ranking(ranking: Path, qrels: dict) -> dict[str, np.ndarray]:
+    run = {}
+    for line in ranking.open():
+        record = json.loads(line)
+        run[record["qid"]] = record["scores"]
+    return pytrec_compute(qrels, run)
+
+
+def pytrec_compute(qrels: dict, run: dict) -> dict[str, np.ndarray]:
+    per = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut_5", "ndcg_cut_10", "recall_10"})
+    per = per.evaluate(run)
+    top10 = {q: dict(sorted(d.items(), key=lambda x: (x[1], x[0]), reverse=True)[:10])
+             for q, d in run.items()}
+    rr = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank"}).evaluate(top10)
+    return {
+        "ndcg@5": np.array([per[q]["ndcg_cut_5"] for q in qrels]),
+        "ndcg@10": np.array([per[q]["ndcg_cut_10"] for q in qrels]),
+        "recall@10": np.array([per[q]["recall_10"] for q in qrels]),
+        "mrr@10": np.array([rr[q]["recip_rank"] for q in qrels]),
+    }
+
+
+def best_of(n: int, fn, *args):
+    """(best wall seconds, best CPU seconds of this process, result) over n calls."""
+    wall, cpu, result = [], [], None
+    for _ in range(n):
+        start, start_cpu = time.perf_counter(), time.process_time()
+        result = fn(*args)
+        wall.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
+    return min(wall), min(cpu), result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--queries", type=int, default=10_000)
+    parser.add_argument("--candidates", type=int, default=20)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        ref, ranking, selection = write_data(Path(tmp), args.queries, args.candidates)
+        t, cpu = {}, {}
+        t["ours reference"], cpu["ours reference"], reference = best_of(3, load_reference, ref)
+        t["ours ranking"], cpu["ours ranking"], ranked = best_of(3, score, ranking, reference)
+        t["ours selection"], cpu["ours selection"], selected = best_of(
+            3, score, selection, reference)
+        t["pytrec_eval reference"], cpu["pytrec_eval reference"], qrels = best_of(
+            3, pytrec_reference, ref)
+        t["pytrec_eval ranking"], cpu["pytrec_eval ranking"], theirs = best_of(
+            3, pytrec_ranking, ranking, qrels)
+        run = read_submission(ranking, known=set(reference.qrels)).entries
+        t["ours metrics only"], cpu["ours metrics only"], core = best_of(
+            3, rank_metrics, run, reference.qrels)
+        t["pytrec_eval metrics only"], cpu["pytrec_eval metrics only"], _ = best_of(
+            3, pytrec_compute, qrels, run)
+
+    worst = max(float(np.max(np.abs(ranked.per_query[n] - theirs[n]))) for n in theirs)
+    assert worst <= 1e-12, f"differs from pytrec_eval by {worst}"
+    assert all(np.array_equal(core[n], ranked.per_query[n]) for n in core)
+    print(f"{args.queries} queries x {args.candidates} candidates, best of 3; max |ours - "
+          f"pytrec_eval| per query over NDCG@5/10, MRR@10, Recall@10 = {worst:.1e}")
+    print(f"  {'':<26} {'wall':>8} {'cpu':>8}")
+    for name, seconds in t.items():
+        print(f"  {name:<26} {seconds:7.3f}s {cpu[name]:7.3f}s")
+    scoring = t["ours ranking"] + t["ours selection"]
+    scoring_cpu = cpu["ours ranking"] + cpu["ours selection"]
+    print(f"ours, ranking + selection from JSONL, reference loaded: {scoring:.3f} s wall, "
+          f"{scoring_cpu:.3f} s CPU (target 1 s)")
+    for label, clock in (("wall", t), ("CPU", cpu)):
+        e2e = (clock["ours reference"] + clock["ours ranking"]) / (
+            clock["pytrec_eval reference"] + clock["pytrec_eval ranking"])
+        print(f"ours / pytrec_eval ({label}): ranking from JSONL "
+              f"{clock['ours ranking'] / clock['pytrec_eval ranking']:.2f}, metrics only "
+              f"{clock['ours metrics only'] / clock['pytrec_eval metrics only']:.2f}, "
+              f"with the reference read {e2e:.2f}")
+    summary = ranked.summary | selected.summary
+    print("metrics:", {k: round(v, 4) for k, v in summary.items()})
+    # CPU time of this process, so that other load on a shared machine does not count.
+    if scoring_cpu > 1.0 or cpu["ours ranking"] > cpu["pytrec_eval ranking"]:
+        raise SystemExit("missed the target: 1 s, and no slower than pytrec_eval")
+
+
+if __name__ == "__main__":
+    main()
