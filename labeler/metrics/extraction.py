@@ -49,11 +49,14 @@ def extraction_metrics(
 def token_counts(texts: Sequence[str], backend: Backend | None = None) -> np.ndarray:
     """Length of each text in the backend's tokens (no special tokens), else in words.
 
-    Uses the backend's Hugging Face tokenizer (its `tokenizer` attribute).
+    Uses the backend's Hugging Face tokenizer: its `tokenizer` attribute, or that of the
+    backend it wraps (`inner`, e.g. the call cache's).
     """
     if backend is None:
         return np.array([len(t.split()) for t in texts], dtype=np.float64)
-    tokenizer = getattr(backend, "tokenizer", None)
+    tokenizer, inner = None, backend
+    while tokenizer is None and inner is not None:
+        tokenizer, inner = getattr(inner, "tokenizer", None), getattr(inner, "inner", None)
     if tokenizer is None:
         raise InputError(f"model '{backend.model_id}' exposes no tokenizer to count tokens with",
                          field_name="llm")

@@ -81,8 +81,8 @@ def test_no_items_no_calls():
 
 @pytest.mark.slow
 def test_real_model_prefers_evidence_with_the_answer(smollm):
-    """NQ dev question and passages (tests/score/fixtures/nq_utility.jsonl)."""
-    record = json.loads((FIXTURES / "nq_utility.jsonl").read_text().splitlines()[0])
+    """An NQ question and its candidate passages from a real artifact (see its README.md)."""
+    record = json.loads((FIXTURES / "utility-v1" / "data.jsonl").read_text().splitlines()[0])
     passages = tuple(f"{c['title']} {c['text']}" for c in record["candidates"])
     answer = record["answers"][0]
     with_answer = next(p for p in passages if answer in p)
