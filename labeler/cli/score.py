@@ -31,7 +31,8 @@ from labeler.submissions import KINDS
 @click.option("--lenient", is_flag=True, help="Skip bad lines (and count them) instead of failing.")
 @click.option("--llm", help="Extraction: count tokens and run SEER's experts with this model.")
 @click.option("--backend", default="hf", show_default=True, help="LLM backend for --llm.")
-@click.option("--batch-size", type=click.IntRange(min=1), default=8, show_default=True)
+@click.option("--batch-size", type=click.IntRange(min=1), default=8, show_default=True,
+              help="Prompts per forward pass for --llm.")
 @click.option("--device", help="Device for --llm, e.g. cuda:0 [default: best available].")
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Call cache folder [default: $LABELER_CACHE_DIR or the user cache].")
@@ -46,7 +47,14 @@ def score(submission: Path, against: str, kind: str | None, ks: tuple[int, ...],
 
     SUBMISSION is JSONL, one query a line: a selection {qid, selected: [pid, ...]}, a ranking
     {qid, ranking: [pid, ...]} or {qid, scores: {pid: score}} (or a TREC run file), or an
-    extraction {qid, evidence}. Rankings are scored exactly as trec_eval does.
+    extraction {qid, evidence}.
+
+    Against a utility artifact, a query's gold set is its utility_pids and a candidate's
+    ranking label its utility (1 or 0); against qrels, the label is the judgment and the
+    gold set the documents with label > 0. Rankings are scored exactly as trec_eval does
+    (NDCG@k, MRR@k, Recall@k); selections as the utility paper does (P, R and F1 over
+    queries with gold, accuracy on the others); extractions by length, answer coverage and,
+    with --llm, SEER's helpfulness and faithfulness.
     """
     report = score_submission(
         submission, against, kind=kind, ks=ks, missing=missing, lenient=lenient,
