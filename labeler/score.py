@@ -198,8 +198,8 @@ def write_per_query(report: Report, path: str | Path) -> None:
 def parse_hub_spec(spec: str) -> tuple[str, str | None, str | None]:
     """``hub:REPO[:CONFIG][@REVISION]`` -> (repo, config, revision).
 
-    >>> parse_hub_spec("hub:me/labels:nq-smollm2-135m@v1")
-    ('me/labels', 'nq-smollm2-135m', 'v1')
+    >>> parse_hub_spec("hub:lab/labels:utility.nq-sample.smollm2-135m@main")
+    ('lab/labels', 'utility.nq-sample.smollm2-135m', 'main')
     """
     body = spec.removeprefix(HUB_PREFIX)
     target, at, revision = body.partition("@")

@@ -220,10 +220,13 @@ def test_console_entry_point_prints_one_error_line(tmp_path):
 
 
 @pytest.mark.parametrize("spec, parsed", [
-    ("hub:me/labels", ("me/labels", None, None)),
-    ("hub:me/labels:nq-smollm2-135m", ("me/labels", "nq-smollm2-135m", None)),
-    ("hub:me/labels@v2", ("me/labels", None, "v2")),
-    ("hub:me/labels:nq-llama3.1-8b@v1", ("me/labels", "nq-llama3.1-8b", "v1")),
+    ("hub:lab/utility-labels", ("lab/utility-labels", None, None)),
+    ("hub:lab/utility-labels:utility.nq-sample.smollm2-135m",
+     ("lab/utility-labels", "utility.nq-sample.smollm2-135m", None)),
+    ("hub:lab/utility-labels@utility.nq-sample.smollm2-135m.v1",
+     ("lab/utility-labels", None, "utility.nq-sample.smollm2-135m.v1")),
+    ("hub:lab/utility-labels:utility.nq.llama3.1-8b@main",
+     ("lab/utility-labels", "utility.nq.llama3.1-8b", "main")),
 ])
 def test_hub_spec(spec, parsed):
     assert parse_hub_spec(spec) == parsed
