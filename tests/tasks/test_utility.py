@@ -1,0 +1,187 @@
+"""Label logic and statistics of the utility task, with a scripted backend (arithmetic only).
+
+Queries and passages are real: two NQ-open questions with their human gold chunk from
+../shared/data/nq_oracle (nelson-liu/lost-in-the-middle, qa_data/nq-open-oracle.jsonl.gz,
+records 1 and 2; CC BY-SA 3.0) and one DPR-wiki passage as a distractor from
+../shared/data/wiki_passages/sample_data.jsonl (RUC-NLPIR/FlashRAG, id "0", text shortened).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from labeler.llm.base import Backend, Chat, Sampling
+from labeler.retrieval import Candidate
+from labeler.sources import Passage, Query
+from labeler.tasks import utility
+
+NOBEL_GOLD = Passage(
+    "nq-oracle-0", "List of Nobel laureates in Physics",
+    "The first Nobel Prize in Physics was awarded in 1901 to Wilhelm Conrad Röntgen, of Germany, "
+    "who received 150,782 SEK, which is equal to 7,731,004 SEK in December 2007.",
+)
+DEADPOOL_GOLD = Passage(
+    "nq-oracle-1", "Deadpool 2",
+    "Deadpool 2 is scheduled to be released in the United States on May 18, 2018.  A sequel, "
+    "Deadpool 3, is in development.",
+)
+DISTRACTOR = Passage(
+    "wiki-0", "Evan Morris",
+    "Evan Morris Evan L. Morris (January 26, 1977 – July 9, 2015) was a lobbyist for Genentech "
+    "and its parent corporation Roche in Washington, D.C.",
+)
+NOBEL = Query("q-nobel", "who got the first nobel prize in physics", ["Wilhelm Conrad Röntgen"],
+              [NOBEL_GOLD])
+DEADPOOL = Query("q-deadpool", "when is the next deadpool movie being released", ["May 18, 2018"],
+                 [DEADPOOL_GOLD])
+POOLS = {
+    # gold first, distractor second, as a retriever might rank them
+    "q-nobel": [Candidate(NOBEL_GOLD, "retrieved", 1, gold=True),
+                Candidate(DISTRACTOR, "retrieved", 2)],
+    "q-deadpool": [Candidate(DEADPOOL_GOLD, "retrieved", 1, gold=True),
+                   Candidate(DISTRACTOR, "retrieved", 2)],
+}
+
+
+class ScriptedLLM(Backend):
+    """Answers by rule from the prompt text and records every batch it is sent.
+
+    Closed-book: wrong on the Nobel question, right on Deadpool (a "known" query).
+    With evidence: the distractor, when present, wins; otherwise the answer in the evidence.
+    """
+
+    model_id = "scripted"
+    revision = "0"
+
+    def __init__(self) -> None:
+        self.batches: list[list[Chat]] = []
+        self.likelihood_batches: list[list] = []
+
+    def render(self, prompt: Chat) -> str:
+        return prompt[-1].content
+
+    def generate(self, prompts: list[Chat], sampling: Sampling) -> list[list[str]]:
+        assert sampling.greedy
+        self.batches.append(list(prompts))
+        return [[" " + self._answer(p[-1].content) + "\n"] for p in prompts]
+
+    def loglikelihood(self, requests):
+        self.likelihood_batches.append(list(requests))
+        return [-float(len(r.continuation)) for r in requests]
+
+    def choice_probs(self, requests):
+        raise NotImplementedError
+
+    @staticmethod
+    def _answer(text: str) -> str:
+        if not text.startswith("Information:"):
+            return "Albert Einstein" if "nobel" in text else "May 18, 2018"
+        evidence = text.split("\n Answer the following")[0]
+        for needle, answer in (("Evan Morris", "Evan Morris"),
+                               ("Röntgen", "Wilhelm Conrad Röntgen"),
+                               ("May 18, 2018", "It is May 18, 2018")):
+            if needle in evidence:
+                return answer
+        return "unknown"
+
+
+@pytest.fixture
+def labelled():
+    llm = ScriptedLLM()
+    return llm, utility.label(llm, [NOBEL, DEADPOOL], POOLS, llm="scripted", pool="rp")
+
+
+def test_prompts_are_the_papers_verbatim():
+    assert utility.closed_book_prompt("who wrote hamlet")[-1].content == (
+        "Answer the following question based on your internal knowledge with one or few words "
+        "without the explanation. Question: who wrote hamlet\n\n Answer:"
+    )
+    assert utility.passage_prompt("who wrote hamlet", [DISTRACTOR])[-1].content == (
+        "Information: \nEvan Morris " + DISTRACTOR.text + "\n Answer the following question "
+        "based on the given information or your internal knowledge  with one or few words "
+        "without the source.\n Question: who wrote hamlet\n\n Answer:"
+    )
+
+
+def test_known_query_gets_no_utility_even_from_a_correct_passage(labelled):
+    _, labels = labelled
+    deadpool = labels.records[1]
+    assert deadpool["known"] is True
+    assert deadpool["closed_book_answer"] == "May 18, 2018"
+    assert [c["correct"] for c in deadpool["candidates"]] == [True, False]
+    assert [c["utility"] for c in deadpool["candidates"]] == [0, 0]
+    assert deadpool["utility_pids"] == []
+
+
+def test_a_correctness_flip_makes_a_passage_utilitarian(labelled):
+    _, labels = labelled
+    nobel = labels.records[0]
+    assert nobel["known"] is False
+    assert [(c["pid"], c["answer"], c["correct"], c["utility"]) for c in nobel["candidates"]] == [
+        ("nq-oracle-0", "Wilhelm Conrad Röntgen", True, 1),
+        ("wiki-0", "Evan Morris", False, 0),
+    ]
+    assert nobel["utility_pids"] == ["nq-oracle-0"]
+    assert {k: nobel[k] for k in ("qid", "llm", "pool")} == {
+        "qid": "q-nobel", "llm": "scripted", "pool": "rp"}
+    assert nobel["candidates"][0]["source"] == "retrieved" and nobel["candidates"][0]["rank"] == 1
+
+
+def test_one_batched_call_per_kind_and_no_prompt_asked_twice(labelled):
+    llm, _ = labelled
+    # closed-book (2 queries), one passage (4 pairs), all candidates (2 queries); the
+    # utilitarian and human-gold prompts repeat one-passage or closed-book prompts: not resent.
+    assert [len(b) for b in llm.batches] == [2, 4, 2]
+    assert llm.batches[2][0] == utility.passage_prompt(NOBEL.question, [NOBEL_GOLD, DISTRACTOR])
+    assert llm.likelihood_batches == []
+
+
+def test_statistics_of_the_build(labelled):
+    _, labels = labelled
+    assert labels.stats == {
+        "queries": 2,
+        "candidates": 4,
+        "known_share": 0.5,  # Deadpool only
+        "mean_utilitarian": 0.5,  # (1 + 0) / 2
+        "utilitarian_query_share": 0.5,
+        "human_gold_in_pool": 2,
+        "human_gold_utilitarian_share": 0.5,  # Nobel gold yes, Deadpool gold no (known)
+        "accuracy_no_passage": 0.5,
+        "accuracy_all": 0.0,  # the distractor misleads both
+        "accuracy_utilitarian": 1.0,  # Nobel with its gold; Deadpool with no passage
+        "human_gold_queries": 2,
+        "accuracy_human_gold": 1.0,
+    }
+
+
+def test_statistics_arithmetic_without_human_gold():
+    # three queries, four candidates, none of them human gold (as in a fever/2wiki build)
+    records = [
+        {"qid": "a", "known": False, "utility_pids": ["p1", "p2"],
+         "candidates": [{"pid": "p1", "utility": 1}, {"pid": "p2", "utility": 1},
+                        {"pid": "p3", "utility": 0}]},
+        {"qid": "b", "known": False, "utility_pids": [], "candidates": [{"pid": "p1", "utility": 0}]},
+        {"qid": "c", "known": True, "utility_pids": [], "candidates": []},
+    ]
+    pools = {"a": [Candidate(DISTRACTOR, "retrieved", i) for i in (1, 2, 3)],
+             "b": [Candidate(DISTRACTOR, "retrieved", 1)], "c": []}
+    rag = {"all": [True, False, True], "utilitarian": [True, False, True], "human_gold": []}
+    stats = utility.statistics(records, pools, rag)
+    assert stats["known_share"] == pytest.approx(1 / 3)
+    assert stats["mean_utilitarian"] == pytest.approx(2 / 3)
+    assert stats["utilitarian_query_share"] == pytest.approx(1 / 3)
+    assert stats["candidates"] == 4
+    assert stats["accuracy_all"] == pytest.approx(2 / 3)
+    assert stats["human_gold_in_pool"] == 0
+    assert stats["human_gold_utilitarian_share"] is None
+    assert stats["human_gold_queries"] == 0 and stats["accuracy_human_gold"] is None
+
+
+def test_likelihood_of_the_first_gold_answer_in_one_batch():
+    llm = ScriptedLLM()
+    labels = utility.label(llm, [NOBEL, DEADPOOL], POOLS, llm="scripted", pool="rp",
+                           with_likelihood=True)
+    [batch] = llm.likelihood_batches
+    assert [r.continuation for r in batch] == ["Wilhelm Conrad Röntgen"] * 2 + ["May 18, 2018"] * 2
+    assert batch[1].context == utility.passage_prompt(NOBEL.question, [DISTRACTOR])
+    assert labels.records[0]["candidates"][0]["loglikelihood"] == -len("Wilhelm Conrad Röntgen")
