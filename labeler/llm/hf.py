@@ -59,7 +59,8 @@ class HFBackend(Backend):
             if spec.gguf:
                 source = gguf_snapshot(spec, model_revision(spec), cache_dir)
             self.tokenizer = AutoTokenizer.from_pretrained(source)
-            self.model = AutoModelForCausalLM.from_pretrained(source, dtype=self.dtype)
+            self.model = AutoModelForCausalLM.from_pretrained(source, dtype=self.dtype,
+                                                              device_map={"": self.device})
         except (OSError, ValueError, KeyError, RuntimeError, ImportError) as exc:
             hint = "" if spec.local else "a Hub model needs network access or a copy in the " \
                 "local Hugging Face cache; `labeler models` lists the aliases"
@@ -67,7 +68,7 @@ class HFBackend(Backend):
         if not self.tokenizer.chat_template:
             raise ModelLoadError(spec.model_id, "the tokenizer has no chat template")
         self.revision = model_revision(spec)  # after loading: a Hub model's commit is now cached
-        self.model.to(self.device).eval()
+        self.model.eval()
         self.tokenizer.padding_side = "left"
         eos = self.model.generation_config.eos_token_id
         eos = [eos] if isinstance(eos, int) else list(eos or [])
@@ -78,8 +79,8 @@ class HFBackend(Backend):
                            if i is not None)
 
     def key(self) -> dict:
-        return {**super().key(), "backend": "hf", "dtype": str(self.dtype).removeprefix("torch."),
-                "device": self.device.type}
+        return {"model_id": self.spec.identity, "revision": self.revision, "backend": "hf",
+                "dtype": str(self.dtype).removeprefix("torch."), "device": self.device.type}
 
     def render(self, prompt: Chat) -> str:
         return render_chat(self.tokenizer, prompt, self.spec.template_kwargs)
@@ -157,11 +158,11 @@ class HFBackend(Backend):
         ids, mask = self._pad(rows)
         processors = LogitsProcessorList()
         if seeds:
-            processors.append(TemperatureLogitsWarper(sampling.temperature))
+            processors.append(TemperatureLogitsWarper(float(sampling.temperature)))
             if sampling.top_k > 0:
                 processors.append(TopKLogitsWarper(sampling.top_k))
             if sampling.top_p < 1:
-                processors.append(TopPLogitsWarper(sampling.top_p))
+                processors.append(TopPLogitsWarper(float(sampling.top_p)))
             processors.append(_SeededDraw(seeds, self.device))
         stopping = StoppingCriteriaList(
             [_StopStrings(self.tokenizer, sampling.stop, ids.shape[1])] if sampling.stop else [])
@@ -189,7 +190,8 @@ class _SeededDraw(LogitsProcessor):
         noise = torch.empty_like(scores, dtype=torch.float32)
         for row, generator in enumerate(self.generators):
             noise[row].exponential_(generator=generator)
-        return scores.float() - noise.log()
+        tiny = torch.finfo(torch.float32).tiny  # a draw of exactly 0 must not give inf - inf
+        return scores.float() - noise.clamp_(min=tiny).log()
 
 
 class _StopStrings(StoppingCriteria):

@@ -49,6 +49,12 @@ class ModelSpec:
     def gguf(self) -> bool:
         return self.model_id.endswith(".gguf")
 
+    @property
+    def identity(self) -> str:
+        """The model's name in cache keys: the repo id, or a local file or folder's name (its
+        content hash is the revision, so moving it keeps its cached answers)."""
+        return Path(self.model_id).name if self.local else self.model_id
+
 
 def resolve_model(name: str) -> ModelSpec:
     """An alias, Hugging Face repo id, local folder or .gguf path -> its ModelSpec."""
@@ -83,7 +89,7 @@ def model_revision(spec: ModelSpec) -> str:
 
     try:
         return Path(snapshot_download(spec.model_id, local_files_only=True)).name
-    except Exception:  # noqa: BLE001 - not in the local HF cache: any lookup failure means unknown
+    except (OSError, ValueError):  # not in the local HF cache (or not a valid repo id)
         return "main"
 
 

@@ -38,7 +38,7 @@ DTYPE = "bfloat16"
 
 # One forward pass that scores the prompt: prompt_logprobs=1 returns, for every prompt position
 # after the first, the log-probability of the prompt's own token (plus the top-1).
-_SCORE = dict(max_tokens=1, temperature=0.0, prompt_logprobs=1, detokenize=False)
+_SCORE = {"max_tokens": 1, "temperature": 0.0, "prompt_logprobs": 1, "detokenize": False}
 
 
 class VLLMBackend(Backend):
@@ -57,7 +57,7 @@ class VLLMBackend(Backend):
             source = str(gguf_snapshot(spec, model_revision(spec), cache_dir)) if spec.gguf \
                 else spec.model_id
             self.llm = LLM(model=source, dtype=DTYPE, seed=0)
-        except Exception as exc:  # noqa: BLE001 - vllm raises many types; all mean "cannot load"
+        except Exception as exc:  # vllm raises many types; all of them mean "cannot load"
             text = str(exc).strip() or type(exc).__name__
             raise ModelLoadError(spec.model_id, text.splitlines()[0]) from exc
         self.tokenizer = self.llm.get_tokenizer()
@@ -66,7 +66,8 @@ class VLLMBackend(Backend):
         self.revision = model_revision(spec)
 
     def key(self) -> dict:
-        return {**super().key(), "backend": "vllm", "dtype": DTYPE, "device": "cuda"}
+        return {"model_id": self.spec.identity, "revision": self.revision, "backend": "vllm",
+                "dtype": DTYPE, "device": "cuda"}
 
     def render(self, prompt: Chat) -> str:
         return render_chat(self.tokenizer, prompt, self.spec.template_kwargs)

@@ -92,7 +92,7 @@ def test_a_killed_run_reruns_only_the_missing_calls(smollm, questions, tmp_path)
     done = cache_stats(cache_dir).entries
     assert 8 <= done < 40
 
-    rerun = subprocess.run(job, capture_output=True, text=True, timeout=600)
+    rerun = subprocess.run(job, capture_output=True, text=True, timeout=600, check=False)
     assert rerun.returncode == 0, rerun.stderr[-2000:]
     result = json.loads(rerun.stdout.splitlines()[-1])
     assert result["backend_calls"] == 40 - done

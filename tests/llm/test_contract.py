@@ -59,7 +59,7 @@ def test_choice_probs_prefer_paris_after_the_capital_of_france_is(backend, smoll
         Message("assistant", "The capital of France is"),)
     [probs] = backend.choice_probs([ChoiceRequest(prompt, (" Paris", " Berlin"))])
     assert probs[" Paris"] > probs[" Berlin"]
-    ids, logprobs = _reference_logits(smollm, smollm.render(prompt))
+    _, logprobs = _reference_logits(smollm, smollm.render(prompt))
     for choice, prob in probs.items():
         [token] = smollm.tokenizer(choice, add_special_tokens=False).input_ids
         expected = logprobs[-1, token].exp().item()
@@ -88,3 +88,14 @@ def test_a_final_assistant_message_is_a_reply_to_continue(backend):
     text = backend.render(chat("Name a colour.") + (Message("assistant", "A colour is"),))
     assert text.endswith("<|im_start|>user\nName a colour.<|im_end|>\n"
                          "<|im_start|>assistant\nA colour is")
+
+
+def test_samples_follow_the_next_token_distribution(backend, smollm):
+    prompt = chat("Tell me about yourself.") + (Message("assistant", "My favourite colour is"),)
+    n = 400
+    [samples] = backend.generate([prompt], Sampling(n=n, temperature=1.0, max_tokens=1, seed=5))
+    _, logprobs = _reference_logits(smollm, smollm.render(prompt))
+    top = torch.topk(logprobs[-1].exp(), 3)
+    for p, token in zip(top.values.tolist(), top.indices.tolist()):
+        share = samples.count(smollm.tokenizer.decode([token])) / n
+        assert abs(share - p) < 4 * (p * (1 - p) / n) ** 0.5 + 0.01, (token, share, p)
