@@ -138,8 +138,8 @@ def cache_stats(cache_dir: str | Path | None = None) -> CacheStats:
     try:
         entries = db.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
         counters = dict(db.execute("SELECT name, value FROM counters"))
-        by_model = db.execute(
-            "SELECT model, op, COUNT(*) FROM calls GROUP BY model, op ORDER BY model, op").fetchall()
+        by_model = db.execute("SELECT model, op, COUNT(*) FROM calls "
+                              "GROUP BY model, op ORDER BY model, op").fetchall()
     finally:
         db.close()
     size = sum(p.stat().st_size for p in path.parent.glob(FILE + "*"))

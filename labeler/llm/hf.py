@@ -4,7 +4,8 @@ Requests are sorted by length (longest first) and run `batch_size` rows at a tim
 with an attention mask and position ids from the mask gives each row the same answer alone or in
 any batch. Sampling is seeded per row (see `prompts.row_seed`): temperature, top-k and top-p
 shape the logits, then each row draws with its own generator (the exponential race, i.e.
-Gumbel-max), so a sample is a pure function of (prompt, sampling) and safe to cache.
+Gumbel-max), so a sample is a pure function of (prompt, sampling) and safe to cache. The n
+samples of a prompt share one prefill of it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import torch
 from transformers import (
     AutoModelForCausalLM,
     AutoTokenizer,
+    DynamicCache,
     GenerationConfig,
     LogitsProcessor,
     LogitsProcessorList,
@@ -171,6 +173,7 @@ class HFBackend(Backend):
         # do_sample=False: the argmax picks the token that _SeededDraw made the winner.
         out = self.model.generate(input_ids=ids, attention_mask=mask, generation_config=config,
                                   logits_processor=processors, stopping_criteria=stopping,
+                                  past_key_values=self._shared_prefill(rows),
                                   use_model_defaults=False)
         texts = []
         for row in out[:, ids.shape[1]:].tolist():
@@ -178,6 +181,23 @@ class HFBackend(Backend):
             text = self.tokenizer.decode(row[:end], skip_special_tokens=True)
             texts.append(cut_at_stop(text, sampling.stop))
         return texts
+
+
+    def _shared_prefill(self, rows: list[list[int]]) -> DynamicCache | None:
+        """With n samples per prompt, run each distinct prompt (but its last token) once and
+        copy its key/value cache to its rows; generate then starts from the last token."""
+        distinct = {tuple(row): None for row in rows}
+        if len(distinct) == len(rows):
+            return None
+        ids, mask = self._pad([list(row) for row in distinct])
+        cache = DynamicCache()
+        self.model(input_ids=ids[:, :-1], attention_mask=mask[:, :-1], past_key_values=cache,
+                   position_ids=(mask[:, :-1].cumsum(-1) - 1).clamp(min=0), use_cache=True,
+                   logits_to_keep=1)
+        where = {row: k for k, row in enumerate(distinct)}
+        index = torch.tensor([where[tuple(r)] for r in rows], device=self.device)
+        cache.batch_select_indices(index)
+        return cache
 
 
 class _SeededDraw(LogitsProcessor):

@@ -14,7 +14,8 @@ import torch
 
 from labeler.llm import ChoiceRequest, LoglikelihoodRequest, Message, Sampling, chat
 
-TOLERANCE = {"hf": 1e-4, "vllm": 5e-2}  # nats
+#: backend -> (log-likelihood in nats, probability); vllm computes in bfloat16
+TOLERANCE = {"hf": (1e-4, 1e-4), "vllm": (0.25, 0.02)}
 
 
 def _reference_logits(smollm, text: str) -> tuple[list[int], torch.Tensor]:
@@ -49,7 +50,7 @@ def test_loglikelihood_is_the_sum_of_continuation_token_logprobs(backend, smollm
         ids, logprobs = _reference_logits(smollm, context + request.continuation)
         start = len(smollm.tokenizer(context, add_special_tokens=False).input_ids)
         expected = sum(logprobs[k - 1, ids[k]].item() for k in range(start, len(ids)))
-        assert value == pytest.approx(expected, abs=TOLERANCE[backend.key()["backend"]])
+        assert value == pytest.approx(expected, abs=TOLERANCE[backend.key()["backend"]][0])
     assert got[0] > got[1]  # Paris is the likelier answer
     assert backend.loglikelihood([LoglikelihoodRequest(question, "")]) == [0.0]
 
@@ -63,7 +64,7 @@ def test_choice_probs_prefer_paris_after_the_capital_of_france_is(backend, smoll
     for choice, prob in probs.items():
         [token] = smollm.tokenizer(choice, add_special_tokens=False).input_ids
         expected = logprobs[-1, token].exp().item()
-        assert prob == pytest.approx(expected, abs=TOLERANCE[backend.key()["backend"]])
+        assert prob == pytest.approx(expected, abs=TOLERANCE[backend.key()["backend"]][1])
 
 
 def test_seeded_sampling_repeats_exactly_whatever_the_batch(backend, questions):
@@ -91,8 +92,9 @@ def test_a_final_assistant_message_is_a_reply_to_continue(backend):
 
 
 def test_samples_follow_the_next_token_distribution(backend, smollm):
-    prompt = chat("Tell me about yourself.") + (Message("assistant", "My favourite colour is"),)
-    n = 400
+    prompt = chat("Tell me about yourself.", system="Be brief.") + (
+        Message("assistant", "My favourite colour is"),)
+    n = 200  # each sample is a row with its own prefill: keep the test short
     [samples] = backend.generate([prompt], Sampling(n=n, temperature=1.0, max_tokens=1, seed=5))
     _, logprobs = _reference_logits(smollm, smollm.render(prompt))
     top = torch.topk(logprobs[-1].exp(), 3)
