@@ -74,3 +74,8 @@ def test_models_command_lists_every_alias():
     for text in ("smollm2-135m", "bundled (offline)", "llama3.1-8b", "qwen3-8b", "qwen3-14b",
                  "qwen3-32b", "Qwen/Qwen3-32B", "thinking off", "llama2-7b-chat", "Hub download"):
         assert text in result.output
+
+
+def test_a_model_is_loaded_once_per_process(smollm):
+    assert load_backend("smollm2-135m", use_cache=False) is smollm
+    assert load_backend("smollm2-135m").inner is smollm  # behind the call cache
