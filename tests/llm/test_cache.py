@@ -77,7 +77,7 @@ def test_a_killed_run_reruns_only_the_missing_calls(smollm, questions, tmp_path)
     cache_dir.mkdir()
     # reuse the model the `smollm` fixture converted, so the job's time goes to generation
     (cache_dir / "models").symlink_to(Path(smollm.model.name_or_path).parent)
-    sampling = Sampling(temperature=0.7, top_p=0.9, seed=13, max_tokens=12)
+    sampling = Sampling(temperature=0.7, top_p=0.9, seed=13, max_tokens=8)
     job = [sys.executable, str(HERE / "cache_job.py"), str(cache_dir),
            str(HERE / "fixtures" / "nq_open_dev_40.jsonl"), json.dumps(asdict(sampling))]
 
