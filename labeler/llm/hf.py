@@ -119,12 +119,12 @@ class HFBackend(Backend):
     def choice_probs(self, requests: list[ChoiceRequest]) -> list[dict[str, float]]:
         texts = [self.render(r.prompt) for r in requests]
         ids = encode(self.tokenizer, texts)
+        tokens = [choice_ids(self.tokenizer, t, r.choices) for t, r in zip(texts, requests)]
         out: list[dict[str, float]] = [{} for _ in requests]
         for batch in self._batches(range(len(requests)), lambda i: len(ids[i]), "choice_probs"):
             probs = torch.softmax(self._forward([ids[i] for i in batch], 1)[:, -1].float(), -1)
             for row, i in enumerate(batch):
-                tokens = choice_ids(self.tokenizer, texts[i], requests[i].choices)
-                out[i] = {c: probs[row, t].item() for c, t in zip(requests[i].choices, tokens)}
+                out[i] = {c: probs[row, t].item() for c, t in zip(requests[i].choices, tokens[i])}
         return out
 
     def _batches(self, items, length, description: str):

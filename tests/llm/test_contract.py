@@ -12,6 +12,7 @@ from dataclasses import replace
 import pytest
 import torch
 
+from labeler.errors import InputError
 from labeler.llm import ChoiceRequest, LoglikelihoodRequest, Message, Sampling, chat
 
 #: backend -> (log-likelihood in nats, probability); vllm computes in bfloat16
@@ -101,3 +102,13 @@ def test_samples_follow_the_next_token_distribution(backend, smollm):
     for p, token in zip(top.values.tolist(), top.indices.tolist()):
         share = samples.count(smollm.tokenizer.decode([token])) / n
         assert abs(share - p) < 4 * (p * (1 - p) / n) ** 0.5 + 0.01, (token, share, p)
+
+
+def test_bad_requests_are_refused_before_any_work(backend):
+    with pytest.raises(InputError, match=r"^field 'choices': choice '' adds no token$"):
+        backend.choice_probs([ChoiceRequest(chat("Is water wet?"), (" yes", ""))])
+    with pytest.raises(InputError, match=r"^field 'prompt': a prompt needs at least one message$"):
+        backend.generate([()], Sampling())
+    with pytest.raises(InputError, match=r"^field 'role': unknown role 'bot' "
+                                         r"\(use one of system, user, assistant\)$"):
+        backend.loglikelihood([LoglikelihoodRequest((Message("bot", "hi"),), " there")])
