@@ -41,10 +41,11 @@ def build(
     k: int = 20,
     limit: int | None = None,
     backend: str = "hf",
-    batch_size: int = 8,
+    batch_size: int | None = None,
     out: str | Path = "out",
     version: str | None = None,
     run: str | Path | None = None,
+    encoder: str | None = None,
     corpus: str | Path | None = None,
     cache_dir: str | Path | None = None,
     with_likelihood: bool = False,
@@ -59,7 +60,7 @@ def build(
     if not llms:
         raise InputError("name at least one LLM", field_name="llm")
     source = load_source(dataset, corpus=corpus, limit=limit)
-    pools = build_pools(source, pool=pool, k=k, run=run, cache_dir=cache_dir)
+    pools = build_pools(source, pool=pool, k=k, run=run, encoder=encoder, cache_dir=cache_dir)
     backends = [
         load_backend(name, backend=backend, batch_size=batch_size, cache_dir=cache_dir)
         for name in dict.fromkeys(llms)

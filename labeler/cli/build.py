@@ -15,6 +15,7 @@ ROWS = (
     ("known_share", "known (closed-book correct)", "share"),
     ("mean_utilitarian", "gold utilitarian passages / query", "mean"),
     ("utilitarian_query_share", "queries with a utilitarian passage", "share"),
+    ("human_gold_in_pool", "human gold passages in the pools", "count"),
     ("human_gold_utilitarian_share", "human gold passages that are utilitarian", "share"),
     ("accuracy_no_passage", "RAG accuracy: no passage", "share"),
     ("accuracy_all", "RAG accuracy: all candidates together", "share"),
@@ -35,13 +36,15 @@ ROWS = (
               help="Retrieved passages per query.")
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first N queries.")
 @click.option("--backend", default="hf", show_default=True, help="LLM backend: hf or vllm.")
-@click.option("--batch-size", type=click.IntRange(min=1), default=8, show_default=True,
-              help="Prompts per forward pass.")
+@click.option("--batch-size", type=click.IntRange(min=1),
+              help="Prompts per forward pass (default: 8 for hf, 256 per call for vllm).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default="out",
               show_default=True, help="Artifacts root folder.")
 @click.option("--version", help="Version to write (default: the next free integer).")
 @click.option("--run", type=click.Path(dir_okay=False, path_type=Path),
               help="TREC or JSONL run file to use instead of retrieval.")
+@click.option("--encoder", help="Dense retriever for rp: bge-m3 (default, falls back to the "
+              "bundled minilm offline), minilm, or an HF repo id / local folder.")
 @click.option("--corpus", type=click.Path(path_type=Path),
               help="FlashRAG-format corpus ({id, contents}) for jsonl: datasets.")
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
@@ -49,7 +52,7 @@ ROWS = (
 @click.option("--with-likelihood", is_flag=True,
               help="Also record log P(gold answer | q, d) per candidate.")
 def build(dataset, llms, artifact, pool, k, limit, backend, batch_size, out, version, run,
-          corpus, cache_dir, with_likelihood) -> None:
+          encoder, corpus, cache_dir, with_likelihood) -> None:
     """Label which candidate passages are gold utilitarian for each LLM, and write artifacts.
 
     A passage is gold utilitarian for an LLM on a query iff the LLM answers correctly given
@@ -59,7 +62,7 @@ def build(dataset, llms, artifact, pool, k, limit, backend, batch_size, out, ver
 
     built = build_labels(
         dataset, llms, artifact=artifact, pool=pool, k=k, limit=limit, backend=backend,
-        batch_size=batch_size, out=out, version=version, run=run, corpus=corpus,
+        batch_size=batch_size, out=out, version=version, run=run, encoder=encoder, corpus=corpus,
         cache_dir=cache_dir, with_likelihood=with_likelihood,
     )
     table = Table(title=f"{artifact} labels: {dataset}, pool {pool}")

@@ -1,0 +1,177 @@
+"""`labeler build` end to end with the real bundled SmolLM2, and its failures before any LLM work.
+
+The pools come from fixtures/nq_sample_minilm_top3.trec: the output of
+`labeler retrieve --dataset nq-sample --limit 3 --k 3 --encoder minilm` (dense retrieval with the
+bundled all-MiniLM-L6-v2 over nq-sample's 4,349-passage corpus), so the test skips re-encoding
+the corpus (minutes on 2 CPU cores) and still labels real retrieved passages.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from labeler.artifacts import load_artifact, validate_path
+from labeler.cli import cli
+from labeler.errors import ArtifactError, InputError, ModelLoadError, UnknownNameError
+from labeler.llm.cache import CachedBackend
+from labeler.metrics import has_answer
+from labeler.tasks import utility
+
+FIXTURES = Path(__file__).parent / "fixtures"
+RUN = FIXTURES / "nq_sample_minilm_top3.trec"
+NQ_JSONL = FIXTURES / "flashrag_nq_test.jsonl"
+
+
+@pytest.fixture(scope="module")
+def calls(tmp_path_factory) -> Path:
+    """One call cache (--cache-dir) for this module: the hgp build reuses the rp build's answers
+    for the same queries and gold passages instead of recomputing them."""
+    return tmp_path_factory.mktemp("calls")
+
+
+@pytest.fixture
+def loads(smollm, monkeypatch):
+    """Every backend `labeler build` loads, in order; smollm2-135m is the session's model behind
+    the real call cache (so it is not reloaded), any other name goes to the real loader."""
+    import labeler.build
+
+    made, real = [], labeler.build.load_backend
+
+    def load(name, **options):
+        if name != "smollm2-135m":
+            return real(name, **options)
+        made.append(CachedBackend(smollm, cache_dir=options.get("cache_dir")))
+        return made[-1]
+
+    monkeypatch.setattr(labeler.build, "load_backend", load)
+    return made
+
+
+def _build(out: Path, *args) -> object:
+    return CliRunner().invoke(cli, ["build", "--out", str(out), *map(str, args)])
+
+
+def test_build_writes_a_valid_artifact_and_a_rerun_comes_from_the_cache(tmp_path, loads, calls):
+    args = ("--dataset", "nq-sample", "--llm", "smollm2-135m", "--limit", 3, "--k", 3,
+            "--run", RUN, "--with-likelihood", "--cache-dir", calls)
+    result = _build(tmp_path / "out", *args)
+    assert result.exit_code == 0, result.output
+    folder = tmp_path / "out" / "utility" / "nq-sample" / "smollm2-135m" / "v1"
+    assert f"smollm2-135m: {folder}" in result.output
+    for row in ("known (closed-book correct)", "gold utilitarian passages / query",
+                "RAG accuracy: gold utilitarian only", "RAG accuracy: human gold only"):
+        assert row in result.output
+    assert loads[0].backend_calls > 0
+
+    assert validate_path(folder) == []
+    artifact = load_artifact(folder)  # also checks every sha256 against the manifest
+    manifest, records = artifact.manifest, artifact.records
+    assert [r["qid"] for r in records] == [f"nq-open-dev-oracle-{i}" for i in range(3)]
+    assert manifest["model_id"].endswith("SmolLM2-135M-Instruct.Q4_1.gguf")
+    assert manifest["source_dataset"] == "nq-sample"
+    assert {name: t["text"] for name, t in manifest["prompt_templates"].items()} == \
+        utility.PROMPT_TEMPLATES
+    assert manifest["sampling"]["temperature"] == 0 and manifest["sampling"]["max_tokens"] == 32
+    assert (manifest["pool"], manifest["k"], manifest["run"]) == ("rp", 3, str(RUN))
+    assert manifest["counts"]["candidates"] == 9
+
+    for r in records:
+        assert len(r["candidates"]) == 3
+        assert r["known"] == has_answer(r["closed_book_answer"], r["answers"])
+        for c in r["candidates"]:
+            assert c["correct"] == has_answer(c["answer"], r["answers"])
+            assert c["loglikelihood"] < 0
+            if c["utility"] == 1:
+                assert c["correct"] and not r["known"]
+        assert r["utility_pids"] == [c["pid"] for c in r["candidates"] if c["utility"] == 1]
+    assert any(r["utility_pids"] for r in records)  # SmolLM2 answers the Nobel question with its gold
+
+    stats = manifest["stats"]
+    assert stats["queries"] == 3
+    assert stats["known_share"] == sum(r["known"] for r in records) / 3
+    assert stats["mean_utilitarian"] == sum(len(r["utility_pids"]) for r in records) / 3
+    card = (folder / "README.md").read_text()
+    assert "## Statistics of this build" in card
+    assert f"| gold utilitarian passages per query (mean) | {stats['mean_utilitarian']:.2f} |" in card
+
+    again = _build(tmp_path / "out", *args)
+    assert again.exit_code == 0, again.output
+    assert loads[1].backend_calls == 0  # every answer and likelihood from the cache
+    second = folder.parent / "v2"
+    assert (second / "data.jsonl").read_bytes() == (folder / "data.jsonl").read_bytes()
+
+
+def _bad_run(tmp_path: Path) -> Path:
+    path = tmp_path / "bad.trec"
+    path.write_text("nq-open-dev-oracle-0 Q0 nq-oracle:64aaafc597c5 1 0.7 x\n"
+                    "nq-open-dev-oracle-0 Q0 no-such-passage 2 0.5 x\n")
+    return path
+
+
+@pytest.mark.parametrize("case", ["unknown dataset", "missing corpus file", "no corpus",
+                                  "run with unknown pid", "unloadable llm", "existing version"])
+def test_bad_input_fails_before_any_llm_work_and_leaves_no_artifact(tmp_path, loads, case):
+    out = tmp_path / "out"
+    base = ["--llm", "smollm2-135m", "--limit", 3, "--k", 3]
+    missing = tmp_path / "missing.jsonl"
+    gguf = tmp_path / "nowhere" / "model.gguf"
+    args, error, line = {
+        "unknown dataset": (
+            ["--dataset", "nq-smaple", *base], UnknownNameError,
+            "unknown dataset 'nq-smaple'. Did you mean 'nq-sample'? Available: "),
+        "missing corpus file": (
+            ["--dataset", f"jsonl:{NQ_JSONL}", "--corpus", missing, *base], InputError,
+            f"{missing}: no such file"),
+        "no corpus": (
+            ["--dataset", f"jsonl:{NQ_JSONL}", *base], InputError,
+            f"field 'corpus': dataset 'jsonl:{NQ_JSONL}' has no passage corpus to retrieve from"),
+        "run with unknown pid": (
+            ["--dataset", "nq-sample", "--run", _bad_run(tmp_path), *base], InputError,
+            (f"{tmp_path / 'bad.trec'}:2 field 'pid': unknown passage 'no-such-passage' "
+             "(not in the corpus)")),
+        "unloadable llm": (
+            ["--dataset", "nq-sample", "--run", RUN, *base, "--llm", gguf], ModelLoadError,
+            f"cannot load model '{gguf}': no such file or folder"),
+        "existing version": (
+            ["--dataset", "nq-sample", "--run", RUN, "--version", "1", *base], ArtifactError,
+            (f"{out / 'utility' / 'nq-sample' / 'smollm2-135m' / 'v1'}: this version exists "
+             "already")),
+    }[case]
+    if case == "existing version":
+        (out / "utility" / "nq-sample" / "smollm2-135m" / "v1").mkdir(parents=True)
+    before = sorted(out.rglob("*")) if out.exists() else []
+
+    result = _build(out, *args)
+
+    assert result.exit_code == 1
+    assert isinstance(result.exception, error)
+    assert result.exception.line().startswith(line)
+    assert "\n" not in result.exception.line()
+    assert all(b.backend_calls == 0 for b in loads)  # the model was never asked anything
+    assert (sorted(out.rglob("*")) if out.exists() else []) == before  # nothing written
+
+
+def test_unknown_artifact_is_refused_before_loading_anything(tmp_path, loads):
+    result = _build(tmp_path / "out", "--dataset", "nq-sample", "--llm", "smollm2-135m",
+                    "--artifact", "utilty")
+    assert result.exit_code == 1
+    assert result.exception.line().startswith(
+        "unknown artifact 'utilty'. Did you mean 'utility'? Available: utility")
+    assert loads == [] and not (tmp_path / "out").exists()
+
+
+def test_manifest_records_how_the_pools_were_made(tmp_path, loads, calls):
+    """--pool hgp labels the human gold passages alone: no retrieval, no encoder."""
+    result = _build(tmp_path / "out", "--dataset", "nq-sample", "--llm", "smollm2-135m",
+                    "--limit", 3, "--pool", "hgp", "--cache-dir", calls)
+    assert result.exit_code == 0, result.output
+    folder = tmp_path / "out" / "utility" / "nq-sample" / "smollm2-135m" / "v1"
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert (manifest["pool"], manifest["encoder"], manifest["run"]) == ("hgp", None, None)
+    records = load_artifact(folder).records
+    assert all([c["source"] for c in r["candidates"]] == ["human"] for r in records)
+    assert manifest["stats"]["human_gold_in_pool"] == 3
