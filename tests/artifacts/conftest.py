@@ -7,19 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from labeler.tasks.utility import PROMPT_TEMPLATES
+
 FIXTURES = Path(__file__).parent / "fixtures"
-
-#: The paper's two prompts (issue 3), as the utility task passes them.
-CLOSED_BOOK = (
-    "Answer the following question based on your internal knowledge with one or few words "
-    "without the explanation. Question: {question}\n\n Answer:"
-)
-WITH_PASSAGE = (
-    "Information: \n{passage}\n Answer the following question based on the given information "
-    "or your internal knowledge  with one or few words without the source.\n"
-    " Question: {question}\n\n Answer:"
-)
-
 
 @pytest.fixture
 def records() -> list[dict]:
@@ -36,7 +26,7 @@ def manifest() -> dict:
         "model_revision": None,
         "source_dataset": "nq-sample",
         "source_revision": "nq-open-oracle@29b8a6d0",
-        "prompt_templates": {"closed_book": CLOSED_BOOK, "with_passage": WITH_PASSAGE},
+        "prompt_templates": PROMPT_TEMPLATES,
         "sampling": {"n": 1, "temperature": 0.0, "top_p": 1.0, "max_tokens": 32},
         "seed": None,
         "pool": "hgp",
