@@ -14,7 +14,7 @@ from pathlib import Path
 
 from labeler.artifacts import artifact_dir, write_artifact
 from labeler.errors import InputError, UnknownNameError
-from labeler.llm import load_backend
+from labeler.llm import Backend, load_backend
 from labeler.retrieval import build_pools
 from labeler.sources import JSONL_PREFIX, load_source
 from labeler.tasks import utility
@@ -61,10 +61,15 @@ def build(
         raise InputError("name at least one LLM", field_name="llm")
     source = load_source(dataset, corpus=corpus, limit=limit)
     pools = build_pools(source, pool=pool, k=k, run=run, encoder=encoder, cache_dir=cache_dir)
-    backends = [
-        load_backend(name, backend=backend, batch_size=batch_size, cache_dir=cache_dir)
-        for name in dict.fromkeys(llms)
-    ]
+    loaded: dict[str, tuple[str, Backend]] = {}  # alias -> (the --llm name, its backend)
+    for name in dict.fromkeys(llms):
+        model = load_backend(name, backend=backend, batch_size=batch_size, cache_dir=cache_dir)
+        if model.alias in loaded:
+            raise InputError(f"--llm {loaded[model.alias][0]!r} and --llm {name!r} are both "
+                             f"'{model.alias}': their artifacts would share one folder",
+                             field_name="llm", hint="name each model once")
+        loaded[model.alias] = (name, model)
+    backends = [model for _, model in loaded.values()]
     folder = dataset_folder(source.name)
     for model in backends:  # a version that exists already fails now, not after the labelling
         artifact_dir(out, artifact=artifact, dataset=folder, llm=model.alias, version=version)

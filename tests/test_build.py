@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from labeler.artifacts import load_artifact, validate_path
 from labeler.cli import cli
 from labeler.errors import ArtifactError, InputError, ModelLoadError, UnknownNameError
+from labeler.llm import resolve_model
 from labeler.llm.cache import CachedBackend
 from labeler.metrics import has_answer
 from labeler.tasks import utility
@@ -35,14 +36,14 @@ def calls(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def loads(smollm, monkeypatch):
-    """Every backend `labeler build` loads, in order; smollm2-135m is the session's model behind
-    the real call cache (so it is not reloaded), any other name goes to the real loader."""
+    """Every backend `labeler build` loads, in order; a name of the bundled SmolLM2 gets the
+    session's model behind the real call cache (not reloaded), any other the real loader."""
     import labeler.build
 
     made, real = [], labeler.build.load_backend
 
     def load(name, **options):
-        if name != "smollm2-135m":
+        if resolve_model(name).model_id != smollm.model_id:
             return real(name, **options)
         made.append(CachedBackend(smollm, cache_dir=options.get("cache_dir")))
         return made[-1]
@@ -113,8 +114,10 @@ def _bad_run(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("case", ["unknown dataset", "missing corpus file", "no corpus",
-                                  "run with unknown pid", "unloadable llm", "existing version"])
-def test_bad_input_fails_before_any_llm_work_and_leaves_no_artifact(tmp_path, loads, case):
+                                  "run with unknown pid", "unloadable llm", "same llm twice",
+                                  "existing version"])
+def test_bad_input_fails_before_any_llm_work_and_leaves_no_artifact(tmp_path, loads, smollm,
+                                                                     case):
     out = tmp_path / "out"
     base = ["--llm", "smollm2-135m", "--limit", 3, "--k", 3]
     missing = tmp_path / "missing.jsonl"
@@ -136,6 +139,10 @@ def test_bad_input_fails_before_any_llm_work_and_leaves_no_artifact(tmp_path, lo
         "unloadable llm": (
             ["--dataset", "nq-sample", "--run", RUN, *base, "--llm", gguf], ModelLoadError,
             f"cannot load model '{gguf}': no such file or folder"),
+        "same llm twice": (
+            ["--dataset", "nq-sample", "--run", RUN, *base, "--llm", smollm.model_id], InputError,
+            (f"field 'llm': --llm 'smollm2-135m' and --llm '{smollm.model_id}' are both "
+             "'smollm2-135m': their artifacts would share one folder (name each model once)")),
         "existing version": (
             ["--dataset", "nq-sample", "--run", RUN, "--version", "1", *base], ArtifactError,
             (f"{out / 'utility' / 'nq-sample' / 'smollm2-135m' / 'v1'}: this version exists "
