@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -29,6 +31,7 @@ from transformers import (
     TopKLogitsWarper,
     TopPLogitsWarper,
 )
+from transformers.utils import logging as hf_logging
 
 from labeler.errors import InputError, ModelLoadError
 from labeler.llm.base import Backend, Chat, ChoiceRequest, LoglikelihoodRequest, Sampling
@@ -239,9 +242,10 @@ def gguf_snapshot(spec: ModelSpec, revision: str, cache_dir: str | Path | None) 
     path = Path(spec.model_id)
     if not path.is_file():
         raise ModelLoadError(spec.model_id, "no such file")
-    tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
-    model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name,
-                                                 dtype=torch.float32)
+    with _transformers_quiet():  # its own tqdm bar and tokenizer notices, once per model
+        tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+        model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name,
+                                                     dtype=torch.float32)
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = Path(tempfile.mkdtemp(prefix=".partial-", dir=target.parent))
     try:
@@ -254,6 +258,19 @@ def gguf_snapshot(spec: ModelSpec, revision: str, cache_dir: str | Path | None) 
     finally:
         shutil.rmtree(partial, ignore_errors=True)
     return target
+
+
+@contextmanager
+def _transformers_quiet() -> Iterator[None]:
+    """Silence transformers' progress bars and info/warning logs for one block."""
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(level)
+        hf_logging.enable_progress_bar()
 
 
 def _device(name: str | None) -> torch.device:
