@@ -82,7 +82,7 @@ def parse_jsonl(path: Path) -> Iterator[tuple[int, dict | None, str | None]]:
                 yield line_no, None, "empty line"
                 continue
             try:
-                record = json.loads(text, parse_constant=_reject_constant)
+                record = _DECODER.decode(text)
             except json.JSONDecodeError as exc:
                 yield line_no, None, f"invalid JSON: {exc.msg} (column {exc.colno})"
                 continue
@@ -111,6 +111,10 @@ def sha256_problem(file: Path, manifest: dict) -> str | None:
 
 def _reject_constant(name: str) -> None:
     raise ValueError(f"{name} is not a JSON value")
+
+
+#: One decoder for every line (json.loads with options builds a new one per call).
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 
 
 def _check_file(file: Path, manifest: dict) -> None:
