@@ -52,15 +52,14 @@ def build(
 ) -> list[Built]:
     """Label the same pools of `dataset` for each LLM in `llms`; write one artifact per LLM.
 
-    All LLMs are loaded before any is asked, so a model that cannot be loaded stops the build
-    before any work (at the price of holding all of them in memory at once).
+    All LLMs are loaded before retrieval and before any is asked, so a model that cannot be
+    loaded stops the build before any work (at the price of holding all of them in memory).
     """
     if artifact not in ARTIFACTS:
         raise UnknownNameError("artifact", artifact, list(ARTIFACTS))
     if not llms:
         raise InputError("name at least one LLM", field_name="llm")
     source = load_source(dataset, corpus=corpus, limit=limit)
-    pools = build_pools(source, pool=pool, k=k, run=run, encoder=encoder, cache_dir=cache_dir)
     loaded: dict[str, tuple[str, Backend]] = {}  # alias -> (the --llm name, its backend)
     for name in dict.fromkeys(llms):
         model = load_backend(name, backend=backend, batch_size=batch_size, cache_dir=cache_dir)
@@ -73,6 +72,8 @@ def build(
     folder = dataset_folder(source.name)
     for model in backends:  # a version that exists already fails now, not after the labelling
         artifact_dir(out, artifact=artifact, dataset=folder, llm=model.alias, version=version)
+    # retrieval comes after the cheap checks: a mistyped --llm fails before minutes of encoding
+    pools = build_pools(source, pool=pool, k=k, run=run, encoder=encoder, cache_dir=cache_dir)
     built = []
     for model in backends:
         labels = utility.label(model, source.queries, pools, llm=model.alias, pool=pool,
