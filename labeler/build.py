@@ -14,7 +14,7 @@ from pathlib import Path
 
 from labeler.artifacts import artifact_dir, write_artifact
 from labeler.errors import InputError, UnknownNameError
-from labeler.llm import Backend, load_backend
+from labeler.llm import Backend, load_backend, resolve_model
 from labeler.retrieval import build_pools
 from labeler.sources import JSONL_PREFIX, load_source
 from labeler.tasks import utility
@@ -69,6 +69,8 @@ def build(
                              field_name="llm", hint="name each model once")
         loaded[model.alias] = (name, model)
     backends = [model for _, model in loaded.values()]
+    # published manifests name a model without this machine's paths: repo id or file name
+    public_ids = {alias: resolve_model(name).identity for alias, (name, _) in loaded.items()}
     folder = dataset_folder(source.name)
     for model in backends:  # a version that exists already fails now, not after the labelling
         artifact_dir(out, artifact=artifact, dataset=folder, llm=model.alias, version=version)
@@ -80,7 +82,7 @@ def build(
                                with_likelihood=with_likelihood)
         records = labels.records
         manifest = {
-            "model_id": model.model_id,
+            "model_id": public_ids[model.alias],
             "model_revision": model.revision,
             "source_dataset": source.name,
             "source_revision": source.revision,
