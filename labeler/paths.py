@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 
 def cache_root(cache_dir: str | Path | None = None) -> Path:
@@ -17,3 +21,19 @@ def cache_root(cache_dir: str | Path | None = None) -> Path:
     root = Path(cache_dir).expanduser()
     root.mkdir(parents=True, exist_ok=True)
     return root
+
+
+@contextmanager
+def atomic_file(path: str | Path, mode: str = "w") -> Iterator[IO]:
+    """Open a temp file beside `path` for writing; rename it into place only if the block
+    succeeds, so readers never see a half-written file (it is removed on any failure)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as f:
+            yield f
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

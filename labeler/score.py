@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -26,6 +24,7 @@ from labeler.metrics.extraction import extraction_metrics
 from labeler.metrics.ranking import rank_metrics
 from labeler.metrics.selection import selection_metrics
 from labeler.metrics.significance import PairedTest, paired_t_test
+from labeler.paths import atomic_file
 from labeler.submissions import Submission, gc_paused, read_submission
 
 HUB_PREFIX = "hub:"
@@ -182,17 +181,9 @@ def _paired(a: Report, b: Report) -> dict[str, PairedTest]:
 
 def write_per_query(report: Report, path: str | Path) -> None:
     """Write the per-query rows as JSONL, atomically (a temp file renamed into place)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            for row in report.rows():
-                f.write(json.dumps(row, ensure_ascii=False) + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_file(path) as f:
+        for row in report.rows():
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
 def parse_hub_spec(spec: str) -> tuple[str, str | None, str | None]:

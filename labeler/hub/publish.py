@@ -16,7 +16,6 @@ and tagged, never sent twice. A version already tagged on the Hub is never pushe
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +36,7 @@ from labeler.hub.remote import (
     hub_errors,
     transient,
 )
+from labeler.paths import atomic_file
 from labeler.progress import info
 
 #: the local record of published versions, in the artifacts root folder
@@ -371,9 +371,8 @@ def _record(version: Version, url: str, commit: str) -> None:
         "commit": commit,
         "tool_version": __version__,
     }
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    with atomic_file(path) as f:
+        f.write(json.dumps(record, indent=2, sort_keys=True) + "\n")
 
 
 def _size(path: Path) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from labeler.errors import InputError, MissingDependencyError, ModelLoadError
-from labeler.paths import cache_root
+from labeler.paths import atomic_file, cache_root
 from labeler.progress import info, progress_bar
 from labeler.sources import Corpus, Query, Source
 
@@ -113,15 +112,8 @@ def corpus_embeddings(encoder: Encoder, corpus: Corpus, *, cache_dir=None) -> np
     if path.exists():
         return np.load(path)
     vectors = encoder.encode([p.contents for p in corpus.passages], "encoding corpus")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.save(f, vectors)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_file(path, "wb") as f:
+        np.save(f, vectors)
     return vectors
 
 

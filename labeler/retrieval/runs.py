@@ -8,12 +8,11 @@ JSONL: one line per query: `{"qid": ..., "ranking": [pid, ...]}` (best first) or
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Container
 from pathlib import Path
 
 from labeler.errors import InputError
+from labeler.paths import atomic_file
 
 #: qid -> [(pid, score)], best first.
 Run = dict[str, list[tuple[str, float]]]
@@ -49,17 +48,10 @@ def read_run(path: str | Path, *, qids: Container[str], pids: Container[str]) ->
 def write_trec(run: Run, path: str | Path, *, tag: str) -> Path:
     """Write `run` as a TREC run file, atomically (a temp file renamed into place)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            for qid, ranked in run.items():
-                for rank, (pid, score) in enumerate(ranked, 1):
-                    f.write(f"{qid} Q0 {pid} {rank} {score:.6f} {tag}\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_file(path) as f:
+        for qid, ranked in run.items():
+            for rank, (pid, score) in enumerate(ranked, 1):
+                f.write(f"{qid} Q0 {pid} {rank} {score:.6f} {tag}\n")
     return path
 
 
