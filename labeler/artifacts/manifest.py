@@ -89,15 +89,6 @@ def read_manifest(folder: Path) -> dict:
     return manifest
 
 
-def file_sha256(path: Path) -> str:
-    """Hex sha256 of a file's bytes, read in 1 MiB blocks."""
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        while block := f.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _hashed(templates: dict) -> dict:
     return {
         name: {"sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(), "text": text}

@@ -7,8 +7,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from labeler.artifacts.manifest import MANIFEST, file_sha256, read_manifest
+from labeler.artifacts.manifest import MANIFEST, read_manifest
 from labeler.errors import ArtifactError, InputError
+from labeler.paths import file_sha256
 
 
 @dataclass

@@ -14,9 +14,10 @@ from pathlib import Path
 import jsonlines
 
 from labeler.artifacts.card import render_card
-from labeler.artifacts.manifest import CARD, DATA, MANIFEST, build_manifest, file_sha256
+from labeler.artifacts.manifest import CARD, DATA, MANIFEST, build_manifest
 from labeler.artifacts.schema import schema_problems
 from labeler.errors import ArtifactError, InputError
+from labeler.paths import file_sha256
 from labeler.progress import track
 from labeler.resources import card_path, load_schema, schema_path
 

@@ -36,9 +36,9 @@ from huggingface_hub.utils import (
     hf_raise_for_status,
 )
 
-from labeler.artifacts.manifest import file_sha256
 from labeler.errors import HubError, LabelerError
 from labeler.hub.layout import git_blob_oid
+from labeler.paths import file_sha256
 from labeler.progress import info
 
 T = TypeVar("T")

@@ -9,6 +9,7 @@ import json
 from importlib.resources import files
 from pathlib import Path
 
+from labeler.paths import file_sha256
 from labeler.sources import Corpus, Passage, Query, Source
 
 _FILES = ("queries.jsonl.gz", "corpus.jsonl.gz")
@@ -33,5 +34,5 @@ def _read(path: Path) -> list[dict]:
 def _revision(folder: Path) -> str:
     digest = hashlib.sha256()
     for name in _FILES:
-        digest.update(hashlib.sha256((folder / name).read_bytes()).digest())
+        digest.update(bytes.fromhex(file_sha256(folder / name)))
     return digest.hexdigest()

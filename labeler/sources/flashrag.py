@@ -7,12 +7,12 @@ and `2wiki` from the Hub) and corpora `{id, contents: "\\"Title\\"\\ntext"}` (`-
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
 
 from labeler.errors import InputError
+from labeler.paths import file_sha256
 from labeler.sources import Corpus, Passage, Query, Source
 from labeler.sources.hubload import head, load_hub
 
@@ -30,7 +30,7 @@ def load_jsonl(path: str | Path, *, limit: int | None = None) -> Source:
             break
     if not queries:
         raise InputError("no queries in the file", str(path))
-    revision = hashlib.sha256(path.read_bytes()).hexdigest()
+    revision = file_sha256(path)
     return Source(f"jsonl:{path}", revision, queries, None)
 
 
