@@ -185,7 +185,6 @@ class HFBackend(Backend):
             texts.append(cut_at_stop(text, sampling.stop))
         return texts
 
-
     def _shared_prefill(self, rows: list[list[int]]) -> DynamicCache | None:
         """With n samples per prompt, run each distinct prompt (but its last token) once and
         copy its key/value cache to its rows; generate then starts from the last token."""
