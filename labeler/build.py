@@ -1,26 +1,36 @@
-"""`labeler build`: source -> pools -> for each LLM: labels -> one versioned artifact per LLM.
+"""`labeler build`: source -> pools -> for each LLM: a task's labels, shard by shard -> one
+versioned artifact per LLM.
 
-Everything that can fail on user input (unknown dataset or artifact, missing corpus, bad run
-file, an LLM that cannot be loaded, a version that exists already) fails before the first LLM
-call, so a failed build leaves no artifact folder behind.
+Generic over tasks: resolve the task, run its checks, load the models, make the candidates,
+then map the task's `label` over shards of queries through an executor, each shard written
+as its own data file as soon as it is done. Everything that can fail on user input fails
+before the first LLM call; a killed build started again resumes at its unfinished shards
+(the call cache serves what the unfinished shard had already asked).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from labeler.artifacts import artifact_dir, write_artifact
-from labeler.errors import InputError, UnknownNameError
-from labeler.llm import Backend, load_backend, resolve_model
+from labeler import __version__
+from labeler.artifacts.manifest import read_manifest
+from labeler.artifacts.writer import VersionWriter, check_caller_manifest
+from labeler.errors import InputError
+from labeler.executors import Executor, Job, load_executor
+from labeler.llm.config import LLMConfig
+from labeler.progress import info
 from labeler.retrieval import build_pools
 from labeler.sources import JSONL_PREFIX, load_source
-from labeler.tasks import utility
+from labeler.tasks import load_task
+from labeler.tasks.base import TaskConfig, make_shards
 
-#: artifacts `build` can write (seer and rubric are separate tasks).
-ARTIFACTS = ("utility",)
+#: queries per shard: the unit of resumption and of distribution
+DEFAULT_SHARD_SIZE = 256
 
 
 @dataclass
@@ -33,76 +43,69 @@ class Built:
 
 
 def build(
-    dataset: str,
-    llms: Sequence[str],
+    artifact: str,
+    config: TaskConfig,
+    llms: Sequence[LLMConfig],
     *,
-    artifact: str = "utility",
-    pool: str = "rp",
-    k: int = 20,
-    limit: int | None = None,
-    backend: str = "hf",
-    batch_size: int | None = None,
     out: str | Path = "out",
     version: str | None = None,
-    run: str | Path | None = None,
-    encoder: str | None = None,
-    corpus: str | Path | None = None,
+    shard_size: int = DEFAULT_SHARD_SIZE,
     cache_dir: str | Path | None = None,
-    with_likelihood: bool = False,
+    executor: Executor | None = None,
 ) -> list[Built]:
-    """Label the same pools of `dataset` for each LLM in `llms`; write one artifact per LLM.
+    """Label the same pools of `config.dataset` with task `artifact` for each LLM in `llms`;
+    write one artifact version per LLM.
 
     All LLMs are loaded before retrieval and before any is asked, so a model that cannot be
     loaded stops the build before any work (at the price of holding all of them in memory).
     """
-    if artifact not in ARTIFACTS:
-        raise UnknownNameError("artifact", artifact, list(ARTIFACTS))
+    task = load_task(artifact)(config)
     if not llms:
         raise InputError("name at least one LLM", field_name="llm")
-    source = load_source(dataset, corpus=corpus, limit=limit)
-    loaded: dict[str, tuple[str, Backend]] = {}  # alias -> (the --llm name, its backend)
-    for name in dict.fromkeys(llms):
-        model = load_backend(name, backend=backend, batch_size=batch_size, cache_dir=cache_dir)
+    source = load_source(config.dataset, corpus=config.corpus, limit=config.limit)
+    task.check(source)
+    loaded: dict[str, tuple[LLMConfig, object]] = {}  # alias -> (its config, its backend)
+    for llm in dict.fromkeys(llms):
+        model = llm.load(cache_dir)
         if model.alias in loaded:
-            raise InputError(f"--llm {loaded[model.alias][0]!r} and --llm {name!r} are both "
-                             f"'{model.alias}': their artifacts would share one folder",
+            raise InputError(f"--llm {loaded[model.alias][0].name!r} and --llm {llm.name!r} are "
+                             f"both '{model.alias}': their artifacts would share one folder",
                              field_name="llm", hint="name each model once")
-        loaded[model.alias] = (name, model)
-    backends = [model for _, model in loaded.values()]
-    # published manifests name a model without this machine's paths: repo id or file name
-    public_ids = {alias: resolve_model(name).identity for alias, (name, _) in loaded.items()}
+        loaded[model.alias] = (llm, model)
     folder = dataset_folder(source.name)
-    for model in backends:  # a version that exists already fails now, not after the labelling
-        artifact_dir(out, artifact=artifact, dataset=folder, llm=model.alias, version=version)
+    base = {
+        "source_dataset": source.name,
+        "source_revision": source.revision,
+        "license": getattr(source, "license", "unknown"),  # TODO settings merge
+        **task.manifest(),
+        "config": asdict(config),
+        "shard_size": shard_size,
+    }
+    writers = []
+    for alias, (llm, model) in loaded.items():  # a version that exists fails now
+        manifest = {"model_id": llm.describe()["model"], "model_revision": model.revision,
+                    **base, "llm_config": llm.describe()}
+        writer = VersionWriter(out, artifact=artifact, dataset=folder, llm=alias,
+                               version=version, build_id=_build_id(manifest, model.key()))
+        check_caller_manifest(manifest, artifact=artifact, dataset=folder, llm=alias,
+                              version=writer.version)
+        writers.append((llm, writer, manifest))
     # retrieval comes after the cheap checks: a mistyped --llm fails before minutes of encoding
-    pools = build_pools(source, pool=pool, k=k, run=run, encoder=encoder, cache_dir=cache_dir)
+    pools = build_pools(source, pool=config.pool, k=config.k, run=config.run,
+                        encoder=config.encoder, cache_dir=cache_dir)
+    shards = make_shards(source.queries, pools, shard_size)
+    executor = executor or load_executor("local")
     built = []
-    for model in backends:
-        labels = utility.label(model, source.queries, pools, llm=model.alias, pool=pool,
-                               with_likelihood=with_likelihood)
-        records = labels.records
-        manifest = {
-            "model_id": public_ids[model.alias],
-            "model_revision": model.revision,
-            "source_dataset": source.name,
-            "source_revision": source.revision,
-            "prompt_templates": utility.PROMPT_TEMPLATES,
-            "sampling": utility.SAMPLING.key(),
-            "seed": utility.SAMPLING.seed,
-            "backend": backend,
-            **pools.describe(),
-            "limit": limit,
-            "with_likelihood": with_likelihood,
-            "counts": {
-                "candidates": sum(len(r["candidates"]) for r in records),
-                "known": sum(r["known"] for r in records),
-                "utilitarian": sum(len(r["utility_pids"]) for r in records),
-            },
-        }
-        path = write_artifact(records, out=out, artifact=artifact, dataset=folder,
-                              llm=model.alias, version=version, manifest=manifest,
-                              stats=labels.stats)
-        built.append(Built(model.alias, path, labels.stats))
+    for llm, writer, manifest in writers:
+        done = writer.completed()
+        if done:
+            info(f"{writer.llm}: resuming {writer.staging.name}, {len(done)} of {len(shards)} "
+                 "shards already written")
+        job = Job(artifact, config, llm, None if cache_dir is None else str(cache_dir))
+        for shard, records in executor.run(job, [s for s in shards if s.index not in done]):
+            writer.write_shard(shard.index, records)
+        path = writer.finish({**manifest, **pools.describe()})
+        built.append(Built(writer.llm, path, read_manifest(path)["stats"]))
     return built
 
 
@@ -111,3 +114,10 @@ def dataset_folder(name: str) -> str:
     if name.startswith(JSONL_PREFIX):
         name = Path(name[len(JSONL_PREFIX):]).name.split(".")[0]
     return re.sub(r"[^A-Za-z0-9._+-]", "-", name).lstrip("._+-") or "dataset"
+
+
+def _build_id(manifest: dict, model_key: dict) -> str:
+    """What identifies a build's output, so that only the same build resumes a partial one."""
+    text = json.dumps({"tool": __version__, "manifest": manifest, "model": model_key},
+                      sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]

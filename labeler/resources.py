@@ -40,14 +40,10 @@ def load_schema(name: str) -> dict:
     return json.loads(schema_path(name).read_text(encoding="utf-8"))
 
 
-def artifact_names() -> list[str]:
-    """Artifact kinds: those with a card template, e.g. ["utility"]."""
-    return sorted(p.name.removesuffix(CARD_SUFFIX) for p in CARDS.glob(f"*{CARD_SUFFIX}"))
-
-
 def card_path(artifact: str) -> Path:
-    """`cards/<artifact>.md.j2`; UnknownNameError listing the artifact kinds if there is none."""
+    """`cards/<artifact>.md.j2`; UnknownNameError listing the card templates if there is none."""
     path = CARDS / f"{artifact}{CARD_SUFFIX}"
     if not path.is_file():
-        raise UnknownNameError("artifact", artifact, artifact_names())
+        names = sorted(p.name.removesuffix(CARD_SUFFIX) for p in CARDS.glob(f"*{CARD_SUFFIX}"))
+        raise UnknownNameError("card template", artifact, names)
     return path

@@ -14,12 +14,12 @@ import math
 from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from operator import itemgetter
 from pathlib import Path
 
 import numpy as np
 
 from labeler.errors import InputError, UnknownNameError
+from labeler.llm.config import LLMConfig
 from labeler.metrics.extraction import extraction_metrics
 from labeler.metrics.ranking import rank_metrics
 from labeler.metrics.selection import selection_metrics
@@ -28,7 +28,6 @@ from labeler.paths import atomic_file
 from labeler.submissions import Submission, gc_paused, read_submission
 
 HUB_PREFIX = "hub:"
-_PID, _UTILITY = itemgetter("pid"), itemgetter("utility")
 MISSING = ("zero", "skip")
 
 
@@ -100,10 +99,7 @@ def score(
     missing: str = "zero",
     lenient: bool = False,
     baseline: str | Path | None = None,
-    llm: str | None = None,
-    backend: str = "hf",
-    batch_size: int = 8,
-    device: str | None = None,
+    llm: LLMConfig | None = None,
     cache_dir: str | Path | None = None,
 ) -> Report:
     """Read, check and score `submission` (and `baseline`, paired) against `against`.
@@ -127,12 +123,7 @@ def score(
     if llm is not None and sub.kind != "extraction":
         raise InputError(f"--llm scores extraction submissions only, this is a {sub.kind}",
                          field_name="llm")
-    model = None
-    if llm is not None:
-        from labeler.llm import load_backend
-
-        model = load_backend(llm, backend=backend, batch_size=batch_size, device=device,
-                             cache_dir=cache_dir)
+    model = None if llm is None else llm.load(cache_dir)
     with gc_paused() if model is None else nullcontext():
         report = _report(sub, reference, ks=ks, missing=missing, model=model)
         if base is not None:
@@ -247,25 +238,37 @@ def read_qrels(path: str | Path) -> Reference:
 
 
 def _from_artifact(path: Path, source: str) -> Reference:
+    """An artifact's records as a reference, read by its task's `reference`: the task its
+    manifest names, or for a bare .jsonl the first task that reads its first record."""
     from labeler.artifacts import load_artifact
+    from labeler.tasks import TASKS, load_task
 
+    artifact = load_artifact(path)
+    if not artifact.records:
+        raise InputError("empty reference: no records", source)
+    kinds = [artifact.manifest["artifact"]] if artifact.manifest else list(TASKS)
+    tasks = [load_task(kind) for kind in kinds if kind in TASKS]
+    task = next((t for t in tasks if _labels(t, artifact.records[0]) is not None), None)
     ref = Reference(source, {}, {})
-    for i, record in enumerate(load_artifact(path).records, start=1):
-        if "utility_pids" not in record or "candidates" not in record:
+    for i, record in enumerate(artifact.records, start=1):
+        labels = None if task is None else _labels(task, record)
+        if labels is None:
             raise InputError("reference records carry no labels: expected utility records "
                              "(candidates, utility_pids) or a TREC qrels file", source, i)
         qid = record["qid"]
         if qid in ref.qrels:
             raise InputError(f"duplicate qid '{qid}' in the reference", source, i, "qid")
-        candidates = record["candidates"]
-        labels = dict(zip(map(_PID, candidates), map(_UTILITY, candidates)))
-        labels.update(dict.fromkeys(record["utility_pids"], 1))
-        ref.qrels[qid] = labels
-        ref.gold[qid] = record["utility_pids"]
+        ref.qrels[qid], ref.gold[qid] = labels
         ref.records[qid] = record
-    if not ref.qrels:
-        raise InputError("empty reference: no records", source)
     return ref
+
+
+def _labels(task, record: dict) -> tuple[dict[str, int], list[str]] | None:
+    """`task.reference(record)`, or None when the record is not one `task` can read."""
+    try:
+        return task.reference(record)
+    except (KeyError, TypeError, InputError):
+        return None
 
 
 def _first_char(path: Path) -> str:

@@ -10,13 +10,24 @@ from pathlib import Path
 from labeler import __version__
 from labeler.artifacts.schema import schema_problems
 from labeler.errors import ArtifactError, InputError
+from labeler.resources import load_schema
 
 MANIFEST = "manifest.json"
-DATA = "data.jsonl"
 CARD = "README.md"
 
 #: keys the writer sets itself; a caller passes them as write_artifact arguments instead.
-WRITER_KEYS = ("tool_version", "artifact", "dataset", "llm", "version", "files", "created_at")
+WRITER_KEYS = ("tool_version", "artifact", "dataset", "llm", "version", "schema_version",
+               "files", "created_at", "stats")
+
+
+def data_file(shard: int) -> str:
+    """The data file of shard `shard`, e.g. data-00000.jsonl: file-name order is shard order."""
+    return f"data-{shard:05d}.jsonl"
+
+
+def data_files(folder: Path) -> list[Path]:
+    """The data files (*.jsonl) of a version folder, in file-name order."""
+    return sorted(folder.glob("*.jsonl"))
 
 
 def build_manifest(
@@ -34,7 +45,8 @@ def build_manifest(
 
     `given["prompt_templates"]` maps a name to the template text; it is stored as
     ``{name: {"sha256": ..., "text": ...}}``. `given["counts"]` may add counts; `records` is
-    always the writer's own. `stats` is stored under "stats". Raises InputError naming the field.
+    always the writer's own. `stats` is stored under "stats", the record schema's version
+    under "schema_version". Raises InputError naming the field.
     """
     for key in WRITER_KEYS:
         if key in given:
@@ -49,6 +61,7 @@ def build_manifest(
         "dataset": dataset,
         "llm": llm,
         "version": version,
+        "schema_version": load_schema(artifact).get("version", 1),
         **given,
         "counts": {**counts, "records": records},
         "files": files,

@@ -40,13 +40,15 @@ def load_artifact(path: str | Path) -> Artifact:
         raise InputError("expected an artifact version folder or a .jsonl file", path=str(path))
     else:
         raise ArtifactError("no such file or folder", path=str(path))
-    records = []
-    for file in files:
-        for line_no, record, problem in parse_jsonl(file):
-            if problem:
-                raise InputError(problem, path=str(file), line_no=line_no)
-            records.append(record)
-    return Artifact(path, manifest, records)
+    return Artifact(path, manifest, [r for file in files for r in read_records(file)])
+
+
+def read_records(file: Path) -> Iterator[dict]:
+    """The records of one JSONL file; InputError (file and line) at the first bad line."""
+    for line_no, record, problem in parse_jsonl(file):
+        if problem:
+            raise InputError(problem, path=str(file), line_no=line_no)
+        yield record
 
 
 def verify_artifact(path: str | Path) -> dict:

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from labeler.artifacts.manifest import CARD, MANIFEST
-from labeler.artifacts.reader import parse_jsonl, sha256_problem
+from labeler.artifacts.card import render_card
+from labeler.artifacts.manifest import CARD, MANIFEST, data_files
+from labeler.artifacts.reader import parse_jsonl, read_records, sha256_problem
 from labeler.artifacts.schema import schema_problems
 from labeler.errors import ArtifactError
 from labeler.progress import progress_bar
 from labeler.resources import schema_names, schema_path
+from labeler.tasks import TASKS, load_task
 
 
 @dataclass
@@ -86,7 +89,46 @@ def _check_folder(folder: Path, root: Path, schema: str | None) -> list[FileChec
     card = FileCheck(shown(folder / CARD))
     if not (folder / CARD).is_file():
         card.problems.append(f"{card.name}: missing (the dataset card)")
+    elif _artifact(manifest) and data and not any(check.problems for check in checks):
+        _check_statistics(folder, manifest, manifest_check, card)
     return [*checks, card]
+
+
+def _check_statistics(folder: Path, manifest: dict, manifest_check: FileCheck,
+                      card: FileCheck) -> None:
+    """Recompute the statistics from the data files with the artifact's task; every one the
+    manifest or the card's statistics section states otherwise is a problem."""
+    task = load_task(manifest["artifact"])
+    stats = task.statistics(r for f in data_files(folder) for r in read_records(f))
+    recorded = manifest.get("stats") or {}
+    for key in sorted(set(stats) | set(recorded)):
+        if not _same(stats.get(key), recorded.get(key)):
+            manifest_check.problems.append(
+                f"{manifest_check.name}: stats.{key} is {recorded.get(key)!r} but the records "
+                f"give {stats.get(key)!r}")
+    expected = _statistics_section(render_card({**manifest, "stats": stats}, task.metadata))
+    written = set(_statistics_section((folder / CARD).read_text(encoding="utf-8")))
+    for row in expected:
+        if row not in written:
+            card.problems.append(f"{card.name}: the statistics differ from the records: "
+                                 f"expected the row '{row}'")
+
+
+def _statistics_section(card: str) -> list[str]:
+    """The table rows of a card's "## Statistics" section."""
+    rows, inside = [], False
+    for line in card.splitlines():
+        if line.startswith("## "):
+            inside = line.startswith("## Statistics")
+        elif inside and line.startswith("|") and not line.startswith("|---"):
+            rows.append(line.strip())
+    return rows
+
+
+def _same(a: object, b: object) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+    return a == b
 
 
 def _read_manifest(path: Path, check: FileCheck) -> dict | None:
@@ -140,12 +182,12 @@ def _manifest_near(file: Path) -> dict | None:
 
 
 def _artifact(manifest: dict | None) -> str | None:
-    return manifest["artifact"] if manifest and manifest["artifact"] in schema_names() else None
+    return manifest["artifact"] if manifest and manifest["artifact"] in TASKS else None
 
 
 def _infer(path: Path) -> str | None:
     """The first schema name among the file's stem and its folders' names, nearest first."""
     path = path.absolute()
     names = [path.stem if path.is_file() else path.name, *(p.name for p in path.parents)]
-    known = set(schema_names()) - {"manifest"}
+    known = set(TASKS)
     return next((name for name in names if name in known), None)

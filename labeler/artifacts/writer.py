@@ -1,4 +1,11 @@
-"""Writing one artifact version folder, all or nothing, never over an existing version."""
+"""Writing artifact version folders: shard by shard, resumable, appearing all at once.
+
+A version is written in a hidden folder beside its target, `.v<N>.<build id>.partial/`, one
+data file per shard (`data-00000.jsonl`, ...), each renamed into place only when complete, so a
+killed build that starts again with the same build id finds its finished shards there. When
+every shard is written, the manifest and card are added and the folder is renamed to `v<N>/`:
+the version appears complete or not at all, and is never overwritten.
+"""
 
 from __future__ import annotations
 
@@ -14,61 +21,127 @@ from pathlib import Path
 import jsonlines
 
 from labeler.artifacts.card import render_card
-from labeler.artifacts.manifest import CARD, DATA, MANIFEST, build_manifest
+from labeler.artifacts.manifest import CARD, MANIFEST, build_manifest, data_file, data_files
+from labeler.artifacts.reader import read_records
 from labeler.artifacts.schema import schema_problems
 from labeler.errors import ArtifactError, InputError
-from labeler.paths import file_sha256
-from labeler.progress import track
+from labeler.paths import atomic_file, file_sha256
 from labeler.resources import card_path, load_schema, schema_path
+from labeler.tasks import load_task
 
 _DUMPS = partial(json.dumps, ensure_ascii=False, allow_nan=False)
+#: an unfinished version's folder: `.v<version>.<build id: 32 hex digits>.partial`
+_PARTIAL = re.compile(r"\.v(?P<version>.+)\.(?P<build>[0-9a-f]{32})\.partial")
 
 
-def write_artifact(
-    records: Iterable[dict],
-    *,
-    out: str | Path,
-    artifact: str,
-    dataset: str,
-    llm: str,
-    version: str | None = None,
-    manifest: dict,
-    stats: dict,
-) -> Path:
-    """Write `<out>/<artifact>/<dataset>/<llm>/v<version>/` and return it.
+class VersionWriter:
+    """One version being written, shard by shard.
 
-    The folder holds data.jsonl (every record checked against schemas/<artifact>.schema.json;
-    the first invalid one raises InputError naming record number and field), manifest.json and
-    README.md. It is written in a hidden temporary folder beside the target, synced, then renamed,
-    so it appears complete or not at all; on any failure (Ctrl-C included) nothing is left.
-    `version` None takes the next free integer; an existing version raises ArtifactError.
-    `records` may be a generator: it is streamed, not held in memory.
+    `build_id` (32 hex digits) names what is being built, e.g. a hash of the build's settings:
+    a writer with the
+    build id of an unfinished earlier one resumes its folder and version number.
     """
-    target = artifact_dir(out, artifact=artifact, dataset=dataset, llm=llm, version=version)
-    version = target.name[1:]
-    names = {"artifact": artifact, "dataset": dataset, "llm": llm, "version": version}
-    # Fail on a bad caller manifest before the records (perhaps a long computation) are consumed.
-    build_manifest(manifest, **names, records=0, files={DATA: "0" * 64}, stats=stats)
-    created = _make_dirs(target.parent)
-    tmp = target.parent / f".{target.name}.{uuid.uuid4().hex[:12]}.tmp"
+
+    def __init__(self, out: str | Path, *, artifact: str, dataset: str, llm: str,
+                 version: str | None = None, build_id: str) -> None:
+        if not re.fullmatch(r"[0-9a-f]{32}", build_id):
+            raise ValueError(f"build id must be 32 lower-case hex digits, got {build_id!r}")
+        self.artifact, self.dataset, self.llm = artifact, dataset, llm
+        resumed = _partial_of(Path(out) / artifact / dataset / llm, build_id, version)
+        self.target = artifact_dir(out, artifact=artifact, dataset=dataset, llm=llm,
+                                   version=resumed or version)
+        self.version = self.target.name[1:]
+        self.staging = self.target.parent / f".{self.target.name}.{build_id}.partial"
+
+    def completed(self) -> set[int]:
+        """Indices of the shards already written."""
+        if not self.staging.is_dir():
+            return set()
+        return {int(m.group(1)) for p in self.staging.iterdir()
+                if (m := re.fullmatch(r"data-(\d+)\.jsonl", p.name))}
+
+    def write_shard(self, index: int, records: Iterable[dict]) -> int:
+        """Check every record against the schema and write the shard's file; its count.
+
+        The first invalid record raises InputError naming the file, line and field; nothing
+        of that shard is kept.
+        """
+        self.staging.parent.mkdir(parents=True, exist_ok=True)
+        self.staging.mkdir(exist_ok=True)
+        name = data_file(index)
+        count = 0
+        with atomic_file(self.staging / name) as f:
+            writer = jsonlines.Writer(f, dumps=_DUMPS)
+            for count, record in enumerate(records, 1):
+                found = schema_problems(record, self.artifact)
+                if found:
+                    field, message = found[0]
+                    raise InputError(message, path=name, line_no=count, field_name=field or None)
+                try:
+                    writer.write(record)
+                except ValueError as exc:  # NaN or infinity: not JSON
+                    raise InputError(f"not valid JSON: {exc}", path=name, line_no=count) from exc
+            f.flush()
+            os.fsync(f.fileno())
+        return count
+
+    def finish(self, manifest: dict) -> Path:
+        """Add manifest.json (statistics recomputed from the written records) and README.md,
+        then rename the folder to its version; returns the version folder."""
+        files = data_files(self.staging) if self.staging.is_dir() else []
+        if not files:
+            raise ArtifactError("no records were written", path=str(self.target))
+        task = load_task(self.artifact)
+        names = {"artifact": self.artifact, "dataset": self.dataset, "llm": self.llm,
+                 "version": self.version}
+        stats = task.statistics(r for file in files for r in read_records(file))
+        records = sum(1 for file in files for _ in file.open("rb"))
+        final = build_manifest(manifest, **names, records=records,
+                               files={f.name: file_sha256(f) for f in files}, stats=stats)
+        _write_text(self.staging / MANIFEST, json.dumps(final, indent=2, ensure_ascii=False) + "\n")
+        _write_text(self.staging / CARD, render_card(final, task.metadata))
+        _fsync(self.staging)
+        if self.target.exists():
+            raise _exists(self.target)
+        os.rename(self.staging, self.target)
+        _fsync(self.target.parent)
+        return self.target
+
+    def discard(self) -> None:
+        """Remove the unfinished folder and the empty folders above it."""
+        shutil.rmtree(self.staging, ignore_errors=True)
+        for folder in (self.target.parent, *self.target.parent.parents[:2]):
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+
+
+def write_artifact(records: Iterable[dict], *, out: str | Path, artifact: str, dataset: str,
+                   llm: str, version: str | None = None, manifest: dict) -> Path:
+    """Write `records` as one version folder in one shard and return it; on any failure
+    (Ctrl-C included) nothing is left. `records` may be a generator: it is streamed.
+
+    The manifest is checked before the records are consumed; statistics come from the task's
+    `statistics` over the written records.
+    """
+    writer = VersionWriter(out, artifact=artifact, dataset=dataset, llm=llm, version=version,
+                           build_id=uuid.uuid4().hex)
+    check_caller_manifest(manifest, artifact=artifact, dataset=dataset, llm=llm,
+                          version=writer.version)
     try:
-        tmp.mkdir()
-        count = _write_records(records, tmp / DATA, artifact)
-        final = build_manifest(manifest, **names, records=count,
-                               files={DATA: file_sha256(tmp / DATA)}, stats=stats)
-        _write_text(tmp / MANIFEST, json.dumps(final, indent=2, ensure_ascii=False) + "\n")
-        _write_text(tmp / CARD, render_card(final, stats, data_file=DATA))
-        _fsync(tmp)
-        if target.exists():
-            raise _exists(target)
-        os.rename(tmp, target)
-        _fsync(target.parent)
+        writer.write_shard(0, records)
+        return writer.finish(manifest)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        for folder in reversed(created):
-            _rmdir_if_empty(folder)
+        writer.discard()
         raise
-    return target
+
+
+def check_caller_manifest(manifest: dict, *, artifact: str, dataset: str, llm: str,
+                          version: str) -> None:
+    """InputError for a caller manifest the writer would refuse, before any work."""
+    build_manifest(manifest, artifact=artifact, dataset=dataset, llm=llm, version=version,
+                   records=0, files={data_file(0): "0" * 64}, stats={})
 
 
 def artifact_dir(
@@ -76,10 +149,12 @@ def artifact_dir(
 ) -> Path:
     """The version folder a write would create; raises before any work if it cannot.
 
-    UnknownNameError for an artifact kind without schema and card, InputError for a name that
-    cannot be one folder, ArtifactError if the version exists. `version` None -> next integer;
-    a leading "v" before a digit is dropped ("v2" and "2" both mean v2/).
+    UnknownNameError for an unknown artifact kind, InputError for a name that cannot be one
+    folder, ArtifactError if the version exists. `version` None -> the next integer not taken
+    by a version or an unfinished build; a leading "v" before a digit is dropped ("v2" and
+    "2" both mean v2/).
     """
+    load_task(artifact)
     card_path(artifact)
     schema_path(artifact)
     for field, value in (("dataset", dataset), ("llm", llm)):
@@ -95,24 +170,15 @@ def artifact_dir(
     return target
 
 
-def _write_records(records: Iterable[dict], path: Path, artifact: str) -> int:
-    if hasattr(records, "__len__"):
-        records = track(records, f"writing {artifact} records", len(records))
-    count = 0
-    with path.open("w", encoding="utf-8") as f:
-        writer = jsonlines.Writer(f, dumps=_DUMPS)
-        for count, record in enumerate(records, 1):
-            found = schema_problems(record, artifact)
-            if found:
-                field, message = found[0]
-                raise InputError(message, line_no=count, field_name=field or None)
-            try:
-                writer.write(record)
-            except ValueError as exc:  # NaN or infinity: not JSON
-                raise InputError(f"not valid JSON: {exc}", line_no=count) from exc
-        f.flush()
-        os.fsync(f.fileno())
-    return count
+def _partial_of(parent: Path, build_id: str, version: str | None) -> str | None:
+    """The version of an unfinished build with `build_id` under `parent`, if there is one."""
+    if not parent.is_dir():
+        return None
+    for p in parent.iterdir():
+        m = _PARTIAL.fullmatch(p.name)
+        if m and m["build"] == build_id and version in (None, m["version"]):
+            return m["version"]
+    return None
 
 
 def _write_text(path: Path, text: str) -> None:
@@ -130,23 +196,13 @@ def _fsync(folder: Path) -> None:
         os.close(fd)
 
 
-def _make_dirs(folder: Path) -> list[Path]:
-    """mkdir -p; returns the folders it created, outermost first."""
-    missing = [p for p in (folder, *folder.parents) if not p.exists()][::-1]
-    for p in missing:
-        p.mkdir(exist_ok=True)
-    return missing
-
-
-def _rmdir_if_empty(folder: Path) -> None:
-    try:
-        folder.rmdir()
-    except OSError:
-        pass
-
-
 def _next_version(parent: Path) -> int:
-    taken = [int(p.name[1:]) for p in parent.glob("v*") if re.fullmatch(r"v\d+", p.name)]
+    """One more than every integer version, finished or being written."""
+    if not parent.is_dir():
+        return 1
+    taken = [int(m["version"]) for p in parent.iterdir()
+             if (m := re.fullmatch(r"v(?P<version>\d+)", p.name) or _PARTIAL.fullmatch(p.name))
+             and m["version"].isdigit()]
     return max(taken, default=0) + 1
 
 

@@ -10,6 +10,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from labeler.llm.config import LLMConfig
 from labeler.progress import info
 from labeler.score import MISSING, Report, write_per_query
 from labeler.score import score as score_submission
@@ -31,8 +32,8 @@ from labeler.submissions import KINDS
 @click.option("--lenient", is_flag=True, help="Skip bad lines (and count them) instead of failing.")
 @click.option("--llm", help="Extraction: count tokens and run SEER's experts with this model.")
 @click.option("--backend", default="hf", show_default=True, help="LLM backend for --llm.")
-@click.option("--batch-size", type=click.IntRange(min=1), default=8, show_default=True,
-              help="Prompts per forward pass for --llm.")
+@click.option("--batch-size", type=click.IntRange(min=1),
+              help="Prompts per forward pass for --llm (default: 8 for hf, 256 per call for vllm).")
 @click.option("--device", help="Device for --llm, e.g. cuda:0 [default: best available].")
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Call cache folder [default: $LABELER_CACHE_DIR or the user cache].")
@@ -40,7 +41,7 @@ from labeler.submissions import KINDS
 @click.option("--per-query", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write one JSONL row of metrics per query to this file.")
 def score(submission: Path, against: str, kind: str | None, ks: tuple[int, ...], missing: str,
-          baseline: Path | None, lenient: bool, llm: str | None, backend: str, batch_size: int,
+          baseline: Path | None, lenient: bool, llm: str | None, backend: str, batch_size: int | None,
           device: str | None, cache_dir: Path | None, as_json: bool,
           per_query: Path | None) -> None:
     """Score SUBMISSION against reference labels.
@@ -58,8 +59,9 @@ def score(submission: Path, against: str, kind: str | None, ks: tuple[int, ...],
     """
     report = score_submission(
         submission, against, kind=kind, ks=ks, missing=missing, lenient=lenient,
-        baseline=baseline, llm=llm, backend=backend, batch_size=batch_size, device=device,
-        cache_dir=cache_dir,
+        baseline=baseline, cache_dir=cache_dir,
+        llm=None if llm is None else LLMConfig(llm, backend=backend, batch_size=batch_size,
+                                               device=device),
     )
     if per_query is not None:
         write_per_query(report, per_query)

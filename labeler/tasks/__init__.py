@@ -1,0 +1,25 @@
+"""Tasks: one module per labelling method on the shared `Task` base.
+
+`TASKS` is the one list of artifact kinds; each kind has `schemas/<name>.schema.json` and
+`cards/<name>.md.j2`. Task modules are imported only when used.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from labeler.errors import UnknownNameError
+
+#: artifact kind -> "module:class"; imported only when asked for.
+TASKS = {"utility": "labeler.tasks.utility:UtilityTask"}
+
+
+def load_task(name: str):
+    """The Task class of artifact kind `name`; UnknownNameError listing the kinds if none."""
+    if name not in TASKS:
+        raise UnknownNameError("artifact", name, sorted(TASKS))
+    module, attr = TASKS[name].split(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+__all__ = ["TASKS", "load_task"]

@@ -3,24 +3,24 @@
 Passage d is gold utilitarian for LLM L on query q iff L answers q correctly given d alone and
 incorrectly with no passage:  u(q, d) = 1[has_answer(L(q, d)) > has_answer(L(q, ∅))].
 Answers are greedy and chat-templated with the paper's two prompts; correctness is DPR-style
-`has_answer` against the gold answers.
-
-`label` asks the backend in one batched `generate` per kind of prompt (closed-book, one passage,
-all passages, the utilitarian passages, the human gold passages) and returns the records of
-schemas/utility.schema.json with the statistics of the paper's Table 3 (see `statistics`).
+`has_answer` against the gold answers. Each record also keeps L's answers with all candidates,
+with the utilitarian ones only and with the human gold ones only (the paper's Table 3).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
+
+import polars as pl
 
 from labeler.errors import InputError
-from labeler.llm.base import Backend, Chat, LoglikelihoodRequest, Sampling, chat
+from labeler.llm.base import Chat, LoglikelihoodRequest, Sampling, chat
 from labeler.metrics import has_answer
-from labeler.progress import info
 from labeler.retrieval import Candidate
-from labeler.sources import Passage, Query
+from labeler.sources import Passage, Query, Source
+from labeler.tasks.base import Calls, Shard, Task, TaskConfig
 
 #: The paper's closed-book prompt, L(q, ∅).
 CLOSED_BOOK = (
@@ -35,15 +35,14 @@ WITH_PASSAGE = (
 )
 PROMPT_TEMPLATES = {"closed_book": CLOSED_BOOK, "with_passage": WITH_PASSAGE}
 #: Greedy decoding; answers are "one or few words", so 32 new tokens is ample.
-SAMPLING = Sampling(temperature=0.0, max_tokens=32)
+ANSWER = Sampling(temperature=0.0, max_tokens=32)
 
 
-@dataclass
-class Labels:
-    """What `label` returns: one record per query and the build's statistics."""
+@dataclass(frozen=True)
+class UtilityConfig(TaskConfig):
+    """The utility task's config."""
 
-    records: list[dict]
-    stats: dict
+    with_likelihood: bool = False  # also record log P(first gold answer | q, d) per candidate
 
 
 def closed_book_prompt(question: str) -> Chat:
@@ -57,117 +56,113 @@ def passage_prompt(question: str, passages: Sequence[Passage]) -> Chat:
     return chat(WITH_PASSAGE.format(passage=information, question=question))
 
 
-def label(
-    backend: Backend,
-    queries: Sequence[Query],
-    pools: dict[str, list[Candidate]],
-    *,
-    llm: str,
-    pool: str,
-    with_likelihood: bool = False,
-) -> Labels:
-    """Label every candidate of every query's pool for `backend`; statistics included.
+class UtilityTask(Task):
+    """Label every candidate of every query's pool as gold utilitarian for one LLM, or not."""
 
-    `llm` and `pool` are recorded in each record. With `with_likelihood`, each candidate also
-    gets log P(first gold answer | q, d) (the assistant reply to the with-passage prompt).
-    """
-    for q in queries:
-        if not q.answers:
-            raise InputError(f"query {q.qid!r} has no gold answer to check outputs against",
-                             field_name="answers")
-    ask = _Asker(backend)
-    closed = ask([closed_book_prompt(q.question) for q in queries], "closed-book answers")
-    pairs = [(q, c) for q in queries for c in pools.get(q.qid, [])]
-    answers = ask([passage_prompt(q.question, [c.passage]) for q, c in pairs], "one-passage answers")
-    likelihoods = _likelihoods(backend, pairs) if with_likelihood else None
-
-    records = []
-    start = 0
-    for q, closed_answer in zip(queries, closed):
-        candidates = pools.get(q.qid, [])
-        span = range(start, start + len(candidates))
-        start += len(candidates)
-        records.append(
-            _record(q, closed_answer, candidates, [answers[i] for i in span],
-                    None if likelihoods is None else [likelihoods[i] for i in span],
-                    llm=llm, pool=pool)
-        )
-
-    rag = _rag_correct(ask, queries, pools, records)
-    return Labels(records, statistics(records, pools, rag))
-
-
-def statistics(
-    records: Sequence[dict], pools: dict[str, list[Candidate]], rag: dict[str, list[bool]]
-) -> dict:
-    """The paper's Table 3 rows for one build, computed from the labelled records.
-
-    - `queries`: number of records; `candidates`: candidate passages labelled in all.
-    - `known_share`: share of queries whose closed-book answer is correct (known = true).
-    - `mean_utilitarian`: mean over all queries of |utility_pids| (known queries count 0).
-    - `utilitarian_query_share`: share of queries with at least one utilitarian passage.
-    - `human_gold_in_pool`: candidates that are human gold passages (`Candidate.gold`: same pid
-      or same text as one, retrieved or added by the pool);
-      `human_gold_utilitarian_share`: the share of those with utility = 1 (None if there are
-      none: a pool without the human gold, e.g. `rp` missing them, or a dataset without them).
-    - `accuracy_no_passage`: RAG accuracy with no passage = share of correct closed-book answers.
-    - `accuracy_all`: accuracy with all of a query's candidates in one Information block (rank
-      order); a query with an empty pool is answered with no passage.
-    - `accuracy_utilitarian`: accuracy with only the query's gold utilitarian passages together;
-      a query with none (every known query, and unknown queries no passage helps) is answered
-      with no passage, i.e. its closed-book answer counts.
-    - `accuracy_human_gold`: accuracy with only the query's human gold passages together, over
-      the `human_gold_queries` queries that have any (None if no query has them).
-
-    `rag` holds per-query correctness of the three evidence settings, keyed "all",
-    "utilitarian" and "human_gold" (the last over the queries with human gold only).
-    """
-    n = len(records)
-    gold_labels = [
-        row["utility"]
-        for r in records
-        for row, candidate in zip(r["candidates"], pools.get(r["qid"], []))
-        if candidate.gold
-    ]
-    return {
-        "queries": n,
-        "candidates": sum(len(r["candidates"]) for r in records),
-        "known_share": _mean(r["known"] for r in records),
-        "mean_utilitarian": _mean(len(r["utility_pids"]) for r in records),
-        "utilitarian_query_share": _mean(bool(r["utility_pids"]) for r in records),
-        "human_gold_in_pool": len(gold_labels),
-        "human_gold_utilitarian_share": _mean(gold_labels),
-        "accuracy_no_passage": _mean(r["known"] for r in records),
-        "accuracy_all": _mean(rag["all"]),
-        "accuracy_utilitarian": _mean(rag["utilitarian"]),
-        "human_gold_queries": len(rag["human_gold"]),
-        "accuracy_human_gold": _mean(rag["human_gold"]),
+    name = "utility"
+    Config = UtilityConfig
+    prompts = PROMPT_TEMPLATES
+    decoding: ClassVar[dict[str, Sampling]] = {"answer": ANSWER}
+    rows = (
+        ("queries", "queries", "count"),
+        ("candidates", "candidate passages labelled", "count"),
+        ("known_share", "known (closed-book correct)", "share"),
+        ("mean_utilitarian", "gold utilitarian passages / query", "mean"),
+        ("utilitarian_query_share", "queries with a utilitarian passage", "share"),
+        ("human_gold_in_pool", "human gold passages in the pools", "count"),
+        ("human_gold_utilitarian_share", "human gold passages that are utilitarian", "share"),
+        ("accuracy_no_passage", "RAG accuracy: no passage", "share"),
+        ("accuracy_all", "RAG accuracy: all candidates together", "share"),
+        ("accuracy_utilitarian", "RAG accuracy: gold utilitarian only", "share"),
+        ("accuracy_human_gold", "RAG accuracy: human gold only", "share"),
+    )
+    metadata: ClassVar[dict] = {
+        "pretty_name": "LLM-specific gold utilitarian passages",
+        "task_categories": ["question-answering", "text-retrieval"],
+        "tags": ["rag", "retrieval-augmented-generation", "passage-utility",
+                 "llm-specific-utility", "labeler"],
     }
 
+    def check(self, source: Source) -> None:
+        for q in source.queries:
+            if not q.answers:
+                raise InputError(f"query {q.qid!r} has no gold answer to check outputs against",
+                                 field_name="answers")
 
-class _Asker:
-    """Batched greedy answers; a prompt already asked in this build is not sent again."""
+    def label(self, llm: Calls, shard: Shard) -> list[dict]:
+        """Closed-book, one-passage, all-passage, utilitarian and human-gold answers, each kind
+        in one batched call; with `with_likelihood`, log P(first gold answer | q, d) too."""
+        queries, pools = shard.queries, shard.pools
+        closed = _answers(llm, [closed_book_prompt(q.question) for q in queries],
+                          "closed-book answers")
+        pairs = [(q, c) for q in queries for c in pools[q.qid]]
+        one = _answers(llm, [passage_prompt(q.question, [c.passage]) for q, c in pairs],
+                       "one-passage answers")
+        likelihoods = None
+        if self.config.with_likelihood:
+            likelihoods = llm.loglikelihood(
+                [LoglikelihoodRequest(passage_prompt(q.question, [c.passage]), q.answers[0])
+                 for q, c in pairs], "answer likelihoods")
+        records, start = [], 0
+        for q, closed_answer in zip(queries, closed):
+            span = slice(start, start + len(pools[q.qid]))
+            start = span.stop
+            records.append(_record(q, closed_answer, pools[q.qid], one[span],
+                                   None if likelihoods is None else likelihoods[span],
+                                   llm=llm.alias, pool=self.config.pool))
+        _add_rag(llm, queries, pools, records)
+        return records
 
-    def __init__(self, backend: Backend) -> None:
-        self.backend = backend
-        self.seen: dict[Chat, str] = {}
+    @staticmethod
+    def statistics(records: Iterable[dict]) -> dict:
+        """The paper's Table 3 rows, from the records alone.
 
-    def __call__(self, prompts: list[Chat], what: str) -> list[str]:
-        new = list(dict.fromkeys(p for p in prompts if p not in self.seen))
-        if new:
-            info(f"{what}: {len(new)} prompts")
-            outputs = self.backend.generate(new, SAMPLING)
-            self.seen.update((p, out[0].strip()) for p, out in zip(new, outputs))
-        return [self.seen[p] for p in prompts]
+        - `queries`, `candidates`: records, and candidates labelled in all.
+        - `known_share` = `accuracy_no_passage`: share of queries answered right closed-book.
+        - `mean_utilitarian`: mean |utility_pids| over all queries (known ones count 0);
+          `utilitarian_query_share`: share of queries with at least one.
+        - `human_gold_in_pool`: candidates that are human gold (`gold`);
+          `human_gold_utilitarian_share`: the share of those with utility 1 (None if none).
+        - `accuracy_all`, `accuracy_utilitarian`: share of `rag.all.correct`,
+          `rag.utilitarian.correct` (a query without candidates, or without utilitarian ones,
+          was asked closed-book).
+        - `accuracy_human_gold`: share of `rag.human_gold.correct` over the
+          `human_gold_queries` records that have it (None if none).
+        """
+        frame = pl.DataFrame(
+            [_stat_row(r) for r in records],
+            schema={"known": pl.Boolean, "candidates": pl.Int64, "utilitarian": pl.Int64,
+                    "gold": pl.Int64, "gold_utilitarian": pl.Int64, "all": pl.Boolean,
+                    "useful": pl.Boolean, "human_gold": pl.Boolean},
+            orient="row",
+        )
+        row = frame.select(
+            queries=pl.len(),
+            candidates=pl.col("candidates").sum(),
+            known_share=pl.col("known").mean(),
+            mean_utilitarian=pl.col("utilitarian").mean(),
+            utilitarian_query_share=(pl.col("utilitarian") > 0).mean(),
+            human_gold_in_pool=pl.col("gold").sum(),
+            human_gold_utilitarian_share=pl.col("gold_utilitarian").sum()
+            / pl.col("gold").sum().replace(0, None),
+            accuracy_no_passage=pl.col("known").mean(),
+            accuracy_all=pl.col("all").mean(),
+            accuracy_utilitarian=pl.col("useful").mean(),
+            human_gold_queries=pl.col("human_gold").count(),
+            accuracy_human_gold=pl.col("human_gold").mean(),
+        ).row(0, named=True)
+        return {k: (float(v) if isinstance(v, float) else v) for k, v in row.items()}
+
+    @staticmethod
+    def reference(record: dict) -> tuple[dict[str, int], list[str]]:
+        """Each candidate's `utility` is its label; `utility_pids` is the gold set."""
+        labels = {c["pid"]: c["utility"] for c in record["candidates"]}
+        labels.update(dict.fromkeys(record["utility_pids"], 1))
+        return labels, record["utility_pids"]
 
 
-def _likelihoods(backend: Backend, pairs: list[tuple[Query, Candidate]]) -> list[float]:
-    """log P(first gold answer | q, d) per pair, in one batched call."""
-    info(f"answer likelihoods: {len(pairs)} requests")
-    return backend.loglikelihood(
-        [LoglikelihoodRequest(passage_prompt(q.question, [c.passage]), q.answers[0])
-         for q, c in pairs]
-    )
+def _answers(llm: Calls, prompts: list[Chat], what: str) -> list[str]:
+    return [out[0].strip() for out in llm.generate(prompts, ANSWER, what)]
 
 
 def _record(q: Query, closed_answer: str, candidates: list[Candidate], answers: list[str],
@@ -182,6 +177,7 @@ def _record(q: Query, closed_answer: str, candidates: list[Candidate], answers: 
             "text": c.passage.text,
             "source": c.source,
             "rank": c.rank,
+            "gold": c.gold,
             "answer": answer,
             "correct": correct,
             "utility": int(correct and not known),
@@ -202,31 +198,39 @@ def _record(q: Query, closed_answer: str, candidates: list[Candidate], answers: 
     }
 
 
-def _rag_correct(ask: _Asker, queries: Sequence[Query], pools: dict[str, list[Candidate]],
-                 records: list[dict]) -> dict[str, list[bool]]:
-    """Per-query correctness with all candidates, the utilitarian ones, the human gold ones."""
+def _add_rag(llm: Calls, queries: Sequence[Query], pools: dict[str, list[Candidate]],
+             records: list[dict]) -> None:
+    """`rag` of each record: the answer and its correctness with all candidates, with the
+    utilitarian ones, and with the human gold ones (null for a query without)."""
     def evidence_prompt(q: Query, passages: list[Passage]) -> Chat:
         return passage_prompt(q.question, passages) if passages else closed_book_prompt(q.question)
 
     all_prompts, util_prompts = [], []
     for q, r in zip(queries, records):
-        passages = [c.passage for c in pools.get(q.qid, [])]
+        passages = [c.passage for c in pools[q.qid]]
         useful = set(r["utility_pids"])
         all_prompts.append(evidence_prompt(q, passages))
         util_prompts.append(evidence_prompt(q, [p for p in passages if p.pid in useful]))
     gold = [q for q in queries if q.gold]
-    gold_prompts = [passage_prompt(q.question, q.gold) for q in gold]
-    return {
-        "all": _correct(ask(all_prompts, "all-passage answers"), queries),
-        "utilitarian": _correct(ask(util_prompts, "utilitarian-passage answers"), queries),
-        "human_gold": _correct(ask(gold_prompts, "human-gold answers"), gold),
+    answers = {
+        "all": dict(zip((q.qid for q in queries),
+                        _answers(llm, all_prompts, "all-passage answers"))),
+        "utilitarian": dict(zip((q.qid for q in queries),
+                                _answers(llm, util_prompts, "utilitarian-passage answers"))),
+        "human_gold": dict(zip((q.qid for q in gold), _answers(
+            llm, [passage_prompt(q.question, q.gold) for q in gold], "human-gold answers"))),
     }
+    for q, r in zip(queries, records):
+        r["rag"] = {
+            setting: {"answer": by_qid[q.qid], "correct": has_answer(by_qid[q.qid], q.answers)}
+            if q.qid in by_qid else None
+            for setting, by_qid in answers.items()
+        }
 
 
-def _correct(outputs: list[str], queries: Iterable[Query]) -> list[bool]:
-    return [has_answer(out, q.answers) for out, q in zip(outputs, queries)]
-
-
-def _mean(values: Iterable[float | bool | int]) -> float | None:
-    values = list(values)
-    return sum(values) / len(values) if values else None
+def _stat_row(record: dict) -> tuple:
+    gold = [c["utility"] for c in record["candidates"] if c["gold"]]
+    rag = record["rag"]
+    return (record["known"], len(record["candidates"]), len(record["utility_pids"]), len(gold),
+            sum(gold), rag["all"]["correct"], rag["utilitarian"]["correct"],
+            None if rag["human_gold"] is None else rag["human_gold"]["correct"])

@@ -1,0 +1,38 @@
+"""How to load one LLM: the config `labeler build` and `labeler score --llm` share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from labeler.errors import InputError
+from labeler.llm.base import Backend
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    """One model and how it runs; what changes answers is also in the call cache's keys."""
+
+    name: str  # alias, HF repo id, local folder or .gguf file
+    backend: str = "hf"  # hf | vllm
+    batch_size: int | None = None  # None: the backend's default (hf 8 rows, vllm 256 requests)
+    device: str | None = None  # e.g. cpu, cuda:0; None: the best available
+
+    def __post_init__(self) -> None:
+        if self.batch_size is not None and self.batch_size < 1:
+            raise InputError(f"batch size must be at least 1, got {self.batch_size}",
+                             field_name="batch_size")
+
+    def load(self, cache_dir: str | Path | None = None) -> Backend:
+        """The loaded model behind the persistent call cache (loaded once per process)."""
+        from labeler.llm import load_backend
+
+        return load_backend(self.name, backend=self.backend, batch_size=self.batch_size,
+                            device=self.device, cache_dir=cache_dir)
+
+    def describe(self) -> dict:
+        """The config for a published manifest: a local model by its file or folder name."""
+        from labeler.llm.models import resolve_model
+
+        return {"model": resolve_model(self.name).identity, "backend": self.backend,
+                "batch_size": self.batch_size, "device": self.device}

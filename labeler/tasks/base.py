@@ -1,0 +1,161 @@
+"""The task seam: what every labelling method shares, so that a method module only says what
+to ask the LLM and how to read its answers.
+
+A task has a config (a `TaskConfig` dataclass), named prompt templates and decoding settings,
+checks that fail before any LLM work, `label(llm, shard) -> records`, `statistics(records)` (a
+pure function of what it wrote), the rows `labeler build` shows, its card metadata, and how
+`labeler score` reads one of its records as a reference. The base owns the LLM calls:
+batched, each distinct request asked once per shard, with a status line per kind of call.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar
+
+from labeler.errors import InputError
+from labeler.llm.base import Backend, Chat, ChoiceRequest, LoglikelihoodRequest, Sampling
+from labeler.progress import info
+from labeler.retrieval import POOLS, Candidate
+from labeler.sources import Query, Source
+
+
+@dataclass(frozen=True)
+class TaskConfig:
+    """What every task is given: the data and how its candidate pools are made."""
+
+    dataset: str  # source name: nq-sample, nq, ..., or jsonl:PATH
+    corpus: str | None = None  # FlashRAG-format corpus replacing the source's own
+    limit: int | None = None  # only the first N queries
+    pool: str = "rp"  # rp: top-k retrieved; hgp: human gold; mcp: both
+    k: int = 20  # retrieved passages per query
+    run: str | None = None  # TREC or JSONL run file used instead of retrieval
+    encoder: str | None = None  # dense retriever for rp (default: bge-m3, offline minilm)
+
+    def __post_init__(self) -> None:
+        if self.pool not in POOLS:
+            raise InputError(f"unknown pool '{self.pool}' (use one of {', '.join(POOLS)})",
+                             field_name="pool")
+        if self.k < 1:
+            raise InputError(f"k must be at least 1, got {self.k}", field_name="k")
+        if self.limit is not None and self.limit < 1:
+            raise InputError(f"limit must be at least 1, got {self.limit}", field_name="limit")
+
+    @classmethod
+    def from_options(cls, **options: Any) -> TaskConfig:
+        """The config from command options; an option this task does not take must be unset
+        (None or False), else InputError names it."""
+        names = {f.name for f in fields(cls)}
+        for name, value in options.items():
+            if name not in names and value not in (None, False):
+                raise InputError(f"--{name.replace('_', '-')} does not apply to this artifact",
+                                 field_name=name)
+        return cls(**{k: str(v) if k in ("corpus", "run") and v is not None else v
+                      for k, v in options.items() if k in names})
+
+
+@dataclass(frozen=True)
+class Shard:
+    """A slice of the queries with their candidate pools: the unit of resumption and work."""
+
+    index: int  # 0-based, in query order
+    queries: tuple[Query, ...]
+    pools: dict[str, list[Candidate]]  # qid -> candidates, for this shard's queries
+
+
+def make_shards(queries: Sequence[Query], pools: dict[str, list[Candidate]],
+                size: int) -> list[Shard]:
+    """`queries` in order, `size` per shard (the last may be shorter)."""
+    if size < 1:
+        raise InputError(f"shard size must be at least 1, got {size}", field_name="shard_size")
+    return [
+        Shard(i, tuple(part), {q.qid: pools.get(q.qid, []) for q in part})
+        for i, part in enumerate(queries[s:s + size] for s in range(0, len(queries), size))
+    ]
+
+
+class Calls:
+    """One model's calls for one shard: batched, and a request already made is not sent again
+    (the persistent call cache does the same across runs; this also serves uncached backends)."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+        self.alias = backend.alias
+        self._seen: dict[Hashable, Any] = {}
+
+    def generate(self, prompts: list[Chat], sampling: Sampling, what: str) -> list[list[str]]:
+        """`sampling.n` completions per prompt, in one batched call."""
+        return self._ask(prompts, ("generate", sampling), what,
+                         lambda new: self.backend.generate(new, sampling))
+
+    def loglikelihood(self, requests: list[LoglikelihoodRequest], what: str) -> list[float]:
+        """log P(continuation | context) per request, in one batched call."""
+        return self._ask(requests, ("loglikelihood",), what, self.backend.loglikelihood)
+
+    def choice_probs(self, requests: list[ChoiceRequest], what: str) -> list[dict[str, float]]:
+        """Next-token probability of each choice per request, in one batched call."""
+        return self._ask(requests, ("choice_probs",), what, self.backend.choice_probs)
+
+    def _ask(self, requests: list, op: tuple, what: str, compute) -> list:
+        keys = [(op, r) for r in requests]
+        new = list(dict.fromkeys(k for k in keys if k not in self._seen))
+        if new:
+            info(f"{what}: {len(new)} requests")
+            self._seen.update(zip(new, compute([r for _, r in new])))
+        return [self._seen[k] for k in keys]
+
+
+class Task(ABC):
+    """One labelling method. Subclasses set the class attributes and implement `label`,
+    `statistics` and, if their records can be scored against, `reference`."""
+
+    #: artifact kind: the folder name, schemas/<name>.schema.json, cards/<name>.md.j2
+    name: ClassVar[str]
+    #: the config dataclass this task takes
+    Config: ClassVar[type[TaskConfig]] = TaskConfig
+    #: prompt templates by name (their text and sha256 go into the manifest)
+    prompts: ClassVar[dict[str, str]] = {}
+    #: decoding settings by name (a task may sample with one and score with another)
+    decoding: ClassVar[dict[str, Sampling]] = {}
+    #: (statistics key, row label, "count" | "share" | "mean") for the `labeler build` table
+    rows: ClassVar[tuple[tuple[str, str, str], ...]] = ()
+    #: Hub card metadata: pretty_name, task_categories, tags
+    metadata: ClassVar[dict] = {}
+
+    def __init__(self, config: TaskConfig) -> None:
+        if not isinstance(config, self.Config):
+            raise TypeError(f"{type(self).__name__} takes a {self.Config.__name__}")
+        self.config = config
+
+    def check(self, source: Source) -> None:
+        """Raise InputError for data this task cannot label, before any LLM work."""
+
+    def run(self, backend: Backend, shard: Shard) -> list[dict]:
+        """The records of one shard, one per query in order, through the base's calls."""
+        return self.label(Calls(backend), shard)
+
+    @abstractmethod
+    def label(self, llm: Calls, shard: Shard) -> list[dict]:
+        """One record per query of `shard`, in order, matching schemas/<name>.schema.json."""
+
+    @staticmethod
+    @abstractmethod
+    def statistics(records: Iterable[dict]) -> dict:
+        """The build's statistics, computed from the written records alone."""
+
+    @staticmethod
+    def reference(record: dict) -> tuple[dict[str, int], list[str]]:
+        """How `labeler score` reads a record: ({pid: label} over the judged candidates, the
+        gold set). Tasks whose records are no reference leave this refusing."""
+        raise InputError("these records carry no relevance labels to score against")
+
+    def manifest(self) -> dict:
+        """The task's part of the manifest: templates, decoding settings, seed."""
+        seeds = {s.seed for s in self.decoding.values()} - {None}
+        return {
+            "prompt_templates": dict(self.prompts),
+            "sampling": {name: s.key() for name, s in self.decoding.items()},
+            "seed": min(seeds) if seeds else None,
+        }
