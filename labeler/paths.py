@@ -10,16 +10,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
+from labeler import settings
+
 
 def cache_root(cache_dir: str | Path | None = None) -> Path:
-    """The cache folder: `cache_dir` (--cache-dir), else $LABELER_CACHE_DIR, else the per-user
-    cache ($XDG_CACHE_HOME/labeler, default ~/.cache/labeler). Created if missing."""
-    if cache_dir is None:
-        cache_dir = os.environ.get("LABELER_CACHE_DIR") or None
-    if cache_dir is None:
-        base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-        cache_dir = Path(base) / "labeler"
-    root = Path(cache_dir).expanduser()
+    """The cache folder: `cache_dir` (--cache-dir), else `settings.cache_dir()`
+    ($LABELER_CACHE_DIR, else $XDG_CACHE_HOME/labeler, else ~/.cache/labeler). Created if
+    missing."""
+    root = settings.cache_dir() if cache_dir is None else Path(cache_dir).expanduser()
     root.mkdir(parents=True, exist_ok=True)
     return root
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -19,24 +18,16 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from labeler import settings
+
 T = TypeVar("T")
 
 #: Progress, hints and logs go to stderr so stdout stays clean for results and --json.
 stderr = Console(stderr=True)
 
 
-def quiet() -> bool:
-    """True when progress is switched off (`--quiet` sets LABELER_QUIET=1)."""
-    return os.environ.get("LABELER_QUIET") == "1"
-
-
-def verbose() -> bool:
-    """True when `--verbose` asked for per-stage detail."""
-    return os.environ.get("LABELER_VERBOSE") == "1"
-
-
 def _enabled() -> bool:
-    return not quiet() and sys.stderr.isatty()
+    return not settings.quiet() and sys.stderr.isatty()
 
 
 @contextmanager
@@ -72,5 +63,5 @@ def track(items: Iterable[T], description: str, total: int | None = None) -> Ite
 
 def info(message: str) -> None:
     """A hint or status line on stderr (suppressed by --quiet)."""
-    if not quiet():
+    if not settings.quiet():
         stderr.print(message)

@@ -34,9 +34,11 @@ def _offline_and_isolated(tmp_path, monkeypatch):
     monkeypatch.setenv("LABELER_CACHE_DIR", str(tmp_path / "labeler-cache"))
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
     monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf-datasets"))
-    # --quiet / --verbose set these in-process; never let one CLI test leak into the next.
+    # --quiet / --verbose / --debug set these in-process (labeler.settings.apply_flags);
+    # never let one CLI test leak into the next.
     monkeypatch.delenv("LABELER_QUIET", raising=False)
     monkeypatch.delenv("LABELER_VERBOSE", raising=False)
+    monkeypatch.delenv("LABELER_DEBUG", raising=False)
 
 
 @pytest.fixture(scope="session")

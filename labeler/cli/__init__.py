@@ -5,10 +5,11 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import traceback
 
 import click
 
-from labeler import __version__
+from labeler import __version__, settings
 from labeler.errors import LabelerError
 
 # torch's OpenMP threads busy-wait between ops by default; on a few shared CPU cores that made
@@ -45,19 +46,18 @@ class LazyGroup(click.Group):
 @click.version_option(__version__, prog_name="labeler")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars or hints.")
 @click.option("-v", "--verbose", is_flag=True, help="More detail on stderr.")
-@click.option("--debug", is_flag=True, envvar="LABELER_DEBUG", help="Show tracebacks.")
-@click.pass_context
-def cli(ctx: click.Context, quiet: bool, verbose: bool, debug: bool) -> None:
+@click.option("--debug", is_flag=True, help="Show the full traceback of an error.")
+def cli(quiet: bool, verbose: bool, debug: bool) -> None:
     """Turn LLM behaviour into versioned, publishable RAG label datasets."""
-    if quiet:
-        os.environ["LABELER_QUIET"] = "1"
-    if verbose:
-        os.environ["LABELER_VERBOSE"] = "1"
-    ctx.obj = {"debug": debug}
+    settings.apply_flags(debug=debug, quiet=quiet, verbose=verbose)
 
 
 def main() -> None:
-    """Console entry point: every `LabelerError` becomes one line on stderr and exit 1."""
+    """Console entry point: every `LabelerError` becomes one line on stderr and exit 1.
+
+    With --debug (or LABELER_DEBUG=1) its full traceback comes first. Any other exception is
+    a bug and is never hidden: Python prints its traceback and exits 1.
+    """
     try:
         code = cli.main(standalone_mode=False)
         if isinstance(code, int) and code:  # non-standalone click returns ctx.exit(n)'s n
@@ -71,7 +71,7 @@ def main() -> None:
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except LabelerError as exc:
-        if os.environ.get("LABELER_DEBUG"):
-            raise
+        if settings.debug():
+            traceback.print_exc()
         click.echo(f"error: {exc.line()}", err=True)
         sys.exit(1)

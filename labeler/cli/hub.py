@@ -34,7 +34,7 @@ def push(folders, repo, out, private, dry_run) -> None:
     root card's diff is shown too.
     """
     from labeler.hub import push as push_versions
-    from labeler.progress import verbose
+    from labeler.settings import verbose
 
     result = push_versions(
         list(folders) or None, repo=repo, out=out, private=private, dry_run=dry_run

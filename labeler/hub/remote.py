@@ -9,7 +9,6 @@ into request headers by huggingface_hub itself.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -36,6 +35,7 @@ from huggingface_hub.utils import (
     hf_raise_for_status,
 )
 
+from labeler import settings
 from labeler.errors import HubError, LabelerError
 from labeler.hub.layout import git_blob_oid
 from labeler.paths import file_sha256
@@ -43,7 +43,6 @@ from labeler.progress import info
 
 T = TypeVar("T")
 ATTEMPTS = 5
-BACKOFF_ENV = "LABELER_HUB_BACKOFF"
 _NETWORK = (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError)
 
 
@@ -220,7 +219,7 @@ def retry(call: Callable[[], T], what: str) -> T:
 
 def backoff(attempt: int) -> float:
     """Seconds before try `attempt + 1`: $LABELER_HUB_BACKOFF × 2^(attempt-1), at most 30."""
-    return min(float(os.environ.get(BACKOFF_ENV, "1")) * 2 ** (attempt - 1), 30.0)
+    return min(settings.hub_backoff() * 2 ** (attempt - 1), 30.0)
 
 
 def transient(exc: BaseException | None) -> bool:

@@ -8,7 +8,6 @@ fallback), or any HF repo id / local folder FlagEmbedding can load.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from labeler import settings
 from labeler.errors import InputError, MissingDependencyError, ModelLoadError
 from labeler.paths import atomic_file, cache_root
 from labeler.progress import info, progress_bar
@@ -158,7 +158,7 @@ def _load(name: str) -> Encoder:
 
     model_id = ENCODERS.get(name, name)
     path = _bundled_minilm() if name == FALLBACK_ENCODER else model_id
-    if _offline() and not Path(path).exists() and not _cached(model_id):
+    if settings.offline() and not Path(path).exists() and not _cached(model_id):
         raise ModelLoadError(model_id, "not in the local Hugging Face cache and HF_HUB_OFFLINE is set")
     device = "cuda:0" if torch.cuda.is_available() else "cpu"
     known = Path(model_id).name.lower() in AUTO_EMBEDDER_MAPPING
@@ -173,10 +173,6 @@ def _load(name: str) -> Encoder:
     embedder.model.to(device).eval()
     pooling = "m3-dense" if type(embedder).__name__ == "BGEM3FlagModel" else embedder.pooling_method
     return Encoder(name=name, model_id=model_id, pooling=pooling, embedder=embedder, device=device)
-
-
-def _offline() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
 
 
 def _cached(repo: str) -> bool:

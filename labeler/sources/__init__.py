@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from labeler.errors import UnknownNameError
+from labeler.errors import InputError, UnknownNameError
 
 __all__ = ["SOURCES", "Corpus", "Passage", "Query", "Source", "available", "load_source"]
 
@@ -76,6 +77,18 @@ class Source:
     revision: str  # pins the data: sha256 of bundled/local files, or the Hub commit
     queries: list[Query]
     corpus: Corpus | None  # None: no passages to retrieve from (pass --corpus)
+    # The licence the data's authors release it under, as a Hub licence id ("cc-by-sa-3.0",
+    # "apache-2.0", ...; "other": their own terms; "unknown": nobody has said). Each adapter
+    # declares its own; published cards take it from here.
+    license: str = field(default="unknown", kw_only=True)
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"[a-z0-9][a-z0-9.+-]*", self.license):
+            raise InputError(
+                f"licence {self.license!r} is not a Hugging Face Hub licence id",
+                field_name="license",
+                hint="use one like cc-by-sa-4.0, apache-2.0, mit, other or unknown",
+            )
 
 
 #: dataset name -> "module:function(limit) -> Source"; imported only when used.

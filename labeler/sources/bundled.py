@@ -13,6 +13,9 @@ from labeler.paths import file_sha256
 from labeler.sources import Corpus, Passage, Query, Source
 
 _FILES = ("queries.jsonl.gz", "corpus.jsonl.gz")
+#: labeler/data/nq_sample/LICENSE: the derived files are distributed under CC BY-SA 3.0
+#: (NQ-open and the Wikipedia passages are CC BY-SA 3.0).
+LICENSE = "cc-by-sa-3.0"
 
 
 def load_nq_sample(*, limit: int | None = None) -> Source:
@@ -23,7 +26,7 @@ def load_nq_sample(*, limit: int | None = None) -> Source:
         Query(r["qid"], r["question"], r["answers"], [corpus[pid] for pid in r["gold_pids"]])
         for r in _read(folder / _FILES[0])
     ][:limit]
-    return Source("nq-sample", _revision(folder), queries, corpus)
+    return Source("nq-sample", _revision(folder), queries, corpus, license=LICENSE)
 
 
 def _read(path: Path) -> list[dict]:

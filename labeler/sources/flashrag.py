@@ -18,6 +18,9 @@ from labeler.sources.hubload import head, load_hub
 
 #: 2WikiMultihopQA dev in FlashRAG's benchmark collection (queries and answers only).
 TWOWIKI = ("RUC-NLPIR/FlashRAG_datasets", "2wikimultihopqa/dev.jsonl")
+#: 2WikiMultihopQA's own licence, Apache-2.0 (Alab-NII/2wikimultihop LICENSE); the cc-by-sa-4.0
+#: on FlashRAG_datasets' card is the collection's.
+TWOWIKI_LICENSE = "apache-2.0"
 
 
 def load_jsonl(path: str | Path, *, limit: int | None = None) -> Source:
@@ -31,15 +34,17 @@ def load_jsonl(path: str | Path, *, limit: int | None = None) -> Source:
     if not queries:
         raise InputError("no queries in the file", str(path))
     revision = file_sha256(path)
-    return Source(f"jsonl:{path}", revision, queries, None)
+    return Source(f"jsonl:{path}", revision, queries, None, license="unknown")  # a user's file
 
 
 def load_2wiki(*, limit: int | None = None) -> Source:
     """2WikiMultihopQA dev (FlashRAG layout) from the Hub; retrieval pools need --corpus."""
     repo, data_file = TWOWIKI
     dataset, revision = load_hub(repo, split="dev", data_files=data_file)
-    return from_dataset(dataset, name="2wiki", revision=revision, where=f"{repo}/{data_file}",
-                        limit=limit)
+    source = from_dataset(dataset, name="2wiki", revision=revision, where=f"{repo}/{data_file}",
+                          limit=limit)
+    source.license = TWOWIKI_LICENSE
+    return source
 
 
 def from_dataset(dataset, *, name: str, revision: str, where: str,

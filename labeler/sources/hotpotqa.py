@@ -8,16 +8,19 @@ from labeler.sources import Corpus, Passage, Query, Source
 from labeler.sources.hubload import head, load_hub
 
 HUB = ("hotpotqa/hotpot_qa", "distractor", "validation")
+#: HotpotQA is CC BY-SA 4.0 (hotpotqa.github.io; the Hub card says the same).
+LICENSE = "cc-by-sa-4.0"
 
 
 def load_hotpotqa(*, limit: int | None = None) -> Source:
     """HotpotQA distractor validation from the Hub."""
     repo, config, split = HUB
     dataset, revision = load_hub(repo, config=config, split=split)
-    return from_dataset(dataset, name="hotpotqa", revision=revision, limit=limit)
+    return from_dataset(dataset, name="hotpotqa", revision=revision, license=LICENSE, limit=limit)
 
 
-def from_dataset(dataset, *, name: str, revision: str, limit: int | None = None) -> Source:
+def from_dataset(dataset, *, name: str, revision: str, license: str = "unknown",
+                 limit: int | None = None) -> Source:
     """HotpotQA-layout rows (`context{title,sentences}`, `supporting_facts{title,sent_id}`)."""
     queries, pool = [], {}
     for row in head(dataset, limit):
@@ -29,4 +32,4 @@ def from_dataset(dataset, *, name: str, revision: str, limit: int | None = None)
         supporting = dict.fromkeys(row["supporting_facts"]["title"])
         gold = [paragraphs[t] for t in supporting if t in paragraphs]
         queries.append(Query(str(row["id"]), row["question"], [row["answer"]], gold))
-    return Source(name, revision, queries, Corpus(list(pool.values())))
+    return Source(name, revision, queries, Corpus(list(pool.values())), license=license)

@@ -10,13 +10,16 @@ from labeler.sources.hubload import load_hub, rows
 HUB = ("microsoft/ms_marco", "v1.1", "validation")
 FACTOID = ("LOCATION", "NUMERIC", "PERSON", "ENTITY")
 NO_ANSWER = "No Answer Present."
+#: MS MARCO's own terms (non-commercial research use only); its Hub card declares no licence.
+LICENSE = "other"
 
 
 def load_msmarco_fqa(*, limit: int | None = None) -> Source:
     """The factoid subset of MS MARCO v1.1 validation from the Hub."""
     repo, config, split = HUB
     dataset, revision = load_hub(repo, config=config, split=split)
-    return from_dataset(dataset, name="msmarco-fqa", revision=revision, limit=limit)
+    return from_dataset(dataset, name="msmarco-fqa", revision=revision, license=LICENSE,
+                        limit=limit)
 
 
 def from_dataset(
@@ -24,6 +27,7 @@ def from_dataset(
     *,
     name: str,
     revision: str,
+    license: str = "unknown",
     limit: int | None = None,
     query_types: tuple[str, ...] = FACTOID,
 ) -> Source:
@@ -41,4 +45,4 @@ def from_dataset(
                                                             p["passage_text"]))
         gold = [pool[f"{row['query_id']}_{i}"] for i, p in enumerate(passages) if p["is_selected"]]
         queries.append(Query(str(row["query_id"]), row["query"], answers, gold))
-    return Source(name, revision, queries, Corpus(list(pool.values())))
+    return Source(name, revision, queries, Corpus(list(pool.values())), license=license)

@@ -11,21 +11,26 @@ from labeler.sources.hubload import head, load_hub, rows
 
 HUB = {"nq": "Tevatron/wikipedia-nq", "tq": "Tevatron/wikipedia-trivia"}
 SPLIT = "dev"
+#: Tevatron's Hub cards declare none, so the questions' own: Natural Questions is CC BY-SA 3.0
+#: (google-research-datasets/natural-questions); TriviaQA's README: "The Apache 2.0 License
+#: applies to both the code and the data" (mandarjoshi90/triviaqa).
+LICENSE = {"nq": "cc-by-sa-3.0", "tq": "apache-2.0"}
 
 
 def load_nq(*, limit: int | None = None) -> Source:
     """NQ dev from Tevatron/wikipedia-nq."""
     dataset, revision = load_hub(HUB["nq"], split=SPLIT)
-    return from_dataset(dataset, name="nq", revision=revision, limit=limit)
+    return from_dataset(dataset, name="nq", revision=revision, license=LICENSE["nq"], limit=limit)
 
 
 def load_tq(*, limit: int | None = None) -> Source:
     """TriviaQA dev from Tevatron/wikipedia-trivia."""
     dataset, revision = load_hub(HUB["tq"], split=SPLIT)
-    return from_dataset(dataset, name="tq", revision=revision, limit=limit)
+    return from_dataset(dataset, name="tq", revision=revision, license=LICENSE["tq"], limit=limit)
 
 
-def from_dataset(dataset, *, name: str, revision: str, limit: int | None = None) -> Source:
+def from_dataset(dataset, *, name: str, revision: str, license: str = "unknown",
+                 limit: int | None = None) -> Source:
     """Tevatron-layout rows (a `datasets.Dataset`, Hub or local) -> Source."""
     queries, pool = [], {}
     for row in head(dataset, limit):
@@ -33,7 +38,7 @@ def from_dataset(dataset, *, name: str, revision: str, limit: int | None = None)
         negatives = _passages(row.get("negative_passages"))
         pool.update((p.pid, p) for p in gold + negatives)
         queries.append(Query(str(row["query_id"]), row["query"], list(row["answers"]), gold))
-    return Source(name, revision, queries, Corpus(list(pool.values())))
+    return Source(name, revision, queries, Corpus(list(pool.values())), license=license)
 
 
 def _passages(value) -> list[Passage]:

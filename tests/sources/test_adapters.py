@@ -11,14 +11,16 @@ from pathlib import Path
 import datasets
 import pytest
 
-from labeler.errors import HubError
-from labeler.sources import load_source, msmarco
+from labeler.errors import HubError, InputError
+from labeler.sources import SOURCES, Source, load_source, msmarco
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 
 #: dataset name -> (Hub id, config, split it must ask for, local fixture standing in for it)
 HUB_LOADS = {
     "nq": ("Tevatron/wikipedia-nq", None, "dev", "tevatron_nq_dev.jsonl"),
+    # no TriviaQA record is available offline: the NQ rows stand in (same Tevatron layout)
+    "tq": ("Tevatron/wikipedia-trivia", None, "dev", "tevatron_nq_dev.jsonl"),
     "msmarco-fqa": ("microsoft/ms_marco", "v1.1", "validation", "ms_marco_v1.1_dev.parquet"),
     "hotpotqa": ("hotpotqa/hotpot_qa", "distractor", "validation", "hotpot_dev_distractor.json"),
     "fever": ("facebook/kilt_tasks", "fever", "validation", "kilt_fever_dev.jsonl"),
@@ -51,6 +53,31 @@ def test_adapter_asks_the_hub_for_its_dataset_and_pins_a_revision(name, hub_from
     assert hub_from_fixtures == [(repo, config, split)]
     assert source.name == name
     assert source.revision.startswith("fingerprint:")  # offline: the data's own fingerprint
+
+
+#: dataset name -> the licence its authors release it under (Hub licence id), and where it says so
+LICENSES = {
+    "nq-sample": "cc-by-sa-3.0",  # labeler/data/nq_sample/LICENSE
+    "nq": "cc-by-sa-3.0",  # Natural Questions (google-research-datasets/natural-questions)
+    "tq": "apache-2.0",  # TriviaQA README: Apache 2.0 "applies to both the code and the data"
+    "msmarco-fqa": "other",  # MS MARCO's terms: non-commercial research use only
+    "hotpotqa": "cc-by-sa-4.0",  # HotpotQA: "distributed under a CC BY-SA 4.0 License"
+    "fever": "cc-by-sa-3.0",  # the FEVER licence: Wikipedia's terms, else CC BY-SA 3.0
+    "2wiki": "apache-2.0",  # Alab-NII/2wikimultihop LICENSE
+}
+
+
+@pytest.mark.parametrize("name", list(SOURCES))
+def test_each_source_declares_its_own_licence(name, hub_from_fixtures):
+    assert load_source(name, limit=1).license == LICENSES[name]
+
+
+def test_a_licence_must_be_a_hub_licence_id():
+    with pytest.raises(InputError) as error:
+        Source("x", "r", [], None, license="CC BY-SA 4.0")
+    assert error.value.line() == (
+        "field 'license': licence 'CC BY-SA 4.0' is not a Hugging Face Hub licence id "
+        "(use one like cc-by-sa-4.0, apache-2.0, mit, other or unknown)")
 
 
 def test_nq_positive_passages_are_the_gold_and_the_corpus_pools_all(hub_from_fixtures):

@@ -31,6 +31,12 @@ def test_jsonl_dataset_with_a_corpus():
     assert "+corpus:" in source.revision  # the corpus is pinned with the dataset
 
 
+def test_a_jsonl_file_has_an_unknown_licence_whatever_its_name(tmp_path):
+    path = tmp_path / "nq-mine.jsonl"  # named after NQ, but nobody has said what it is
+    path.write_bytes(DATASET.read_bytes())
+    assert load_source(f"jsonl:{path}", limit=1).license == "unknown"
+
+
 def test_gold_passages_in_either_form(tmp_path):
     path = _write(tmp_path / "d.jsonl", [json.dumps({
         "id": "q1", "question": "who wrote hamlet", "golden_answers": ["Shakespeare"],

@@ -1,0 +1,97 @@
+"""Every setting labeler reads from the environment, parsed here and nowhere else.
+
+Each setting is a function that reads `os.environ` when called, not a constant frozen at
+import: the CLI group sets the flags after the modules are imported, and tests change the
+environment per test. The global flags reach child code (and child processes) through these
+same variables: `labeler --quiet` is `LABELER_QUIET=1`, `--verbose` is `LABELER_VERBOSE=1`,
+`--debug` is `LABELER_DEBUG=1`; `apply_flags` is the one place that sets them.
+
+    >>> is_true("Yes"), is_true("0"), is_true(None)
+    (True, False, False)
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from labeler.errors import InputError
+
+__all__ = [
+    "apply_flags",
+    "cache_dir",
+    "debug",
+    "hub_backoff",
+    "is_true",
+    "offline",
+    "quiet",
+    "verbose",
+]
+
+DEBUG = "LABELER_DEBUG"  # tracebacks instead of one `error:` line (`--debug`)
+QUIET = "LABELER_QUIET"  # no progress bars or hints (`--quiet`)
+VERBOSE = "LABELER_VERBOSE"  # more detail on stderr (`--verbose`)
+CACHE_DIR = "LABELER_CACHE_DIR"  # the per-user cache folder (LLM calls, embeddings, models)
+HUB_BACKOFF = "LABELER_HUB_BACKOFF"  # seconds before the first Hub retry (then doubling)
+XDG_CACHE_HOME = "XDG_CACHE_HOME"  # the user cache base when LABELER_CACHE_DIR is unset
+HF_HUB_OFFLINE = "HF_HUB_OFFLINE"  # huggingface_hub's offline switch ...
+TRANSFORMERS_OFFLINE = "TRANSFORMERS_OFFLINE"  # ... which also honours transformers' one
+
+#: What counts as "on", as in huggingface_hub.constants (compared case-insensitively).
+TRUE_VALUES = frozenset({"1", "ON", "YES", "TRUE"})
+
+
+def is_true(value: str | None) -> bool:
+    """True for 1/on/yes/true in any case; False for anything else, unset included."""
+    return value is not None and value.upper() in TRUE_VALUES
+
+
+def debug() -> bool:
+    """Show full tracebacks (`--debug` or LABELER_DEBUG)."""
+    return is_true(os.environ.get(DEBUG))
+
+
+def quiet() -> bool:
+    """No progress bars or hints (`--quiet` or LABELER_QUIET)."""
+    return is_true(os.environ.get(QUIET))
+
+
+def verbose() -> bool:
+    """Per-stage detail on stderr (`--verbose` or LABELER_VERBOSE)."""
+    return is_true(os.environ.get(VERBOSE))
+
+
+def offline() -> bool:
+    """No network: HF_HUB_OFFLINE, or TRANSFORMERS_OFFLINE when HF_HUB_OFFLINE is unset or
+    empty (huggingface_hub's own rule, so labeler and the Hub client always agree)."""
+    return is_true(os.environ.get(HF_HUB_OFFLINE) or os.environ.get(TRANSFORMERS_OFFLINE))
+
+
+def cache_dir() -> Path:
+    """The default cache folder: $LABELER_CACHE_DIR, else $XDG_CACHE_HOME/labeler, else
+    ~/.cache/labeler. Not created here (`labeler.paths.cache_root` does that)."""
+    if explicit := os.environ.get(CACHE_DIR):
+        return Path(explicit).expanduser()
+    base = os.environ.get(XDG_CACHE_HOME) or Path.home() / ".cache"
+    return Path(base).expanduser() / "labeler"
+
+
+def hub_backoff() -> float:
+    """Seconds to wait before the first retry of a Hub call ($LABELER_HUB_BACKOFF, default 1)."""
+    raw = os.environ.get(HUB_BACKOFF) or "1"
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 0:  # also rejects nan
+        raise InputError(f"{HUB_BACKOFF} must be a number of seconds >= 0, not {raw!r}",
+                         hint=f"unset it or set e.g. {HUB_BACKOFF}=1")
+    return seconds
+
+
+def apply_flags(*, debug: bool = False, quiet: bool = False, verbose: bool = False) -> None:
+    """Turn on the global CLI flags for this process and its children. A flag not given
+    leaves the variable as the user set it, so `LABELER_QUIET=1 labeler ...` works too."""
+    for name, on in ((DEBUG, debug), (QUIET, quiet), (VERBOSE, verbose)):
+        if on:
+            os.environ[name] = "1"

@@ -1,0 +1,90 @@
+"""The global flags through the real entry point: `--debug` tracebacks, `--quiet` silence.
+
+Errors are driven through `labeler.cli.main` (the console script), not CliRunner, because
+turning a `LabelerError` into one line, or a traceback, is main()'s job.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from labeler.cli import cli, main
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+UNKNOWN = ("error: unknown dataset 'nope'. Available: nq-sample, nq, tq, msmarco-fqa, hotpotqa, "
+           "fever, 2wiki, jsonl:PATH")
+
+
+def _main(monkeypatch, capsys, *args) -> tuple[int, str]:
+    """(exit code, stderr) of `labeler ARGS` run by main() in this process."""
+    monkeypatch.setattr(sys, "argv", ["labeler", *map(str, args)])
+    with pytest.raises(SystemExit) as exit_:
+        main()
+    return exit_.value.code, capsys.readouterr().err
+
+
+def test_a_labeler_error_is_one_line_without_debug(monkeypatch, capsys, tmp_path):
+    code, err = _main(monkeypatch, capsys, "retrieve", "--dataset", "nope",
+                      "--output", tmp_path / "run.trec")
+    assert (code, err) == (1, UNKNOWN + "\n")
+
+
+@pytest.mark.parametrize("how", ["--debug", "LABELER_DEBUG=1"])
+def test_debug_prints_the_traceback_then_the_line(how, monkeypatch, capsys, tmp_path):
+    flags = [how] if how == "--debug" else []
+    if how != "--debug":
+        monkeypatch.setenv("LABELER_DEBUG", "1")
+    code, err = _main(monkeypatch, capsys, *flags, "retrieve", "--dataset", "nope",
+                      "--output", tmp_path / "run.trec")
+    assert code == 1
+    assert err.startswith("Traceback (most recent call last):\n")
+    assert 'labeler/sources/__init__.py", line' in err  # where it was raised
+    assert "labeler.errors.UnknownNameError: unknown dataset 'nope'." in err
+    assert err.endswith("\n" + UNKNOWN + "\n")
+
+
+def test_an_unexpected_exception_is_never_turned_into_a_line(monkeypatch, capsys, tmp_path):
+    from labeler.retrieval import retrieve
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(retrieve, "load_source", broken)
+    for flags in ([], ["--debug"]):
+        monkeypatch.setattr(sys, "argv", ["labeler", *flags, "retrieve", "--dataset", "nq-sample",
+                                          "--output", str(tmp_path / "run.trec")])
+        with pytest.raises(RuntimeError, match="a bug"):  # Python prints it and exits 1
+            main()
+
+
+def test_python_m_labeler_debug_prints_the_traceback(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "labeler", "--debug", "retrieve", "--dataset", "nope",
+         "--output", str(tmp_path / "run.trec")],
+        check=False, capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr.startswith("Traceback (most recent call last):\n")
+    assert done.stderr.endswith("\n" + UNKNOWN + "\n")
+
+
+def test_quiet_silences_progress_hints(tmp_path):
+    """Without --encoder, retrieve tries BGE-M3 (not cached, offline) and says on stderr that
+    it falls back to the bundled MiniLM; --quiet drops that line and nothing else."""
+    args = ["retrieve", "--dataset", f"jsonl:{FIXTURES / 'flashrag_nq_test.jsonl'}",
+            "--corpus", str(FIXTURES / "flashrag_corpus.jsonl"), "--limit", "2", "--k", "2",
+            "--output", str(tmp_path / "run.trec")]
+    loud = CliRunner().invoke(cli, args)
+    assert loud.exit_code == 0, loud.output
+    hint = " ".join(loud.stderr.split())  # rich wraps at 80 columns
+    assert "using the bundled sentence-transformers/all-MiniLM-L6-v2 instead" in hint
+    quiet = CliRunner().invoke(cli, ["--quiet", *args])
+    assert quiet.exit_code == 0, quiet.output
+    assert quiet.stderr == ""
+    assert quiet.stdout.endswith(f"run written to {tmp_path / 'run.trec'}\n")
