@@ -76,7 +76,7 @@ def build(
     base = {
         "source_dataset": source.name,
         "source_revision": source.revision,
-        "license": getattr(source, "license", "unknown"),  # TODO settings merge
+        "license": source.license,
         **task.manifest(),
         "config": asdict(config),
         "shard_size": shard_size,

@@ -10,6 +10,8 @@ import pytest
 # huggingface_hub and datasets read these once, at import: set them before any test imports them
 # so no test writes to the user's real caches or reaches the network.
 _HOME = tempfile.mkdtemp(prefix="labeler-tests-")
+#: the session's cache root: the bundled model is converted into its models/ once
+SESSION_CACHE = os.path.join(_HOME, "labeler-cache")
 os.environ.update(
     HF_HOME=os.path.join(_HOME, "hf-home"),
     HF_HUB_OFFLINE="1",
@@ -17,7 +19,7 @@ os.environ.update(
     TRANSFORMERS_OFFLINE="1",
     # session-wide cache root (the converted bundled model lands here once); tests override
     # it per test with their own temp folder
-    LABELER_CACHE_DIR=os.path.join(_HOME, "labeler-cache"),
+    LABELER_CACHE_DIR=SESSION_CACHE,
 )
 # torch's OpenMP threads spin while idle by default; on 2 shared cores that starves the
 # other test processes (the kill-and-rerun subprocesses): a batch-8 decode step went from

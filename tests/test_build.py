@@ -18,7 +18,7 @@ from labeler.artifacts import load_artifact, validate_path
 from labeler.cli import cli
 from labeler.errors import ArtifactError, InputError, ModelLoadError, UnknownNameError
 from labeler.llm import resolve_model
-from labeler.llm.cache import CachedBackend
+from labeler.llm.cache import CachedBackend, cache_stats
 from labeler.metrics import has_answer
 from labeler.tasks import utility
 
@@ -38,9 +38,9 @@ def calls(tmp_path_factory) -> Path:
 def loads(smollm, monkeypatch):
     """Every backend `labeler build` loads, in order; a name of the bundled SmolLM2 gets the
     session's model behind the real call cache (not reloaded), any other the real loader."""
-    import labeler.build
+    import labeler.llm
 
-    made, real = [], labeler.build.load_backend
+    made, real = [], labeler.llm.load_backend
 
     def load(name, **options):
         if resolve_model(name).model_id != smollm.model_id:
@@ -48,8 +48,18 @@ def loads(smollm, monkeypatch):
         made.append(CachedBackend(smollm, cache_dir=options.get("cache_dir")))
         return made[-1]
 
-    monkeypatch.setattr(labeler.build, "load_backend", load)
+    monkeypatch.setattr(labeler.llm, "load_backend", load)
     return made
+
+
+def _computed(cache_dir: Path) -> int:
+    """LLM calls computed (cache misses) under `cache_dir`, all runs together."""
+    return cache_stats(cache_dir).misses
+
+
+def _data(folder: Path) -> bytes:
+    """A version's data: its data files' bytes in file-name order."""
+    return b"".join(p.read_bytes() for p in sorted(folder.glob("*.jsonl")))
 
 
 def _build(out: Path, *args) -> object:
@@ -59,6 +69,7 @@ def _build(out: Path, *args) -> object:
 def test_build_writes_a_valid_artifact_and_a_rerun_comes_from_the_cache(tmp_path, loads, calls):
     args = ("--dataset", "nq-sample", "--llm", "smollm2-135m", "--limit", 3, "--k", 3,
             "--run", RUN, "--with-likelihood", "--cache-dir", calls)
+    before = _computed(calls)
     result = _build(tmp_path / "out", *args)
     assert result.exit_code == 0, result.output
     folder = tmp_path / "out" / "utility" / "nq-sample" / "smollm2-135m" / "v1"
@@ -66,7 +77,8 @@ def test_build_writes_a_valid_artifact_and_a_rerun_comes_from_the_cache(tmp_path
     for row in ("known (closed-book correct)", "gold utilitarian passages / query",
                 "RAG accuracy: gold utilitarian only", "RAG accuracy: human gold only"):
         assert row in result.output
-    assert loads[0].backend_calls > 0
+    computed = _computed(calls)
+    assert computed > before
 
     assert validate_path(folder) == []
     artifact = load_artifact(folder)  # also checks every sha256 against the manifest
@@ -76,9 +88,16 @@ def test_build_writes_a_valid_artifact_and_a_rerun_comes_from_the_cache(tmp_path
     assert manifest["source_dataset"] == "nq-sample"
     assert {name: t["text"] for name, t in manifest["prompt_templates"].items()} == \
         utility.PROMPT_TEMPLATES
-    assert manifest["sampling"]["temperature"] == 0 and manifest["sampling"]["max_tokens"] == 32
+    assert manifest["sampling"]["answer"]["temperature"] == 0
+    assert manifest["sampling"]["answer"]["max_tokens"] == 32
     assert (manifest["pool"], manifest["k"], manifest["run"]) == ("rp", 3, str(RUN))
-    assert manifest["counts"]["candidates"] == 9
+    assert manifest["config"] == {"dataset": "nq-sample", "corpus": None, "limit": 3, "pool": "rp",
+                                  "k": 3, "run": str(RUN), "encoder": None,
+                                  "with_likelihood": True}
+    assert manifest["llm_config"] == {"model": "SmolLM2-135M-Instruct.Q4_1.gguf",
+                                      "backend": "hf", "batch_size": None, "device": None}
+    assert manifest["license"] == "cc-by-sa-3.0"  # nq-sample's own
+    assert manifest["stats"]["candidates"] == 9
 
     for r in records:
         assert len(r["candidates"]) == 3
@@ -88,6 +107,9 @@ def test_build_writes_a_valid_artifact_and_a_rerun_comes_from_the_cache(tmp_path
             assert c["loglikelihood"] < 0
             if c["utility"] == 1:
                 assert c["correct"] and not r["known"]
+        for setting in ("all", "utilitarian", "human_gold"):
+            assert r["rag"][setting]["correct"] == has_answer(r["rag"][setting]["answer"],
+                                                              r["answers"])
         assert r["utility_pids"] == [c["pid"] for c in r["candidates"] if c["utility"] == 1]
     assert any(r["utility_pids"] for r in records)  # SmolLM2 answers the Nobel question with its gold
 
@@ -101,9 +123,22 @@ def test_build_writes_a_valid_artifact_and_a_rerun_comes_from_the_cache(tmp_path
 
     again = _build(tmp_path / "out", *args)
     assert again.exit_code == 0, again.output
-    assert loads[1].backend_calls == 0  # every answer and likelihood from the cache
-    second = folder.parent / "v2"
-    assert (second / "data.jsonl").read_bytes() == (folder / "data.jsonl").read_bytes()
+    assert _computed(calls) == computed  # every answer and likelihood from the cache
+    assert _data(folder.parent / "v2") == _data(folder)
+
+
+def test_the_data_does_not_depend_on_the_shard_size(tmp_path, loads, calls):
+    args = ("--dataset", "nq-sample", "--llm", "smollm2-135m", "--limit", 3, "--k", 3,
+            "--run", RUN, "--cache-dir", calls)
+    folders = []
+    for size in (1, 2, 256):
+        out = tmp_path / f"out-{size}"
+        result = _build(out, *args, "--shard-size", size)
+        assert result.exit_code == 0, result.output
+        folders.append(out / "utility" / "nq-sample" / "smollm2-135m" / "v1")
+    assert [len(list(f.glob("*.jsonl"))) for f in folders] == [3, 2, 1]
+    assert _data(folders[0]) == _data(folders[1]) == _data(folders[2])
+    assert validate_path(folders[0]) == []
 
 
 def _bad_run(tmp_path: Path) -> Path:
@@ -159,6 +194,7 @@ def test_bad_input_fails_before_any_llm_work_and_leaves_no_artifact(tmp_path, lo
     assert result.exception.line().startswith(line)
     assert "\n" not in result.exception.line()
     assert all(b.backend_calls == 0 for b in loads)  # the model was never asked anything
+    assert _computed(tmp_path / "labeler-cache") == 0
     assert (sorted(out.rglob("*")) if out.exists() else []) == before  # nothing written
 
 
@@ -182,3 +218,71 @@ def test_manifest_records_how_the_pools_were_made(tmp_path, loads, calls):
     records = load_artifact(folder).records
     assert all([c["source"] for c in r["candidates"]] == ["human"] for r in records)
     assert manifest["stats"]["human_gold_in_pool"] == 3
+
+
+def test_a_build_killed_in_its_third_shard_resumes_to_the_same_data(tmp_path, loads):
+    """SIGKILL while shard 3 of 4 is being labelled (two shards written, one of its calls in
+    the cache); the rerun writes only the missing shards and recomputes no finished call."""
+    import os
+    import signal
+    import sqlite3
+    import subprocess
+    import sys
+    import time
+
+    from conftest import SESSION_CACHE
+
+    cache = tmp_path / "calls"
+    cache.mkdir()
+    (cache / "models").symlink_to(Path(SESSION_CACHE) / "models")  # the converted SmolLM2
+    out = tmp_path / "out"
+    args = ["build", "--dataset", "nq-sample", "--llm", "smollm2-135m", "--limit", "4",
+            "--pool", "hgp", "--shard-size", "1", "--cache-dir", str(cache), "--out", str(out)]
+    job = [sys.executable, "-m", "labeler", *args]
+    llm_dir = out / "utility" / "nq-sample" / "smollm2-135m"
+
+    def cached() -> int:
+        if not (cache / "calls.sqlite").exists():
+            return 0
+        db = sqlite3.connect(cache / "calls.sqlite")
+        try:
+            return db.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
+        except sqlite3.OperationalError:  # not created yet
+            return 0
+        finally:
+            db.close()
+
+    first = subprocess.Popen(job, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline, at_two = time.monotonic() + 300, None
+        while time.monotonic() < deadline and first.poll() is None:
+            shards = sorted(p.name for p in llm_dir.glob(".v1.*.partial/data-*.jsonl"))
+            if at_two is None and len(shards) == 2:
+                at_two = cached()
+            if at_two is not None and cached() > at_two:  # shard 3 has asked its first call
+                break
+            time.sleep(0.02)
+        assert first.poll() is None, "the build ended before its third shard was under way"
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait()
+    finally:
+        if first.poll() is None:
+            first.kill()
+    [partial] = llm_dir.glob(".v1.*.partial")
+    assert sorted(p.name for p in partial.glob("data-*.jsonl")) == [
+        "data-00000.jsonl", "data-00001.jsonl"]
+    assert not (llm_dir / "v1").exists()
+
+    rerun = subprocess.run(job, capture_output=True, text=True, timeout=600, check=False)
+    assert rerun.returncode == 0, rerun.stderr
+    said = " ".join(rerun.stderr.split())  # rich wraps lines at the terminal width
+    assert "resuming" in said and "2 of 4 shards already written" in said
+    stats = cache_stats(cache)
+    assert stats.misses == stats.entries == 8  # 4 queries x (closed-book, one passage): once each
+    assert stats.hits >= 1  # the killed shard's first call came from the cache
+
+    whole = tmp_path / "whole"  # the same build, uninterrupted (its calls are all cached now)
+    result = _build(whole, *args[1:-4], "--cache-dir", cache)
+    assert result.exit_code == 0, result.output
+    assert _data(llm_dir / "v1") == _data(whole / "utility" / "nq-sample" / "smollm2-135m" / "v1")
+    assert validate_path(llm_dir / "v1") == []

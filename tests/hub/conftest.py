@@ -91,11 +91,11 @@ def write(tmp_path, records):
             "source_dataset": "nq-sample",
             "source_revision": "nq-open-oracle@29b8a6d0",
             "prompt_templates": {"closed_book": "Answer the following question ... {question}"},
-            "sampling": {"n": 1, "temperature": 0.0, "max_tokens": 32},
+            "sampling": {"answer": {"n": 1, "temperature": 0.0, "max_tokens": 32}},
             "seed": None,
+            "license": "cc-by-sa-3.0",
             "pool": "hgp",
         }
-        stats = {"queries": len(chosen), "candidates": sum(len(r["candidates"]) for r in chosen)}
         return write_artifact(
             chosen,
             out=tmp_path / "out",
@@ -104,7 +104,6 @@ def write(tmp_path, records):
             llm="smollm2-135m",
             version=version,
             manifest=manifest,
-            stats=stats,
         )
 
     return _write

@@ -63,16 +63,16 @@ def test_pull_refuses_files_that_do_not_match_the_manifest(hub, write, tmp_path)
     # someone rewrites the data on the Hub behind the manifest's back
     HfApi(endpoint=hub.url).create_commit(
         REPO,
-        [CommitOperationAdd("utility/nq-sample/smollm2-135m/v1/data.jsonl", b'{"qid": "x"}\n')],
+        [CommitOperationAdd("utility/nq-sample/smollm2-135m/v1/data-00000.jsonl", b'{"qid": "x"}\n')],
         commit_message="tamper",
         repo_type="dataset",
     )
     out = tmp_path / "pulled"
 
-    with pytest.raises(ArtifactError, match=r"data\.jsonl.*sha256") as caught:
+    with pytest.raises(ArtifactError, match=r"data-00000\.jsonl.*sha256") as caught:
         pull(REPO, out=out)
 
-    assert "data.jsonl" in caught.value.line()
+    assert "data-00000.jsonl" in caught.value.line()
     assert not (out / "utility").exists()
     assert [p.name for p in out.iterdir()] == []  # nothing half-written
 

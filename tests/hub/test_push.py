@@ -37,12 +37,12 @@ def test_push_makes_one_commit_with_files_card_and_a_tag(hub, write):
     assert commits == ["POST /api/datasets/lab/utility-labels/commit/main"]  # one atomic commit
     repo = hub.repo(REPO)
     head = repo.resolve("main")
-    for name in ("data.jsonl", "manifest.json", "README.md"):
+    for name in ("data-00000.jsonl", "manifest.json", "README.md"):
         assert head.files[f"utility/nq-sample/smollm2-135m/v1/{name}"] == (v1 / name).read_bytes()
     assert repo.tags == {"utility.nq-sample.smollm2-135m.v1": head.sha}
     assert _configs(_card(hub)) == {
         "utility.nq-sample.smollm2-135m": [
-            {"split": "train", "path": "utility/nq-sample/smollm2-135m/v1/data.jsonl"}
+            {"split": "train", "path": "utility/nq-sample/smollm2-135m/v1/data-00000.jsonl"}
         ]
     }
     card = _card(hub)
@@ -76,11 +76,11 @@ def test_second_config_keeps_the_first_and_the_prose_people_wrote(hub, write):
     card = _card(hub)
     assert _configs(card) == {
         "utility.nq-sample.smollm2-135m": [
-            {"split": "train", "path": "utility/nq-sample/smollm2-135m/v1/data.jsonl"}
+            {"split": "train", "path": "utility/nq-sample/smollm2-135m/v1/data-00000.jsonl"}
         ],
         "human-notes": "notes/*.csv",
         "utility.nq-sample-2q.smollm2-135m": [
-            {"split": "train", "path": "utility/nq-sample-2q/smollm2-135m/v1/data.jsonl"}
+            {"split": "train", "path": "utility/nq-sample-2q/smollm2-135m/v1/data-00000.jsonl"}
         ],
     }
     assert "Curated by the lab; see our paper." in card.text
@@ -132,7 +132,7 @@ def test_push_without_folders_publishes_every_unpublished_version_once(hub, writ
     ):
         files = _configs(_card(hub, tag))["utility.nq-sample.smollm2-135m"]
         assert files == [
-            {"split": "train", "path": f"utility/nq-sample/smollm2-135m/{folder.name}/data.jsonl"}
+            {"split": "train", "path": f"utility/nq-sample/smollm2-135m/{folder.name}/data-00000.jsonl"}
         ]
     assert (
         repo.tags["utility.nq-sample-2q.smollm2-135m.v1"]
@@ -182,19 +182,19 @@ def test_dry_run_prints_operations_and_card_diff_and_sends_nothing(hub, write, t
     assert not (tmp_path / "out" / ".published.json").exists()
     for text in (
         "create repo",
-        "utility/nq-sample/smollm2-135m/v1/data.jsonl",
+        "utility/nq-sample/smollm2-135m/v1/data-00000.jsonl",
         "README.md",
         "utility.nq-sample.smollm2-135m.v1",
         "+configs:",
         "planned",
     ):
         assert text in result.stdout
-    assert f"{(v1 / 'data.jsonl').stat().st_size:,} bytes" in result.stdout
+    assert f"{(v1 / 'data-00000.jsonl').stat().st_size:,} bytes" in result.stdout
 
 
 def test_a_corrupted_local_version_is_not_pushed(hub, write):
     v1 = write()
-    with (v1 / "data.jsonl").open("a", encoding="utf-8") as f:
+    with (v1 / "data-00000.jsonl").open("a", encoding="utf-8") as f:
         f.write("\n")
 
     result = CliRunner().invoke(cli, ["push", str(v1), "--repo", REPO])

@@ -82,7 +82,7 @@ def test_no_items_no_calls():
 @pytest.mark.slow
 def test_real_model_prefers_evidence_with_the_answer(smollm):
     """An NQ question and its candidate passages from a real artifact (see its README.md)."""
-    record = json.loads((FIXTURES / "utility-v1" / "data.jsonl").read_text().splitlines()[0])
+    record = json.loads((FIXTURES / "utility-v1" / "data-00000.jsonl").read_text().splitlines()[0])
     passages = tuple(f"{c['title']} {c['text']}" for c in record["candidates"])
     answer = record["answers"][0]
     with_answer = next(p for p in passages if answer in p)

@@ -15,7 +15,7 @@ from labeler.cli import cli
 from labeler.errors import ArtifactError
 
 ARTIFACT = Path(__file__).parent / "fixtures" / "utility-v1"
-DATA = ARTIFACT / "data.jsonl"
+DATA = ARTIFACT / "data-00000.jsonl"
 # The artifact's queries; 0, 1 and 5 have one utilitarian passage each, 2, 3, 4 none.
 Q = [f"nq-open-dev-oracle-{i}" for i in range(6)]
 GOLD = {Q[0]: "nq-oracle:64aaafc597c5", Q[1]: "nq-oracle:fcd918e70be9",
@@ -89,7 +89,7 @@ def test_ranking_against_the_jsonl_matches_pytrec_eval(tmp_path):
 
 def test_changed_artifact_is_refused(tmp_path):
     folder = shutil.copytree(ARTIFACT, tmp_path / "v1")
-    data = folder / "data.jsonl"
+    data = folder / "data-00000.jsonl"
     data.write_text(data.read_text().replace('"utility": 0', '"utility": 1', 1))
     sub = _write(tmp_path / "sel.jsonl", [{"qid": Q[0], "selected": []}])
     result = CliRunner().invoke(cli, ["score", str(sub), "--against", str(folder)])

@@ -1,4 +1,4 @@
-"""Label logic and statistics of the utility task, with a scripted backend (arithmetic only).
+"""Label logic and statistics of the utility task, with the scripted backend (arithmetic only).
 
 Queries and passages are real: two NQ-open questions with their human gold chunk from
 ../shared/data/nq_oracle (nelson-liu/lost-in-the-middle, qa_data/nq-open-oracle.jsonl.gz,
@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import pytest
 
-from labeler.llm.base import Backend, Chat, Sampling
 from labeler.retrieval import Candidate
 from labeler.sources import Passage, Query
 from labeler.tasks import utility
+from labeler.tasks.base import Shard
+from labeler.tasks.utility import UtilityConfig, UtilityTask
+from scripted import ScriptedBackend
 
 NOBEL_GOLD = Passage(
     "nq-oracle-0", "List of Nobel laureates in Physics",
@@ -43,52 +45,28 @@ POOLS = {
 }
 
 
-class ScriptedLLM(Backend):
-    """Answers by rule from the prompt text and records every batch it is sent.
-
-    Closed-book: wrong on the Nobel question, right on Deadpool (a "known" query).
-    With evidence: the distractor, when present, wins; otherwise the answer in the evidence.
-    """
-
-    model_id = "scripted"
-    revision = "0"
-
-    def __init__(self) -> None:
-        self.batches: list[list[Chat]] = []
-        self.likelihood_batches: list[list] = []
-
-    def render(self, prompt: Chat) -> str:
-        return prompt[-1].content
-
-    def generate(self, prompts: list[Chat], sampling: Sampling) -> list[list[str]]:
-        assert sampling.greedy
-        self.batches.append(list(prompts))
-        return [[" " + self._answer(p[-1].content) + "\n"] for p in prompts]
-
-    def loglikelihood(self, requests):
-        self.likelihood_batches.append(list(requests))
-        return [-float(len(r.continuation)) for r in requests]
-
-    def choice_probs(self, requests):
-        raise NotImplementedError
-
-    @staticmethod
-    def _answer(text: str) -> str:
-        if not text.startswith("Information:"):
-            return "Albert Einstein" if "nobel" in text else "May 18, 2018"
+def _answer(text: str) -> str:
+    """Closed-book: wrong on the Nobel question, right on Deadpool (a "known" query). With
+    evidence: the distractor, when present, wins; otherwise the answer in the evidence."""
+    if not text.startswith("Information:"):
+        answer = "Albert Einstein" if "nobel" in text else "May 18, 2018"
+    else:
         evidence = text.split("\n Answer the following")[0]
-        for needle, answer in (("Evan Morris", "Evan Morris"),
-                               ("Röntgen", "Wilhelm Conrad Röntgen"),
-                               ("May 18, 2018", "It is May 18, 2018")):
-            if needle in evidence:
-                return answer
-        return "unknown"
+        answer = next((answer for needle, answer in (
+            ("Evan Morris", "Evan Morris"), ("Röntgen", "Wilhelm Conrad Röntgen"),
+            ("May 18, 2018", "It is May 18, 2018")) if needle in evidence), "unknown")
+    return " " + answer + "\n"
+
+
+def _label(llm: ScriptedBackend, **options) -> list[dict]:
+    task = UtilityTask(UtilityConfig(dataset="nq-sample", **options))
+    return task.run(llm, Shard(0, (NOBEL, DEADPOOL), POOLS))
 
 
 @pytest.fixture
 def labelled():
-    llm = ScriptedLLM()
-    return llm, utility.label(llm, [NOBEL, DEADPOOL], POOLS, llm="scripted", pool="rp")
+    llm = ScriptedBackend(answer=_answer)
+    return llm, _label(llm)
 
 
 def test_prompts_are_the_papers_verbatim():
@@ -104,8 +82,8 @@ def test_prompts_are_the_papers_verbatim():
 
 
 def test_known_query_gets_no_utility_even_from_a_correct_passage(labelled):
-    _, labels = labelled
-    deadpool = labels.records[1]
+    _, records = labelled
+    deadpool = records[1]
     assert deadpool["known"] is True
     assert deadpool["closed_book_answer"] == "May 18, 2018"
     assert [c["correct"] for c in deadpool["candidates"]] == [True, False]
@@ -114,8 +92,8 @@ def test_known_query_gets_no_utility_even_from_a_correct_passage(labelled):
 
 
 def test_a_correctness_flip_makes_a_passage_utilitarian(labelled):
-    _, labels = labelled
-    nobel = labels.records[0]
+    _, records = labelled
+    nobel = records[0]
     assert nobel["known"] is False
     assert [(c["pid"], c["answer"], c["correct"], c["utility"]) for c in nobel["candidates"]] == [
         ("nq-oracle-0", "Wilhelm Conrad Röntgen", True, 1),
@@ -131,14 +109,27 @@ def test_one_batched_call_per_kind_and_no_prompt_asked_twice(labelled):
     llm, _ = labelled
     # closed-book (2 queries), one passage (4 pairs), all candidates (2 queries); the
     # utilitarian and human-gold prompts repeat one-passage or closed-book prompts: not resent.
-    assert [len(b) for b in llm.batches] == [2, 4, 2]
-    assert llm.batches[2][0] == utility.passage_prompt(NOBEL.question, [NOBEL_GOLD, DISTRACTOR])
-    assert llm.likelihood_batches == []
+    batches = llm.batches("generate")
+    assert [len(b) for b in batches] == [2, 4, 2]
+    assert batches[2][0] == utility.passage_prompt(NOBEL.question, [NOBEL_GOLD, DISTRACTOR])
+    assert llm.batches("loglikelihood") == []
+
+
+def test_records_keep_the_rag_answers_their_statistics_need(labelled):
+    _, (nobel, deadpool) = labelled
+    assert [c["gold"] for c in nobel["candidates"]] == [True, False]
+    assert nobel["rag"] == {
+        "all": {"answer": "Evan Morris", "correct": False},  # the distractor misleads
+        "utilitarian": {"answer": "Wilhelm Conrad Röntgen", "correct": True},
+        "human_gold": {"answer": "Wilhelm Conrad Röntgen", "correct": True},
+    }
+    # known: no utilitarian passage, so it is asked closed-book again (and right)
+    assert deadpool["rag"]["utilitarian"] == {"answer": "May 18, 2018", "correct": True}
 
 
 def test_statistics_of_the_build(labelled):
-    _, labels = labelled
-    assert labels.stats == {
+    _, records = labelled
+    assert UtilityTask.statistics(records) == {
         "queries": 2,
         "candidates": 4,
         "known_share": 0.5,  # Deadpool only
@@ -154,34 +145,56 @@ def test_statistics_of_the_build(labelled):
     }
 
 
-def test_statistics_arithmetic_without_human_gold():
-    # three queries, four candidates, none of them human gold (as in a fever/2wiki build)
+def _rag(all_: bool, useful: bool, gold: bool | None) -> dict:
+    return {"all": {"answer": "a", "correct": all_}, "utilitarian": {"answer": "u", "correct": useful},
+            "human_gold": None if gold is None else {"answer": "g", "correct": gold}}
+
+
+def test_statistics_arithmetic_from_records_alone():
+    # three queries, five candidates, two of them human gold; one query without human gold
     records = [
-        {"qid": "a", "known": False, "utility_pids": ["p1", "p2"],
-         "candidates": [{"pid": "p1", "utility": 1}, {"pid": "p2", "utility": 1},
-                        {"pid": "p3", "utility": 0}]},
-        {"qid": "b", "known": False, "utility_pids": [], "candidates": [{"pid": "p1", "utility": 0}]},
-        {"qid": "c", "known": True, "utility_pids": [], "candidates": []},
+        {"qid": "a", "known": False, "utility_pids": ["p1", "p2"], "rag": _rag(True, True, True),
+         "candidates": [{"pid": "p1", "utility": 1, "gold": True},
+                        {"pid": "p2", "utility": 1, "gold": False},
+                        {"pid": "p3", "utility": 0, "gold": False}]},
+        {"qid": "b", "known": False, "utility_pids": [], "rag": _rag(False, False, False),
+         "candidates": [{"pid": "p1", "utility": 0, "gold": True}]},
+        {"qid": "c", "known": True, "utility_pids": [], "rag": _rag(True, True, None),
+         "candidates": [{"pid": "p4", "utility": 0, "gold": False}]},
     ]
-    pools = {"a": [Candidate(DISTRACTOR, "retrieved", i) for i in (1, 2, 3)],
-             "b": [Candidate(DISTRACTOR, "retrieved", 1)], "c": []}
-    rag = {"all": [True, False, True], "utilitarian": [True, False, True], "human_gold": []}
-    stats = utility.statistics(records, pools, rag)
-    assert stats["known_share"] == pytest.approx(1 / 3)
+    stats = UtilityTask.statistics(records)
+    assert stats["known_share"] == stats["accuracy_no_passage"] == pytest.approx(1 / 3)
     assert stats["mean_utilitarian"] == pytest.approx(2 / 3)
     assert stats["utilitarian_query_share"] == pytest.approx(1 / 3)
-    assert stats["candidates"] == 4
-    assert stats["accuracy_all"] == pytest.approx(2 / 3)
-    assert stats["human_gold_in_pool"] == 0
-    assert stats["human_gold_utilitarian_share"] is None
+    assert stats["candidates"] == 5
+    assert stats["accuracy_all"] == stats["accuracy_utilitarian"] == pytest.approx(2 / 3)
+    assert stats["human_gold_in_pool"] == 2
+    assert stats["human_gold_utilitarian_share"] == 0.5
+    assert stats["human_gold_queries"] == 2 and stats["accuracy_human_gold"] == 0.5
+
+
+def test_statistics_without_any_human_gold_are_none_not_zero():
+    records = [{"qid": "a", "known": False, "utility_pids": [], "rag": _rag(False, False, None),
+                "candidates": [{"pid": "p1", "utility": 0, "gold": False}]}]
+    stats = UtilityTask.statistics(records)
+    assert stats["human_gold_in_pool"] == 0 and stats["human_gold_utilitarian_share"] is None
     assert stats["human_gold_queries"] == 0 and stats["accuracy_human_gold"] is None
 
 
 def test_likelihood_of_the_first_gold_answer_in_one_batch():
-    llm = ScriptedLLM()
-    labels = utility.label(llm, [NOBEL, DEADPOOL], POOLS, llm="scripted", pool="rp",
-                           with_likelihood=True)
-    [batch] = llm.likelihood_batches
+    llm = ScriptedBackend(answer=_answer, loglik=lambda context, answer: -float(len(answer)))
+    records = _label(llm, with_likelihood=True)
+    [batch] = llm.batches("loglikelihood")
     assert [r.continuation for r in batch] == ["Wilhelm Conrad Röntgen"] * 2 + ["May 18, 2018"] * 2
     assert batch[1].context == utility.passage_prompt(NOBEL.question, [DISTRACTOR])
-    assert labels.records[0]["candidates"][0]["loglikelihood"] == -len("Wilhelm Conrad Röntgen")
+    assert records[0]["candidates"][0]["loglikelihood"] == -len("Wilhelm Conrad Röntgen")
+
+
+def test_a_query_without_gold_answers_is_refused_before_any_call():
+    from labeler.errors import InputError
+    from labeler.sources import Source
+
+    task = UtilityTask(UtilityConfig(dataset="nq-sample"))
+    source = Source("x", "0", [NOBEL, Query("q-none", "who?", [])], None)
+    with pytest.raises(InputError, match="query 'q-none' has no gold answer"):
+        task.check(source)

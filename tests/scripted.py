@@ -1,0 +1,48 @@
+"""The one scripted LLM backend of the test suite, for unit tests of a method's parsing and
+arithmetic. It answers by the rules a test gives, from the rendered prompt, and records every
+batch it is sent; end-to-end tests use the real bundled SmolLM2 instead."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from labeler.llm.base import Backend, Chat, ChoiceRequest, LoglikelihoodRequest, Sampling
+
+
+class ScriptedBackend(Backend):
+    """`answer(text) -> str` for generate (every sample alike), `loglik(context, continuation)
+    -> float` for loglikelihood, `probs(text, choices) -> {choice: p}` for choice_probs; text
+    is the rendered prompt: its messages' contents joined by newlines. An operation without a
+    rule fails the test."""
+
+    model_id, revision, alias, batch_size = "scripted", "0", "scripted", 8
+
+    def __init__(self, *, answer: Callable | None = None, loglik: Callable | None = None,
+                 probs: Callable | None = None) -> None:
+        self.rules = {"generate": answer, "loglikelihood": loglik, "choice_probs": probs}
+        self.calls: list[tuple[str, list]] = []  # (operation, the requests of one call)
+
+    def batches(self, op: str) -> list[list]:
+        """The requests of every call of `op`, in call order."""
+        return [requests for name, requests in self.calls if name == op]
+
+    def render(self, prompt: Chat) -> str:
+        return "\n".join(m.content for m in prompt)
+
+    def generate(self, prompts: list[Chat], sampling: Sampling) -> list[list[str]]:
+        rule = self._rule("generate", prompts)
+        return [[rule(self.render(p)) for _ in range(sampling.n)] for p in prompts]
+
+    def loglikelihood(self, requests: list[LoglikelihoodRequest]) -> list[float]:
+        rule = self._rule("loglikelihood", requests)
+        return [rule(self.render(r.context), r.continuation) for r in requests]
+
+    def choice_probs(self, requests: list[ChoiceRequest]) -> list[dict[str, float]]:
+        rule = self._rule("choice_probs", requests)
+        return [rule(self.render(r.prompt), r.choices) for r in requests]
+
+    def _rule(self, op: str, requests: list) -> Callable:
+        if self.rules[op] is None:
+            raise AssertionError(f"this test scripted no answer for {op}")
+        self.calls.append((op, list(requests)))
+        return self.rules[op]
