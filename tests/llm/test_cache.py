@@ -12,9 +12,11 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from labeler.cli import cli
+from labeler.errors import PromptTooLongError
 from labeler.llm import ChoiceRequest, LoglikelihoodRequest, Sampling, chat
 from labeler.llm.cache import CachedBackend, cache_stats
 
@@ -99,3 +101,19 @@ def test_a_killed_run_reruns_only_the_missing_calls(smollm, questions, tmp_path)
     assert result["answers"] == smollm.generate([chat(q) for q in questions], sampling)
     stats = cache_stats(cache_dir)
     assert (stats.entries, stats.misses, stats.hits) == (40, 40, done)
+
+
+def test_a_too_long_prompt_fails_before_the_cache_computes_or_counts_anything(smollm, tmp_path):
+    cached = CachedBackend(smollm, cache_dir=tmp_path)
+    cached.batch_size = 1  # each miss its own chunk: a late check would have computed some
+    short = chat("Is water wet?")
+    cached.generate([short], GREEDY)
+    prompts = [short, chat("Is fire hot?"), chat("word " * 9000), chat("Is ice cold?")]
+    with pytest.raises(PromptTooLongError) as caught:
+        cached.generate(prompts, GREEDY)
+    assert caught.value.index == 2  # the caller's index, not the position among the misses
+    assert (caught.value.window, caught.value.reserved) == (8192, GREEDY.max_tokens)
+    assert cached.backend_calls == 1
+    stats = cache_stats(tmp_path)
+    assert (stats.entries, stats.hits, stats.misses) == (1, 0, 1)
+
