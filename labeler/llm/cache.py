@@ -6,6 +6,9 @@ rendered prompt and every parameter that changes the answer (the seed included).
 checked against the model's context window first, then computed in the shared Collator's
 batches and committed after each (SQLite, WAL), so a killed run keeps what it finished and a
 rerun makes only the missing calls.
+
+The schema evolves by numbered migrations (simonw/llm's pattern): each function in MIGRATIONS
+runs once per database, in order, and is recorded in its `_migrations` table.
 """
 
 from __future__ import annotations
@@ -35,16 +38,56 @@ from labeler.progress import progress_bar
 
 FILE = "calls.sqlite"
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS calls (
-    key TEXT PRIMARY KEY,    -- sha256 of the request's JSON
-    op TEXT NOT NULL,        -- generate | loglikelihood | choice_probs
-    model TEXT NOT NULL,     -- the backend's alias, for listings
-    value TEXT NOT NULL,     -- the answer as JSON
-    created REAL NOT NULL    -- unix time
-);
-CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
-"""
+#: database changes in the order they apply; never edit or reorder one, append a new one
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = []
+
+
+def _migration(function: Callable[[sqlite3.Connection], None]):
+    MIGRATIONS.append(function)
+    return function
+
+
+@_migration
+def m001_calls_and_counters(db: sqlite3.Connection) -> None:
+    """The answers and the hit/miss counters; IF NOT EXISTS: databases made before migrations
+    have both tables already."""
+    db.execute("""CREATE TABLE IF NOT EXISTS calls (
+        key TEXT PRIMARY KEY,    -- sha256 of the request's JSON
+        op TEXT NOT NULL,        -- generate | loglikelihood | choice_probs
+        model TEXT NOT NULL,     -- the backend's alias, for listings
+        value TEXT NOT NULL,     -- the answer as JSON
+        created REAL NOT NULL    -- unix time
+    )""")
+    db.execute("CREATE TABLE IF NOT EXISTS counters "
+               "(name TEXT PRIMARY KEY, value INTEGER NOT NULL)")
+
+
+def migrate(db: sqlite3.Connection) -> list[str]:
+    """Apply the migrations this database has not had, in order, each recorded in `_migrations`
+    (number, name, applied time) in the same transaction; the names of those applied now.
+
+    Safe when several processes open one database at once: the check and the migrations run
+    under SQLite's write lock (BEGIN IMMEDIATE), so each migration applies exactly once.
+    """
+    db.execute("CREATE TABLE IF NOT EXISTS _migrations ("
+               "number INTEGER PRIMARY KEY, name TEXT NOT NULL, applied REAL NOT NULL)")
+    if _applied(db) >= set(range(1, len(MIGRATIONS) + 1)):
+        return []
+    done = []
+    with db:
+        db.execute("BEGIN IMMEDIATE")
+        applied = _applied(db)  # again, under the lock: another process may have migrated
+        for number, function in enumerate(MIGRATIONS, start=1):
+            if number not in applied:
+                function(db)
+                db.execute("INSERT INTO _migrations VALUES (?, ?, ?)",
+                           (number, function.__name__, time.time()))
+                done.append(function.__name__)
+    return done
+
+
+def _applied(db: sqlite3.Connection) -> set[int]:
+    return {number for (number,) in db.execute("SELECT number FROM _migrations")}
 
 
 class CachedBackend(Backend):
@@ -180,7 +223,7 @@ def _connect(path: Path) -> sqlite3.Connection:
     db = sqlite3.connect(path, timeout=60)  # writes open a transaction; `with db` commits it
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL survives a killed process
-    db.executescript(_SCHEMA)
+    migrate(db)
     return db
 
 
