@@ -80,6 +80,31 @@ def test_seeded_sampling_repeats_exactly_whatever_the_batch(backend, questions):
     assert backend.generate(prompts, replace(sampling, seed=12)) != first
 
 
+def test_the_samples_of_a_prompt_share_one_batch_and_one_prefill(smollm, questions,
+                                                                 monkeypatch):
+    batches, prefills = [], []
+    generate_batch, shared_prefill = smollm._generate_batch, smollm._shared_prefill
+
+    def spy_generate(rows, sampling, seeds):
+        batches.append(rows)
+        return generate_batch(rows, sampling, seeds)
+
+    def spy_prefill(rows):
+        prefills.append(shared_prefill(rows))
+        return prefills[-1]
+
+    monkeypatch.setattr(smollm, "_generate_batch", spy_generate)
+    monkeypatch.setattr(smollm, "_shared_prefill", spy_prefill)
+    prompts = [chat(q) for q in questions[:4]]
+    sampling = Sampling(n=3, temperature=1.0, max_tokens=2, seed=3)
+    smollm.generate(prompts, sampling)
+    assert smollm.batch_size == 8
+    assert [len(rows) for rows in batches] == [6, 6]  # two whole prompts each, not 8 + 4
+    for rows in batches:
+        assert sorted(map(rows.count, rows)) == [3] * 6  # every prompt's 3 samples together
+    assert all(cache is not None for cache in prefills)  # and one prefill per prompt
+
+
 def test_stop_strings_cut_the_generation(backend, questions):
     prompts = [chat(questions[1])]
     [[full]] = backend.generate(prompts, Sampling(max_tokens=16))
@@ -97,7 +122,7 @@ def test_a_final_assistant_message_is_a_reply_to_continue(backend):
 def test_samples_follow_the_next_token_distribution(backend, smollm):
     prompt = chat("Tell me about yourself.", system="Be brief.") + (
         Message("assistant", "My favourite colour is"),)
-    n = 200  # each sample is a row with its own prefill: keep the test short
+    n = 200  # 200 rows in one batch (a prompt's samples are never split), one shared prefill
     [samples] = backend.generate([prompt], Sampling(n=n, temperature=1.0, max_tokens=1, seed=5))
     _, logprobs = _reference_logits(smollm, smollm.render(prompt))
     top = torch.topk(logprobs[-1].exp(), 3)
