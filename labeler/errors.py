@@ -39,6 +39,35 @@ class InputError(LabelerError):
 
 
 @dataclass
+class PromptTooLongError(InputError):
+    """A prompt that, with the tokens its answer needs, does not fit the model's context window.
+
+    Raised before any batch runs. A backend names the request by its position in the call; a
+    caller that knows more (a qid) passes `name`, or re-raises with `dataclasses.replace`.
+    """
+
+    message: str = ""  # unused: the text is composed from the fields below
+    field_name: str | None = "prompt"
+    index: int = 0  # the request's position in the call
+    tokens: int = 0  # the prompt's tokens (a log-likelihood continuation included)
+    window: int = 0  # the model's context window, Backend.max_context
+    reserved: int = 0  # tokens the answer needs past the prompt: max_tokens, or 1 for a choice
+    name: str | None = None  # the caller's name for the request, e.g. its qid
+    others: int = 0  # further requests of the same call that are too long
+    hint: str = ("shorten the prompt (fewer or shorter passages), lower max_tokens, "
+                 "or give the task a truncation rule")
+
+    def __str__(self) -> str:
+        who = f"the prompt for '{self.name}'" if self.name is not None \
+            else f"the prompt of request {self.index}"
+        room = f" + {self.reserved} for the answer" if self.reserved else ""
+        more = "" if not self.others else \
+            f" ({self.others} more {'is' if self.others == 1 else 'are'} too long)"
+        return (f"{who} has {self.tokens} tokens{room}, more than the model's "
+                f"{self.window}-token context window{more}")
+
+
+@dataclass
 class UnknownNameError(LabelerError):
     """A name (dataset, model alias, backend, kind, ...) that no registry knows."""
 

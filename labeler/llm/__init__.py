@@ -18,6 +18,8 @@ from labeler.llm.base import (
     Message,
     Sampling,
     chat,
+    check_fits,
+    yes_probability,
 )
 from labeler.llm.models import ALIASES, ModelSpec, resolve_model
 
@@ -65,6 +67,8 @@ __all__ = [
     "ModelSpec",
     "Sampling",
     "chat",
+    "check_fits",
     "load_backend",
     "resolve_model",
+    "yes_probability",
 ]

@@ -2,15 +2,20 @@
 
 Modelled on lm-evaluation-harness's LM interface: each method takes a list of requests and
 returns a list of results of the same length and order. Backends never loop one prompt at a
-time; they batch internally.
+time; they batch internally (`labeler.llm.batching.Collator`). Every operation checks, before
+any batch runs, that each prompt and the room its answer needs fit the model's context window.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
-from labeler.errors import InputError
+from labeler.errors import InputError, PromptTooLongError
+
+#: tokens a `choice_probs` answer needs past its prompt: the choice's first token
+CHOICE_TOKENS = 1
 
 
 @dataclass(frozen=True)
@@ -92,6 +97,9 @@ class Backend(ABC):
     alias: str
     #: requests per forward batch (hf) or per engine call (vllm); the call cache commits after each
     batch_size: int
+    #: the model's context window in tokens: prompt plus answer (its config's
+    #: max_position_embeddings; vllm's max_model_len)
+    max_context: int
 
     def key(self) -> dict:
         """Everything about the loaded model that changes its answers, for cache keys."""
@@ -101,14 +109,59 @@ class Backend(ABC):
     def render(self, prompt: Chat) -> str:
         """The exact text the model sees for a chat, through its own chat template."""
 
+    def count_tokens(self, texts: list[str]) -> list[int]:
+        """The number of tokens of each plain text, no special tokens added (a rendered prompt
+        holds its own)."""
+        raise NotImplementedError(f"{type(self).__name__} does not count tokens")
+
     @abstractmethod
     def generate(self, prompts: list[Chat], sampling: Sampling) -> list[list[str]]:
-        """`sampling.n` completions per prompt."""
+        """`sampling.n` completions per prompt; each prompt plus `sampling.max_tokens` must fit
+        `max_context`."""
 
     @abstractmethod
     def loglikelihood(self, requests: list[LoglikelihoodRequest]) -> list[float]:
-        """Summed log-probability of each continuation's tokens given its context."""
+        """Summed log-probability of each continuation's tokens given its context; context plus
+        continuation must fit `max_context`."""
 
     @abstractmethod
     def choice_probs(self, requests: list[ChoiceRequest]) -> list[dict[str, float]]:
-        """Probability of each choice's first token as the next token."""
+        """Probability of each choice's first token as the next token; the choices' first tokens
+        must differ, and the prompt plus that token must fit `max_context`."""
+
+
+def check_fits(backend: Backend, prompts: Sequence[Chat], max_tokens: int = 0,
+               names: Sequence[str] | None = None) -> list[int]:
+    """The token count of each rendered prompt, after checking that each plus `max_tokens` fits
+    `backend.max_context`; else PromptTooLongError naming `names[i]` (e.g. the qid) of the first
+    that does not.
+
+    For the caller to check a whole job up front, before any LLM work. `max_tokens` is what the
+    answer needs: `Sampling.max_tokens` for generate, CHOICE_TOKENS for choice_probs, 0 for a
+    log-likelihood context whose continuation is a final assistant message (rendered verbatim).
+    """
+    if names is not None and len(names) != len(prompts):
+        raise InputError(f"{len(names)} names for {len(prompts)} prompts", field_name="names")
+    counts = backend.count_tokens([backend.render(p) for p in prompts])
+    check_lengths(counts, backend.max_context, reserved=max_tokens, names=names)
+    return counts
+
+
+def check_lengths(tokens: Sequence[int], window: int, *, reserved: int = 0,
+                  names: Sequence[str] | None = None) -> None:
+    """PromptTooLongError for the first request whose `tokens` plus `reserved` exceed `window`."""
+    over = [i for i, n in enumerate(tokens) if n + reserved > window]
+    if over:
+        i = over[0]
+        raise PromptTooLongError(index=i, tokens=tokens[i], window=window, reserved=reserved,
+                                 name=None if names is None else names[i], others=len(over) - 1)
+
+
+def yes_probability(probs: Mapping[str, float], yes: str = " yes", no: str = " no") -> float:
+    """P(yes) / (P(yes) + P(no)) from one `choice_probs` answer; 0.5 when both are 0.
+
+    >>> yes_probability({" yes": 0.375, " no": 0.125})
+    0.75
+    """
+    total = probs[yes] + probs[no]
+    return probs[yes] / total if total > 0 else 0.5

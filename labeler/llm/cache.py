@@ -3,8 +3,12 @@
 Like lm-evaluation-harness's CachingLM. A request's key is the sha256 of JSON holding the
 operation, the backend's `key()` (model id, revision, backend, dtype, device), the exact
 rendered prompt and every parameter that changes the answer (the seed included). Misses are
-computed `batch_size` at a time and committed after each chunk (SQLite, WAL), so a killed run
-keeps what it finished and a rerun makes only the missing calls.
+checked against the model's context window first, then computed in the shared Collator's
+batches and committed after each (SQLite, WAL), so a killed run keeps what it finished and a
+rerun makes only the missing calls.
+
+The schema evolves by numbered migrations (simonw/llm's pattern): each function in MIGRATIONS
+runs once per database, in order, and is recorded in its `_migrations` table.
 """
 
 from __future__ import annotations
@@ -14,26 +18,76 @@ import json
 import sqlite3
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from labeler.llm.base import Backend, Chat, ChoiceRequest, LoglikelihoodRequest, Sampling
+from labeler.errors import PromptTooLongError
+from labeler.llm.base import (
+    CHOICE_TOKENS,
+    Backend,
+    Chat,
+    ChoiceRequest,
+    LoglikelihoodRequest,
+    Sampling,
+    check_lengths,
+)
+from labeler.llm.batching import Collator
 from labeler.paths import cache_root
 from labeler.progress import progress_bar
 
 FILE = "calls.sqlite"
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS calls (
-    key TEXT PRIMARY KEY,    -- sha256 of the request's JSON
-    op TEXT NOT NULL,        -- generate | loglikelihood | choice_probs
-    model TEXT NOT NULL,     -- the backend's alias, for listings
-    value TEXT NOT NULL,     -- the answer as JSON
-    created REAL NOT NULL    -- unix time
-);
-CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
-"""
+#: database changes in the order they apply; never edit or reorder one, append a new one
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = []
+
+
+def _migration(function: Callable[[sqlite3.Connection], None]):
+    MIGRATIONS.append(function)
+    return function
+
+
+@_migration
+def m001_calls_and_counters(db: sqlite3.Connection) -> None:
+    """The answers and the hit/miss counters; IF NOT EXISTS: databases made before migrations
+    have both tables already."""
+    db.execute("""CREATE TABLE IF NOT EXISTS calls (
+        key TEXT PRIMARY KEY,    -- sha256 of the request's JSON
+        op TEXT NOT NULL,        -- generate | loglikelihood | choice_probs
+        model TEXT NOT NULL,     -- the backend's alias, for listings
+        value TEXT NOT NULL,     -- the answer as JSON
+        created REAL NOT NULL    -- unix time
+    )""")
+    db.execute("CREATE TABLE IF NOT EXISTS counters "
+               "(name TEXT PRIMARY KEY, value INTEGER NOT NULL)")
+
+
+def migrate(db: sqlite3.Connection) -> list[str]:
+    """Apply the migrations this database has not had, in order, each recorded in `_migrations`
+    (number, name, applied time) in the same transaction; the names of those applied now.
+
+    Safe when several processes open one database at once: the check and the migrations run
+    under SQLite's write lock (BEGIN IMMEDIATE), so each migration applies exactly once.
+    """
+    db.execute("CREATE TABLE IF NOT EXISTS _migrations ("
+               "number INTEGER PRIMARY KEY, name TEXT NOT NULL, applied REAL NOT NULL)")
+    if _applied(db) >= set(range(1, len(MIGRATIONS) + 1)):
+        return []
+    done = []
+    with db:
+        db.execute("BEGIN IMMEDIATE")
+        applied = _applied(db)  # again, under the lock: another process may have migrated
+        for number, function in enumerate(MIGRATIONS, start=1):
+            if number not in applied:
+                function(db)
+                db.execute("INSERT INTO _migrations VALUES (?, ?, ?)",
+                           (number, function.__name__, time.time()))
+                done.append(function.__name__)
+    return done
+
+
+def _applied(db: sqlite3.Connection) -> set[int]:
+    return {number for (number,) in db.execute("SELECT number FROM _migrations")}
 
 
 class CachedBackend(Backend):
@@ -43,6 +97,7 @@ class CachedBackend(Backend):
         self.inner = inner
         self.model_id, self.revision, self.alias = inner.model_id, inner.revision, inner.alias
         self.batch_size = inner.batch_size
+        self.max_context = inner.max_context
         self.path = cache_root(cache_dir) / FILE
         self.db = _connect(self.path)
         self.backend_calls = 0  # requests forwarded to `inner` by this object
@@ -53,38 +108,55 @@ class CachedBackend(Backend):
     def render(self, prompt: Chat) -> str:
         return self.inner.render(prompt)
 
+    def count_tokens(self, texts: list[str]) -> list[int]:
+        return self.inner.count_tokens(texts)
+
     def generate(self, prompts: list[Chat], sampling: Sampling) -> list[list[str]]:
         texts = [self.render(p) for p in prompts]
         return self._cached("generate", prompts, texts,
                             [{"prompt": t, "sampling": sampling.key()} for t in texts],
-                            lambda chunk: self.inner.generate(chunk, sampling))
+                            lambda chunk: self.inner.generate(chunk, sampling),
+                            reserved=sampling.max_tokens)
 
     def loglikelihood(self, requests: list[LoglikelihoodRequest]) -> list[float]:
-        texts = [self.render(r.context) for r in requests]
-        return self._cached("loglikelihood", requests, texts,
-                            [{"context": t, "continuation": r.continuation}
-                             for t, r in zip(texts, requests)],
-                            self.inner.loglikelihood)
+        contexts = [self.render(r.context) for r in requests]
+        return self._cached("loglikelihood", requests,
+                            [c + r.continuation for c, r in zip(contexts, requests)],
+                            [{"context": c, "continuation": r.continuation}
+                             for c, r in zip(contexts, requests)],
+                            self.inner.loglikelihood, groups=contexts)
 
     def choice_probs(self, requests: list[ChoiceRequest]) -> list[dict[str, float]]:
         texts = [self.render(r.prompt) for r in requests]
         return self._cached("choice_probs", requests, texts,
                             [{"prompt": t, "choices": list(r.choices)}
                              for t, r in zip(texts, requests)],
-                            self.inner.choice_probs)
+                            self.inner.choice_probs, reserved=CHOICE_TOKENS)
 
     def _cached(self, op: str, requests: list, texts: list[str], params: list[dict],
-                compute: Callable[[list], list]) -> list[Any]:
-        """Answers from the cache; the misses computed longest first, committed per chunk."""
+                compute: Callable[[list], list], *, reserved: int = 0,
+                groups: list[str] | None = None) -> list[Any]:
+        """Answers from the cache; the misses checked against the context window (`texts` are
+        what the model reads, `reserved` the answer's room), then computed in Collator batches
+        (requests with equal `groups` entries together), each committed when done."""
         model = self.key()
         keys = [_hash({"op": op, "model": model, **p}) for p in params]
         found = self._lookup(set(keys))
         todo = {k: i for i, k in enumerate(keys) if k not in found}  # first request per key
+        misses = list(todo)
+        tokens = self.count_tokens([texts[todo[k]] for k in misses])
+        try:
+            check_lengths(tokens, self.max_context, reserved=reserved)
+        except PromptTooLongError as error:  # name the caller's request, not the miss
+            raise replace(error, index=todo[misses[error.index]]) from None
         self._count(hits=len(keys) - len(todo))
-        order = sorted(todo, key=lambda k: len(texts[todo[k]]), reverse=True)
-        with progress_bar(f"{op} {self.alias} (cached)", len(order)) as advance:
-            for start in range(0, len(order), self.batch_size):
-                chunk = order[start:start + self.batch_size]
+        collator = Collator(range(len(misses)), sort_key=tokens.__getitem__,
+                            group_key=None if groups is None else
+                            (lambda m: groups[todo[misses[m]]]),
+                            batch_size=self.batch_size)
+        with progress_bar(f"{op} {self.alias} (cached)", len(misses)) as advance:
+            for batch in collator:
+                chunk = [misses[m] for m in batch]
                 values = compute([requests[todo[k]] for k in chunk])
                 self.backend_calls += len(chunk)
                 found.update(zip(chunk, values))
@@ -151,7 +223,7 @@ def _connect(path: Path) -> sqlite3.Connection:
     db = sqlite3.connect(path, timeout=60)  # writes open a transaction; `with db` commits it
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL survives a killed process
-    db.executescript(_SCHEMA)
+    migrate(db)
     return db
 
 

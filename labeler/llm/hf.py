@@ -1,8 +1,8 @@
 """The `hf` backend: transformers on CPU (float32) or CUDA (bfloat16), batched with left padding.
 
-Requests are sorted by length (longest first) and run `batch_size` rows at a time. Left padding
-with an attention mask and position ids from the mask gives each row the same answer alone or in
-any batch. Sampling is seeded per row (see `prompts.row_seed`): temperature, top-k and top-p
+Rows are batched by the shared Collator: longest first, `batch_size` rows at a time, the n samples
+of a prompt always in one batch. Left padding with an attention mask and position ids from the
+mask gives each row the same answer alone or in any batch. Sampling is seeded per row (see `prompts.row_seed`): temperature, top-k and top-p
 shape the logits, then each row draws with its own generator (the exponential race, i.e.
 Gumbel-max), so a sample is a pure function of (prompt, sampling) and safe to cache. The n
 samples of a prompt share one prefill of it.
@@ -34,7 +34,16 @@ from transformers import (
 from transformers.utils import logging as hf_logging
 
 from labeler.errors import InputError, ModelLoadError
-from labeler.llm.base import Backend, Chat, ChoiceRequest, LoglikelihoodRequest, Sampling
+from labeler.llm.base import (
+    CHOICE_TOKENS,
+    Backend,
+    Chat,
+    ChoiceRequest,
+    LoglikelihoodRequest,
+    Sampling,
+    check_lengths,
+)
+from labeler.llm.batching import Collator
 from labeler.llm.models import ModelSpec, model_revision
 from labeler.llm.prompts import (
     choice_ids,
@@ -73,6 +82,7 @@ class HFBackend(Backend):
         if not self.tokenizer.chat_template:
             raise ModelLoadError(spec.model_id, "the tokenizer has no chat template")
         self.revision = model_revision(spec)  # after loading: a Hub model's commit is now cached
+        self.max_context = _context_window(self.model.config, spec.model_id)
         self.model.eval()
         self.tokenizer.padding_side = "left"
         eos = self.model.generation_config.eos_token_id
@@ -90,12 +100,18 @@ class HFBackend(Backend):
     def render(self, prompt: Chat) -> str:
         return render_chat(self.tokenizer, prompt, self.spec.template_kwargs)
 
+    def count_tokens(self, texts: list[str]) -> list[int]:
+        return [len(row) for row in encode(self.tokenizer, texts)]
+
     def generate(self, prompts: list[Chat], sampling: Sampling) -> list[list[str]]:
         texts = [self.render(p) for p in prompts]
         ids = encode(self.tokenizer, texts)
+        check_lengths([len(x) for x in ids], self.max_context, reserved=sampling.max_tokens)
         rows = [(i, j) for i in range(len(prompts)) for j in range(sampling.n)]
         out: list[list[str]] = [[""] * sampling.n for _ in prompts]
-        for batch in self._batches(rows, lambda r: len(ids[r[0]]), "generate"):
+        # grouped by prompt: its n samples share one batch and one prefill (_shared_prefill)
+        for batch in self._batches(rows, "generate", sort_key=lambda r: len(ids[r[0]]),
+                                   group_key=lambda r: r[0]):
             seeds = [row_seed(sampling.seed, texts[i], j) for i, j in batch] \
                 if not sampling.greedy else []
             completions = self._generate_batch([ids[i] for i, _ in batch], sampling, seeds)
@@ -106,9 +122,11 @@ class HFBackend(Backend):
     def loglikelihood(self, requests: list[LoglikelihoodRequest]) -> list[float]:
         pairs = continuation_ids(self.tokenizer, [self.render(r.context) for r in requests],
                                  [r.continuation for r in requests])
+        check_lengths([sum(map(len, pair)) for pair in pairs], self.max_context)
         out = [0.0] * len(requests)
         order = [i for i, (_, cont) in enumerate(pairs) if cont]  # empty continuation: log 1 = 0
-        for batch in self._batches(order, lambda i: sum(map(len, pairs[i])), "loglikelihood"):
+        for batch in self._batches(order, "loglikelihood",
+                                   sort_key=lambda i: sum(map(len, pairs[i]))):
             keep = max(len(pairs[i][1]) for i in batch) + 1
             logits = self._forward([pairs[i][0] + pairs[i][1] for i in batch], keep)
             logprobs = torch.log_softmax(logits.float(), dim=-1)
@@ -123,21 +141,24 @@ class HFBackend(Backend):
         texts = [self.render(r.prompt) for r in requests]
         ids = encode(self.tokenizer, texts)
         tokens = [choice_ids(self.tokenizer, t, r.choices) for t, r in zip(texts, requests)]
+        check_lengths([len(x) for x in ids], self.max_context, reserved=CHOICE_TOKENS)
         out: list[dict[str, float]] = [{} for _ in requests]
-        for batch in self._batches(range(len(requests)), lambda i: len(ids[i]), "choice_probs"):
+        for batch in self._batches(range(len(requests)), "choice_probs",
+                                   sort_key=lambda i: len(ids[i])):
             probs = torch.softmax(self._forward([ids[i] for i in batch], 1)[:, -1].float(), -1)
             for row, i in enumerate(batch):
                 out[i] = {c: probs[row, t].item() for c, t in zip(requests[i].choices, tokens[i])}
         return out
 
-    def _batches(self, items, length, description: str):
-        """Items sorted longest first, `batch_size` at a time, under one progress bar."""
-        items = sorted(items, key=length, reverse=True)
+    def _batches(self, items, description: str, *, sort_key, group_key=None):
+        """Batches of `items` as the Collator cuts them, under one progress bar."""
+        items = list(items)
+        collator = Collator(items, sort_key=sort_key, group_key=group_key,
+                            batch_size=self.batch_size)
         with progress_bar(f"{description} {self.alias}", len(items)) as advance:
-            for start in range(0, len(items), self.batch_size):
-                batch = items[start:start + self.batch_size]
-                yield batch
-                advance(len(batch))
+            for indices in collator:
+                yield [items[k] for k in indices]
+                advance(len(indices))
 
     def _pad(self, rows: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
         width = max(map(len, rows))
@@ -270,6 +291,17 @@ def _transformers_quiet() -> Iterator[None]:
     finally:
         hf_logging.set_verbosity(level)
         hf_logging.enable_progress_bar()
+
+
+def _context_window(config, model_id: str) -> int:
+    """The context window a model's config declares (a multimodal model's text part)."""
+    config = config.get_text_config() if hasattr(config, "get_text_config") else config
+    for name in ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"):
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    raise ModelLoadError(model_id, "its config declares no context window "
+                                   "(max_position_embeddings)")
 
 
 def _device(name: str | None) -> torch.device:

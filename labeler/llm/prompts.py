@@ -50,12 +50,22 @@ def continuation_ids(tokenizer, contexts: list[str], continuations: list[str]
 
 
 def choice_ids(tokenizer, text: str, choices: tuple[str, ...]) -> list[int]:
-    """The first token of each choice when it follows `text`."""
+    """The first token of each choice when it follows `text`; two choices with the same first
+    token would get the same probability, so they are refused."""
+    for k, choice in enumerate(choices):
+        if choice in choices[:k]:
+            raise InputError(f"choice {choice!r} is given twice", field_name="choices")
     base = len(encode(tokenizer, [text])[0])
-    ids = []
+    ids: list[int] = []
     for choice, whole in zip(choices, encode(tokenizer, [text + c for c in choices])):
         if len(whole) <= base:
             raise InputError(f"choice {choice!r} adds no token", field_name="choices")
+        if whole[base] in ids:
+            other = choices[ids.index(whole[base])]
+            raise InputError(
+                f"choices {other!r} and {choice!r} start with the same token "
+                f"{tokenizer.decode([whole[base]])!r}", field_name="choices",
+                hint="only a choice's first token is scored: use choices that differ in it")
         ids.append(whole[base])
     return ids
 

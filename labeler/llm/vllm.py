@@ -5,7 +5,9 @@ handed to vllm as token ids. Sampling is seeded per request with `row_seed(seed,
 so a prompt's samples do not depend on what else is in the call. `loglikelihood` reads
 `prompt_logprobs` of the continuation's tokens; `choice_probs` appends each choice's first token
 to the prompt and reads its prompt log-probability, which is exact for any token (the top-k
-`logprobs` of a generated token would miss choices outside the top k).
+`logprobs` of a generated token would miss choices outside the top k). Engine calls are cut by
+the shared Collator, longest first, the rows of one prompt (its choices) or of one context (its
+continuations) in the same call so that vllm's prefix cache serves them.
 """
 
 from __future__ import annotations
@@ -21,7 +23,16 @@ try:
 except ImportError as exc:
     raise MissingDependencyError("the vllm backend", "labeler[vllm]") from exc
 
-from labeler.llm.base import Backend, Chat, ChoiceRequest, LoglikelihoodRequest, Sampling
+from labeler.llm.base import (
+    CHOICE_TOKENS,
+    Backend,
+    Chat,
+    ChoiceRequest,
+    LoglikelihoodRequest,
+    Sampling,
+    check_lengths,
+)
+from labeler.llm.batching import Collator
 from labeler.llm.hf import gguf_snapshot
 from labeler.llm.models import ModelSpec, model_revision
 from labeler.llm.prompts import (
@@ -64,6 +75,7 @@ class VLLMBackend(Backend):
         if not getattr(self.tokenizer, "chat_template", None):
             raise ModelLoadError(spec.model_id, "the tokenizer has no chat template")
         self.revision = model_revision(spec)
+        self.max_context = self.llm.llm_engine.model_config.max_model_len
 
     def key(self) -> dict:
         return {"model_id": self.spec.identity, "revision": self.revision, "backend": "vllm",
@@ -72,24 +84,31 @@ class VLLMBackend(Backend):
     def render(self, prompt: Chat) -> str:
         return render_chat(self.tokenizer, prompt, self.spec.template_kwargs)
 
+    def count_tokens(self, texts: list[str]) -> list[int]:
+        return [len(row) for row in encode(self.tokenizer, texts)]
+
     def generate(self, prompts: list[Chat], sampling: Sampling) -> list[list[str]]:
         texts = [self.render(p) for p in prompts]
+        ids = encode(self.tokenizer, texts)
+        check_lengths([len(x) for x in ids], self.max_context, reserved=sampling.max_tokens)
         params = [SamplingParams(
             n=sampling.n, temperature=sampling.temperature, top_p=sampling.top_p,
             top_k=sampling.top_k or -1, max_tokens=sampling.max_tokens,
             stop=list(sampling.stop) or None, skip_special_tokens=True,
             seed=None if sampling.greedy else row_seed(sampling.seed, text, 0),
         ) for text in texts]
-        outputs = self._run(encode(self.tokenizer, texts), params, "generate")
+        outputs = self._run(ids, params, "generate")  # n samples ride in one request
         return [[cut_at_stop(c.text, sampling.stop) for c in sorted(o.outputs, key=_index)]
                 for o in outputs]
 
     def loglikelihood(self, requests: list[LoglikelihoodRequest]) -> list[float]:
         pairs = continuation_ids(self.tokenizer, [self.render(r.context) for r in requests],
                                  [r.continuation for r in requests])
+        check_lengths([sum(map(len, pair)) for pair in pairs], self.max_context)
         scored = [i for i, (_, cont) in enumerate(pairs) if cont]  # empty continuation: log 1 = 0
         outputs = self._run([pairs[i][0] + pairs[i][1] for i in scored],
-                            [SamplingParams(**_SCORE)] * len(scored), "loglikelihood")
+                            [SamplingParams(**_SCORE)] * len(scored), "loglikelihood",
+                            groups=[tuple(pairs[i][0]) for i in scored])
         out = [0.0] * len(requests)
         for i, output in zip(scored, outputs):
             ctx, cont = pairs[i]
@@ -99,25 +118,30 @@ class VLLMBackend(Backend):
     def choice_probs(self, requests: list[ChoiceRequest]) -> list[dict[str, float]]:
         texts = [self.render(r.prompt) for r in requests]
         tokens = [choice_ids(self.tokenizer, t, r.choices) for t, r in zip(texts, requests)]
-        rows = [(i, t) for i, ts in enumerate(tokens) for t in dict.fromkeys(ts)]
         ids = encode(self.tokenizer, texts)
+        check_lengths([len(x) for x in ids], self.max_context, reserved=CHOICE_TOKENS)
+        rows = [(i, t) for i, ts in enumerate(tokens) for t in ts]  # first tokens all differ
         outputs = self._run([ids[i] + [t] for i, t in rows], [SamplingParams(**_SCORE)] * len(rows),
-                            "choice_probs")
+                            "choice_probs", groups=[i for i, _ in rows])
         prob = {(i, t): math.exp(_logprob(o, len(ids[i]), t)) for (i, t), o in zip(rows, outputs)}
         return [{c: prob[i, t] for c, t in zip(r.choices, tokens[i])}
                 for i, r in enumerate(requests)]
 
-    def _run(self, prompts: list[list[int]], params: list, description: str) -> list:
-        """vllm.LLM.generate over token-id prompts, `batch_size` at a time, in input order."""
+    def _run(self, prompts: list[list[int]], params: list, description: str,
+             groups: list | None = None) -> list:
+        """vllm.LLM.generate over token-id prompts in the Collator's batches (prompts with equal
+        `groups` entries in one call); outputs in input order."""
+        collator = Collator(range(len(prompts)), sort_key=lambda k: len(prompts[k]),
+                            group_key=None if groups is None else groups.__getitem__,
+                            batch_size=self.batch_size)
         outputs = []
         with progress_bar(f"{description} {self.alias}", len(prompts)) as advance:
-            for start in range(0, len(prompts), self.batch_size):
-                part = [TokensPrompt(prompt_token_ids=p)
-                        for p in prompts[start:start + self.batch_size]]
-                outputs += self.llm.generate(part, params[start:start + self.batch_size],
+            for batch in collator:
+                outputs += self.llm.generate([TokensPrompt(prompt_token_ids=prompts[k])
+                                              for k in batch], [params[k] for k in batch],
                                              use_tqdm=False)
-                advance(len(part))
-        return outputs
+                advance(len(batch))
+        return collator.restore(outputs)
 
 
 def _logprob(output, position: int, token: int) -> float:

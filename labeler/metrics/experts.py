@@ -12,7 +12,14 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit
 
-from labeler.llm.base import Backend, ChoiceRequest, LoglikelihoodRequest, Message, chat
+from labeler.llm.base import (
+    Backend,
+    ChoiceRequest,
+    LoglikelihoodRequest,
+    Message,
+    chat,
+    yes_probability,
+)
 
 #: Answering with the evidence: log P(a | q ⊕ e).
 WITH_EVIDENCE = (
@@ -77,8 +84,9 @@ def helpfulness(backend: Backend, items: Sequence[Extraction]) -> np.ndarray:
 
 
 def faithfulness(backend: Backend, items: Sequence[Extraction]) -> np.ndarray:
-    """P(yes) / (P(yes) + P(no)) for "Is every statement in the evidence supported by the
-    passages?", from the next-token probabilities after "Answer:".
+    """P(yes) / (P(yes) + P(no)) (`yes_probability`; 0.5 when both are 0) for "Is every
+    statement in the evidence supported by the passages?", from the next-token probabilities
+    after "Answer:".
 
     E.g. P(" yes") = 0.3 and P(" no") = 0.1 give 0.75.
     """
@@ -92,8 +100,5 @@ def faithfulness(backend: Backend, items: Sequence[Extraction]) -> np.ndarray:
         )
         for x in items
     ]
-    probs = backend.choice_probs(requests)
-    yes = np.array([p[" yes"] for p in probs], dtype=np.float64)
-    no = np.array([p[" no"] for p in probs], dtype=np.float64)
-    total = yes + no
-    return np.divide(yes, total, out=np.full(len(items), 0.5), where=total > 0)
+    return np.array([yes_probability(p) for p in backend.choice_probs(requests)],
+                    dtype=np.float64)

@@ -6,7 +6,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from labeler.errors import InputError
 from labeler.llm.base import Backend
 from labeler.metrics.answers import has_answer
 from labeler.metrics.experts import Extraction, faithfulness, helpfulness
@@ -47,23 +46,11 @@ def extraction_metrics(
 
 
 def token_counts(texts: Sequence[str], backend: Backend | None = None) -> np.ndarray:
-    """Length of each text in the backend's tokens (no special tokens), else in words.
-
-    Uses the backend's Hugging Face tokenizer: its `tokenizer` attribute, or that of the
-    backend it wraps (`inner`, e.g. the call cache's).
-    """
+    """Length of each text in the backend's tokens (`Backend.count_tokens`: no special
+    tokens), else in whitespace-separated words."""
     if backend is None:
         return np.array([len(t.split()) for t in texts], dtype=np.float64)
-    tokenizer, inner = None, backend
-    while tokenizer is None and inner is not None:
-        tokenizer, inner = getattr(inner, "tokenizer", None), getattr(inner, "inner", None)
-    if tokenizer is None:
-        raise InputError(f"model '{backend.model_id}' exposes no tokenizer to count tokens with",
-                         field_name="llm")
-    if not texts:
-        return np.zeros(0)
-    ids = tokenizer(list(texts), add_special_tokens=False)["input_ids"]
-    return np.array([len(row) for row in ids], dtype=np.float64)
+    return np.array(backend.count_tokens(list(texts)), dtype=np.float64)
 
 
 def _names(backend: Backend | None) -> list[str]:

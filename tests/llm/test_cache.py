@@ -6,17 +6,21 @@ import json
 import os
 import re
 import signal
+import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import asdict
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from labeler.cli import cli
-from labeler.llm import ChoiceRequest, LoglikelihoodRequest, Sampling, chat
-from labeler.llm.cache import CachedBackend, cache_stats
+from labeler.errors import PromptTooLongError
+from labeler.llm import ChoiceRequest, LoglikelihoodRequest, Sampling, cache, chat
+from labeler.llm.cache import MIGRATIONS, CachedBackend, cache_stats, migrate
 
 HERE = Path(__file__).parent
 GREEDY = Sampling(max_tokens=8)
@@ -99,3 +103,96 @@ def test_a_killed_run_reruns_only_the_missing_calls(smollm, questions, tmp_path)
     assert result["answers"] == smollm.generate([chat(q) for q in questions], sampling)
     stats = cache_stats(cache_dir)
     assert (stats.entries, stats.misses, stats.hits) == (40, 40, done)
+
+
+def test_a_too_long_prompt_fails_before_the_cache_computes_or_counts_anything(smollm, tmp_path):
+    cached = CachedBackend(smollm, cache_dir=tmp_path)
+    cached.batch_size = 1  # each miss its own chunk: a late check would have computed some
+    short = chat("Is water wet?")
+    cached.generate([short], GREEDY)
+    prompts = [short, chat("Is fire hot?"), chat("word " * 9000), chat("Is ice cold?")]
+    with pytest.raises(PromptTooLongError) as caught:
+        cached.generate(prompts, GREEDY)
+    assert caught.value.index == 2  # the caller's index, not the position among the misses
+    assert (caught.value.window, caught.value.reserved) == (8192, GREEDY.max_tokens)
+    assert cached.backend_calls == 1
+    stats = cache_stats(tmp_path)
+    assert (stats.entries, stats.hits, stats.misses) == (1, 0, 1)
+
+
+# The layout of calls.sqlite before migrations existed, as the cache created it.
+_OLD_SCHEMA = """
+CREATE TABLE IF NOT EXISTS calls (
+    key TEXT PRIMARY KEY,    -- sha256 of the request's JSON
+    op TEXT NOT NULL,        -- generate | loglikelihood | choice_probs
+    model TEXT NOT NULL,     -- the backend's alias, for listings
+    value TEXT NOT NULL,     -- the answer as JSON
+    created REAL NOT NULL    -- unix time
+);
+CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+"""
+
+
+def _migrations(path: Path) -> list[tuple]:
+    with sqlite3.connect(path) as db:
+        return db.execute("SELECT number, name, applied FROM _migrations ORDER BY number").fetchall()
+
+
+def test_a_fresh_cache_records_every_migration(smollm, tmp_path):
+    before = time.time()
+    CachedBackend(smollm, cache_dir=tmp_path)
+    applied = _migrations(tmp_path / cache.FILE)
+    assert [(number, name) for number, name, _ in applied] == [
+        (k, f.__name__) for k, f in enumerate(MIGRATIONS, start=1)]
+    assert applied[0][1] == "m001_calls_and_counters"
+    assert all(before <= when <= time.time() for _, _, when in applied)
+    CachedBackend(smollm, cache_dir=tmp_path)  # re-opening applies nothing
+    assert _migrations(tmp_path / cache.FILE) == applied
+
+
+def test_a_cache_made_before_migrations_is_upgraded_without_losing_rows(tmp_path):
+    path = tmp_path / cache.FILE
+    with sqlite3.connect(path) as db:
+        db.executescript(_OLD_SCHEMA)
+        db.executemany("INSERT INTO calls VALUES (?, ?, ?, ?, ?)",
+                       [("k1", "generate", "smollm2-135m", '[["Paris"]]', 1.0),
+                        ("k2", "choice_probs", "smollm2-135m", '{" yes": 0.5}', 2.0)])
+        db.executemany("INSERT INTO counters VALUES (?, ?)", [("hits", 5), ("misses", 2)])
+    stats = cache_stats(tmp_path)  # opening it migrates
+    assert (stats.entries, stats.hits, stats.misses) == (2, 5, 2)
+    assert [name for _, name, _ in _migrations(path)] == ["m001_calls_and_counters"]
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT value FROM calls WHERE key = 'k1'").fetchone() == ('[["Paris"]]',)
+        assert migrate(db) == []  # nothing left to apply
+
+
+def test_a_new_migration_applies_once_to_an_existing_cache(tmp_path, monkeypatch):
+    path = tmp_path / cache.FILE
+    cache_stats(tmp_path)  # no file yet: creates nothing
+    assert not path.exists()
+    with sqlite3.connect(path) as db:
+        assert migrate(db) == ["m001_calls_and_counters"]
+
+    def m002_calls_note(db):  # ALTER TABLE ADD COLUMN fails if it runs twice
+        time.sleep(0.2)  # long enough for the other process to try at the same time
+        db.execute("ALTER TABLE calls ADD COLUMN note TEXT")
+
+    monkeypatch.setattr(cache, "MIGRATIONS", [*MIGRATIONS, m002_calls_note])
+    done, errors = [], []
+
+    def open_cache():  # two processes opening one cache at once
+        try:
+            with sqlite3.connect(path, timeout=60) as db:
+                done.append(migrate(db))
+        except sqlite3.Error as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_cache) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert sorted(done) == [[], ["m002_calls_note"]]
+    assert [(n, name) for n, name, _ in _migrations(path)] == [
+        (1, "m001_calls_and_counters"), (2, "m002_calls_note")]

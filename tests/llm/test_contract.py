@@ -12,8 +12,10 @@ from dataclasses import replace
 import pytest
 import torch
 
-from labeler.errors import InputError
+from labeler.errors import InputError, PromptTooLongError
 from labeler.llm import ChoiceRequest, LoglikelihoodRequest, Message, Sampling, chat
+from labeler.llm.base import check_fits
+from labeler.llm.cache import CachedBackend
 
 #: backend -> (log-likelihood in nats, probability); vllm computes in bfloat16
 TOLERANCE = {"hf": (1e-4, 1e-4), "vllm": (0.25, 0.02)}
@@ -49,7 +51,7 @@ def test_loglikelihood_is_the_sum_of_continuation_token_logprobs(backend, smollm
     for request, value in zip(requests, got):
         context = smollm.render(request.context)
         ids, logprobs = _reference_logits(smollm, context + request.continuation)
-        start = len(smollm.tokenizer(context, add_special_tokens=False).input_ids)
+        [start] = smollm.count_tokens([context])
         expected = sum(logprobs[k - 1, ids[k]].item() for k in range(start, len(ids)))
         assert value == pytest.approx(expected, abs=TOLERANCE[backend.key()["backend"]][0])
     assert got[0] > got[1]  # Paris is the likelier answer
@@ -78,6 +80,31 @@ def test_seeded_sampling_repeats_exactly_whatever_the_batch(backend, questions):
     assert backend.generate(prompts, replace(sampling, seed=12)) != first
 
 
+def test_the_samples_of_a_prompt_share_one_batch_and_one_prefill(smollm, questions,
+                                                                 monkeypatch):
+    batches, prefills = [], []
+    generate_batch, shared_prefill = smollm._generate_batch, smollm._shared_prefill
+
+    def spy_generate(rows, sampling, seeds):
+        batches.append(rows)
+        return generate_batch(rows, sampling, seeds)
+
+    def spy_prefill(rows):
+        prefills.append(shared_prefill(rows))
+        return prefills[-1]
+
+    monkeypatch.setattr(smollm, "_generate_batch", spy_generate)
+    monkeypatch.setattr(smollm, "_shared_prefill", spy_prefill)
+    prompts = [chat(q) for q in questions[:4]]
+    sampling = Sampling(n=3, temperature=1.0, max_tokens=2, seed=3)
+    smollm.generate(prompts, sampling)
+    assert smollm.batch_size == 8
+    assert [len(rows) for rows in batches] == [6, 6]  # two whole prompts each, not 8 + 4
+    for rows in batches:
+        assert sorted(map(rows.count, rows)) == [3] * 6  # every prompt's 3 samples together
+    assert all(cache is not None for cache in prefills)  # and one prefill per prompt
+
+
 def test_stop_strings_cut_the_generation(backend, questions):
     prompts = [chat(questions[1])]
     [[full]] = backend.generate(prompts, Sampling(max_tokens=16))
@@ -95,7 +122,7 @@ def test_a_final_assistant_message_is_a_reply_to_continue(backend):
 def test_samples_follow_the_next_token_distribution(backend, smollm):
     prompt = chat("Tell me about yourself.", system="Be brief.") + (
         Message("assistant", "My favourite colour is"),)
-    n = 200  # each sample is a row with its own prefill: keep the test short
+    n = 200  # 200 rows in one batch (a prompt's samples are never split), one shared prefill
     [samples] = backend.generate([prompt], Sampling(n=n, temperature=1.0, max_tokens=1, seed=5))
     _, logprobs = _reference_logits(smollm, smollm.render(prompt))
     top = torch.topk(logprobs[-1].exp(), 3)
@@ -112,3 +139,108 @@ def test_bad_requests_are_refused_before_any_work(backend):
     with pytest.raises(InputError, match=r"^field 'role': unknown role 'bot' "
                                          r"\(use one of system, user, assistant\)$"):
         backend.loglikelihood([LoglikelihoodRequest((Message("bot", "hi"),), " there")])
+
+
+def _model_calls(backend, monkeypatch) -> list:
+    """Every call that reaches the model from now on (a forward pass or an engine call)."""
+    calls: list = []
+    if hasattr(backend, "model"):  # hf: generate() runs forward() too
+        monkeypatch.setattr(backend.model, "forward", lambda *a, **kw: calls.append(a) or 1 / 0)
+    else:  # vllm
+        monkeypatch.setattr(backend.llm, "generate", lambda *a, **kw: calls.append(a) or 1 / 0)
+    return calls
+
+
+def test_count_tokens_counts_plain_text_without_special_tokens(backend, tmp_path):
+    texts = ["The capital of France is Paris.", "", " yes", "<|im_start|>user"]
+    # SmolLM2's tokenizer adds <|im_start|> by default, which would make these 8, 1, 2, 3; a
+    # special token written in the text (as chat templates do) is one token
+    assert backend.count_tokens(texts) == [7, 0, 1, 2]
+    assert backend.count_tokens([]) == []
+    assert backend.count_tokens([backend.render(chat("Hi"))]) == [31]  # with its system prompt
+    cached = CachedBackend(backend, cache_dir=tmp_path)
+    assert cached.count_tokens(texts) == [7, 0, 1, 2]
+
+
+def test_max_context_is_the_window_the_model_config_declares(backend, tmp_path):
+    assert backend.max_context == 8192  # SmolLM2's max_position_embeddings
+    assert CachedBackend(backend, cache_dir=tmp_path).max_context == 8192
+
+
+def test_a_prompt_longer_than_the_window_fails_before_any_batch(backend, monkeypatch):
+    short, long = chat("Is water wet?"), chat("word " * 9000)
+    [tokens] = backend.count_tokens([backend.render(long)])
+    assert tokens > 8192
+    calls = _model_calls(backend, monkeypatch)
+    with pytest.raises(PromptTooLongError) as caught:
+        backend.generate([short, short, long], Sampling(max_tokens=8))
+    assert (caught.value.index, caught.value.tokens, caught.value.window,
+            caught.value.reserved) == (2, tokens, 8192, 8)
+    assert str(caught.value) == (f"the prompt of request 2 has {tokens} tokens + 8 for the "
+                                 "answer, more than the model's 8192-token context window")
+    assert "truncation rule" in caught.value.hint
+    with pytest.raises(PromptTooLongError) as caught:  # the continuation counts
+        backend.loglikelihood([LoglikelihoodRequest(short, " yes"),
+                               LoglikelihoodRequest(short, "word " * 9000)])
+    assert (caught.value.index, caught.value.reserved) == (1, 0)
+    with pytest.raises(PromptTooLongError) as caught:
+        backend.choice_probs([ChoiceRequest(long), ChoiceRequest(long), ChoiceRequest(short)])
+    assert (caught.value.index, caught.value.tokens, caught.value.reserved) == (0, tokens, 1)
+    assert str(caught.value).endswith("context window (1 more is too long)")
+    assert calls == []
+
+
+def test_the_window_holds_the_prompt_and_its_answer_exactly(backend, monkeypatch):
+    prompt = chat("Is water wet? Answer yes or no.")
+    [n] = backend.count_tokens([backend.render(prompt)])
+    [m] = backend.count_tokens([backend.render(prompt) + " Yes, it is."])
+    for window, fits in ((n + 4, True), (n + 3, False)):  # generate: prompt + max_tokens
+        monkeypatch.setattr(backend, "max_context", window)
+        if fits:
+            [[answer]] = backend.generate([prompt], Sampling(max_tokens=4))
+            assert answer
+        else:
+            with pytest.raises(PromptTooLongError, match=rf"has {n} tokens \+ 4 for the answer"):
+                backend.generate([prompt], Sampling(max_tokens=4))
+    monkeypatch.setattr(backend, "max_context", n + 1)  # choice_probs: prompt + the choice token
+    [probs] = backend.choice_probs([ChoiceRequest(prompt)])
+    assert 0 < probs[" yes"] < 1
+    monkeypatch.setattr(backend, "max_context", n)
+    with pytest.raises(PromptTooLongError, match=rf"has {n} tokens \+ 1 for the answer"):
+        backend.choice_probs([ChoiceRequest(prompt)])
+    monkeypatch.setattr(backend, "max_context", m)  # loglikelihood: context + continuation
+    [logprob] = backend.loglikelihood([LoglikelihoodRequest(prompt, " Yes, it is.")])
+    assert logprob < 0
+    monkeypatch.setattr(backend, "max_context", m - 1)
+    with pytest.raises(PromptTooLongError, match=rf"has {m} tokens, more than"):
+        backend.loglikelihood([LoglikelihoodRequest(prompt, " Yes, it is.")])
+
+
+def test_check_fits_names_the_query_before_any_work(backend, monkeypatch):
+    prompts = [chat("Hi"), chat("word " * 9000), chat("word " * 9000)]
+    calls = _model_calls(backend, monkeypatch)
+    with pytest.raises(PromptTooLongError) as caught:
+        check_fits(backend, prompts, 16, names=["q1", "q2", "q3"])
+    assert str(caught.value) == (
+        f"the prompt for 'q2' has {caught.value.tokens} tokens + 16 for the answer, more than "
+        "the model's 8192-token context window (1 more is too long)")
+    assert check_fits(backend, prompts[:1], 16) == [31]
+    with pytest.raises(InputError, match=r"^field 'names': 1 names for 3 prompts$"):
+        check_fits(backend, prompts, names=["q1"])
+    assert calls == []
+
+
+def test_choices_whose_first_tokens_collide_are_refused(backend, monkeypatch):
+    prompt = chat("Is water wet? Answer yes or no.")
+    [probs] = backend.choice_probs([ChoiceRequest(prompt, (" yes", " yesterday"))])
+    assert probs[" yes"] > probs[" yesterday"] > 0  # a shared prefix, but two tokens: fine
+    calls = _model_calls(backend, monkeypatch)
+    with pytest.raises(InputError) as caught:
+        backend.choice_probs([ChoiceRequest(prompt), ChoiceRequest(prompt, (" yes", " yes, sir"))])
+    assert str(caught.value) == ("field 'choices': choices ' yes' and ' yes, sir' start with "
+                                 "the same token ' yes'")
+    assert caught.value.hint == ("only a choice's first token is scored: use choices that "
+                                 "differ in it")
+    with pytest.raises(InputError, match=r"^field 'choices': choice ' no' is given twice$"):
+        backend.choice_probs([ChoiceRequest(prompt, (" no", " yes", " no"))])
+    assert calls == []

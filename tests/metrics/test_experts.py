@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
-from labeler.llm.base import Backend, ChoiceRequest, LoglikelihoodRequest
+from labeler.llm.base import Backend, ChoiceRequest, LoglikelihoodRequest, yes_probability
 from labeler.metrics.experts import ANSWER_PREFIX, Extraction, faithfulness, helpfulness
 
 FIXTURES = Path(__file__).parents[1] / "score" / "fixtures"
@@ -92,3 +92,8 @@ def test_real_model_prefers_evidence_with_the_answer(smollm):
     helpful, faithful = helpfulness(smollm, items), faithfulness(smollm, items)
     assert ((helpful > 0) & (helpful < 1)).all() and ((faithful > 0) & (faithful < 1)).all()
     assert helpful[0] > helpful[1]
+
+
+def test_yes_probability_reads_the_named_choices_and_ignores_the_rest():
+    assert yes_probability({"Yes": 0.2, "No": 0.6, " maybe": 0.2}, yes="Yes", no="No") == 0.25
+    assert yes_probability({" yes": 0.0, " no": 0.0}) == 0.5

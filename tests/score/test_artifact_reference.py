@@ -125,7 +125,7 @@ def test_extraction_with_the_real_model(tmp_path, monkeypatch, smollm):
                    "--per-query", rows_file)
     assert loaded[0][0] == "smollm2-135m"
     rows = [json.loads(line) for line in rows_file.read_text().splitlines()]
-    counts = [len(smollm.tokenizer(e, add_special_tokens=False)["input_ids"]) for e in evidence]
+    counts = smollm.count_tokens(evidence)
     assert [row["tokens"] for row in rows] == counts
     assert counts[0] > len(evidence[0].split())  # model tokens, not words
     for row in rows:

@@ -1,0 +1,65 @@
+"""One batching policy for both backends and the call cache, after lm-evaluation-harness's Collator.
+
+Items are sorted longest first and cut into batches of `batch_size`; items that share a group
+key (the n samples of one prompt, the choices of one prompt, the continuations of one context)
+always land in the same batch, so a backend can compute their common prefix once; results
+computed batch by batch are put back into the caller's order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from typing import Any, Generic, TypeVar
+
+from labeler.errors import InputError
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class Collator(Generic[T]):
+    """Batches of indices into `items`: longest first, `batch_size` at a time, no group split.
+
+    Groups (items with equal `group_key`; each item its own group without one) are ordered by
+    their largest `sort_key`, descending, ties in caller order; within a group items keep caller
+    order. Whole groups fill a batch while they fit; a group larger than `batch_size` is one
+    batch of its own. `restore` maps results listed batch after batch back to caller order.
+
+    >>> collator = Collator(["bb", "a", "ccc", "dd"], sort_key=len, batch_size=2)
+    >>> list(collator)
+    [[2, 0], [3, 1]]
+    >>> collator.restore(["C", "B", "D", "A"])
+    ['B', 'A', 'C', 'D']
+    """
+
+    def __init__(self, items: Sequence[T], *, sort_key: Callable[[T], Any], batch_size: int,
+                 group_key: Callable[[T], Hashable] | None = None) -> None:
+        if batch_size < 1:
+            raise InputError("batch size must be >= 1", field_name="batch_size")
+        groups: dict[Hashable, list[int]] = {}
+        for index, item in enumerate(items):
+            groups.setdefault(index if group_key is None else group_key(item), []).append(index)
+        ordered = sorted(groups.values(), key=lambda g: max(sort_key(items[k]) for k in g),
+                         reverse=True)  # sorted() is stable: ties keep caller order
+        self.batches: list[list[int]] = []
+        for group in ordered:
+            if self.batches and len(self.batches[-1]) + len(group) <= batch_size:
+                self.batches[-1].extend(group)
+            else:
+                self.batches.append(list(group))
+        #: every index, in the order the batches hold them
+        self.order = [k for batch in self.batches for k in batch]
+
+    def __iter__(self) -> Iterator[list[int]]:
+        return iter(self.batches)
+
+    def __len__(self) -> int:
+        """The number of items (not batches), for progress bars."""
+        return len(self.order)
+
+    def restore(self, results: Iterable[R]) -> list[R]:
+        """Results given batch after batch (one per index of `order`) -> in caller order."""
+        out: list[Any] = [None] * len(self.order)
+        for index, result in zip(self.order, results, strict=True):
+            out[index] = result
+        return out
