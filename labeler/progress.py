@@ -30,11 +30,25 @@ def _enabled() -> bool:
     return not settings.quiet() and sys.stderr.isatty()
 
 
+#: the live display while any bar is shown: a bar opened inside another (the hf backend's
+#: batches inside the build's shards) becomes one more line of it, as rich allows one display
+_live: Progress | None = None
+
+
 @contextmanager
 def progress_bar(description: str, total: int) -> Iterator[callable]:
-    """Yield `advance(n)`; draws done/total, rate-derived ETA and elapsed time on a TTY."""
+    """Yield `advance(n)`; draws done/total, rate-derived ETA and elapsed time on a TTY.
+    Bars opened while another is shown stack below it and go when done."""
+    global _live
     if not _enabled() or total <= 0:
         yield lambda n=1: None
+        return
+    if _live is not None:
+        bar, task = _live, _live.add_task(description, total=total)
+        try:
+            yield lambda n=1: bar.advance(task, n)
+        finally:
+            bar.remove_task(task)
         return
     with Progress(
         TextColumn("[bold]{task.description}"),
@@ -47,8 +61,12 @@ def progress_bar(description: str, total: int) -> Iterator[callable]:
         console=stderr,
         transient=True,
     ) as bar:
-        task = bar.add_task(description, total=total)
-        yield lambda n=1: bar.advance(task, n)
+        _live = bar
+        try:
+            task = bar.add_task(description, total=total)
+            yield lambda n=1: bar.advance(task, n)
+        finally:
+            _live = None
 
 
 def track(items: Iterable[T], description: str, total: int | None = None) -> Iterator[T]:

@@ -18,8 +18,9 @@ class ScriptedBackend(Backend):
     model_id, revision, alias, batch_size = "scripted", "0", "scripted", 8
 
     def __init__(self, *, answer: Callable | None = None, loglik: Callable | None = None,
-                 probs: Callable | None = None) -> None:
+                 probs: Callable | None = None, max_context: int = 1_000_000) -> None:
         self.rules = {"generate": answer, "loglikelihood": loglik, "choice_probs": probs}
+        self.max_context = max_context  # in tokens, which here are whitespace-separated words
         self.calls: list[tuple[str, list]] = []  # (operation, the requests of one call)
 
     def batches(self, op: str) -> list[list]:
@@ -28,6 +29,9 @@ class ScriptedBackend(Backend):
 
     def render(self, prompt: Chat) -> str:
         return "\n".join(m.content for m in prompt)
+
+    def count_tokens(self, texts: list[str]) -> list[int]:
+        return [len(t.split()) for t in texts]
 
     def generate(self, prompts: list[Chat], sampling: Sampling) -> list[list[str]]:
         rule = self._rule("generate", prompts)

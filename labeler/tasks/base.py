@@ -12,11 +12,20 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Iterable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any, ClassVar
 
-from labeler.errors import InputError
-from labeler.llm.base import Backend, Chat, ChoiceRequest, LoglikelihoodRequest, Sampling
+from labeler.errors import InputError, PromptTooLongError
+from labeler.llm.base import (
+    CHOICE_TOKENS,
+    Backend,
+    Chat,
+    ChoiceRequest,
+    LoglikelihoodRequest,
+    Message,
+    Sampling,
+    check_fits,
+)
 from labeler.progress import info
 from labeler.retrieval import POOLS, Candidate
 from labeler.sources import Query, Source
@@ -77,31 +86,47 @@ def make_shards(queries: Sequence[Query], pools: dict[str, list[Candidate]],
 
 
 class Calls:
-    """One model's calls for one shard: batched, and a request already made is not sent again
-    (the persistent call cache does the same across runs; this also serves uncached backends)."""
+    """One model's calls for one shard: batched, checked to fit the model's window before any
+    batch runs (naming the query), and a request already made is not sent again (the call
+    cache does the same across runs; this also serves uncached backends)."""
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
         self.alias = backend.alias
         self._seen: dict[Hashable, Any] = {}
 
-    def generate(self, prompts: list[Chat], sampling: Sampling, what: str) -> list[list[str]]:
-        """`sampling.n` completions per prompt, in one batched call."""
-        return self._ask(prompts, ("generate", sampling), what,
-                         lambda new: self.backend.generate(new, sampling))
+    def generate(self, prompts: list[Chat], sampling: Sampling, what: str,
+                 names: Sequence[str]) -> list[list[str]]:
+        """`sampling.n` completions per prompt, in one batched call; `names[i]` (e.g. the
+        qid) names prompt i in an error."""
+        return self._ask(prompts, names, ("generate", sampling), what,
+                         lambda new: self.backend.generate(new, sampling),
+                         lambda new: check_fits(self.backend, new, sampling.max_tokens))
 
-    def loglikelihood(self, requests: list[LoglikelihoodRequest], what: str) -> list[float]:
+    def loglikelihood(self, requests: list[LoglikelihoodRequest], what: str,
+                      names: Sequence[str]) -> list[float]:
         """log P(continuation | context) per request, in one batched call."""
-        return self._ask(requests, ("loglikelihood",), what, self.backend.loglikelihood)
+        return self._ask(requests, names, ("loglikelihood",), what, self.backend.loglikelihood,
+                         lambda new: check_fits(self.backend, [
+                             (*r.context, Message("assistant", r.continuation)) for r in new]))
 
-    def choice_probs(self, requests: list[ChoiceRequest], what: str) -> list[dict[str, float]]:
+    def choice_probs(self, requests: list[ChoiceRequest], what: str,
+                     names: Sequence[str]) -> list[dict[str, float]]:
         """Next-token probability of each choice per request, in one batched call."""
-        return self._ask(requests, ("choice_probs",), what, self.backend.choice_probs)
+        return self._ask(requests, names, ("choice_probs",), what, self.backend.choice_probs,
+                         lambda new: check_fits(self.backend, [r.prompt for r in new],
+                                                CHOICE_TOKENS))
 
-    def _ask(self, requests: list, op: tuple, what: str, compute) -> list:
+    def _ask(self, requests: list, names: Sequence[str], op: tuple, what: str, compute,
+             check) -> list:
         keys = [(op, r) for r in requests]
-        new = list(dict.fromkeys(k for k in keys if k not in self._seen))
+        first = {k: i for i, k in reversed(list(enumerate(keys))) if k not in self._seen}
+        new = sorted(first, key=first.get)
         if new:
+            try:
+                check([r for _, r in new])
+            except PromptTooLongError as error:
+                raise replace(error, name=names[first[new[error.index]]]) from None
             info(f"{what}: {len(new)} requests")
             self._seen.update(zip(new, compute([r for _, r in new])))
         return [self._seen[k] for k in keys]

@@ -93,16 +93,18 @@ class UtilityTask(Task):
         """Closed-book, one-passage, all-passage, utilitarian and human-gold answers, each kind
         in one batched call; with `with_likelihood`, log P(first gold answer | q, d) too."""
         queries, pools = shard.queries, shard.pools
-        closed = _answers(llm, [closed_book_prompt(q.question) for q in queries],
+        qids = [q.qid for q in queries]
+        closed = _answers(llm, [closed_book_prompt(q.question) for q in queries], qids,
                           "closed-book answers")
         pairs = [(q, c) for q in queries for c in pools[q.qid]]
-        one = _answers(llm, [passage_prompt(q.question, [c.passage]) for q, c in pairs],
+        named = [f"{q.qid}, passage {c.passage.pid}" for q, c in pairs]
+        one = _answers(llm, [passage_prompt(q.question, [c.passage]) for q, c in pairs], named,
                        "one-passage answers")
         likelihoods = None
         if self.config.with_likelihood:
             likelihoods = llm.loglikelihood(
                 [LoglikelihoodRequest(passage_prompt(q.question, [c.passage]), q.answers[0])
-                 for q, c in pairs], "answer likelihoods")
+                 for q, c in pairs], "answer likelihoods", named)
         records, start = [], 0
         for q, closed_answer in zip(queries, closed):
             span = slice(start, start + len(pools[q.qid]))
@@ -161,8 +163,8 @@ class UtilityTask(Task):
         return labels, record["utility_pids"]
 
 
-def _answers(llm: Calls, prompts: list[Chat], what: str) -> list[str]:
-    return [out[0].strip() for out in llm.generate(prompts, ANSWER, what)]
+def _answers(llm: Calls, prompts: list[Chat], names: list[str], what: str) -> list[str]:
+    return [out[0].strip() for out in llm.generate(prompts, ANSWER, what, names)]
 
 
 def _record(q: Query, closed_answer: str, candidates: list[Candidate], answers: list[str],
@@ -211,14 +213,15 @@ def _add_rag(llm: Calls, queries: Sequence[Query], pools: dict[str, list[Candida
         useful = set(r["utility_pids"])
         all_prompts.append(evidence_prompt(q, passages))
         util_prompts.append(evidence_prompt(q, [p for p in passages if p.pid in useful]))
+    qids = [q.qid for q in queries]
     gold = [q for q in queries if q.gold]
     answers = {
-        "all": dict(zip((q.qid for q in queries),
-                        _answers(llm, all_prompts, "all-passage answers"))),
-        "utilitarian": dict(zip((q.qid for q in queries),
-                                _answers(llm, util_prompts, "utilitarian-passage answers"))),
+        "all": dict(zip(qids, _answers(llm, all_prompts, qids, "all-passage answers"))),
+        "utilitarian": dict(zip(qids, _answers(llm, util_prompts, qids,
+                                               "utilitarian-passage answers"))),
         "human_gold": dict(zip((q.qid for q in gold), _answers(
-            llm, [passage_prompt(q.question, q.gold) for q in gold], "human-gold answers"))),
+            llm, [passage_prompt(q.question, q.gold) for q in gold], [q.qid for q in gold],
+            "human-gold answers"))),
     }
     for q, r in zip(queries, records):
         r["rag"] = {

@@ -130,3 +130,44 @@ def test_real_records_and_optional_loglikelihood_are_valid(records):
     record = copy.deepcopy(records[0])
     record["candidates"][0]["loglikelihood"] = -3.25
     assert [schema_problems(r, "utility") for r in [*records, record]] == [[]] * 4
+
+
+def test_statistics_edited_in_the_manifest_or_the_card_are_refused(write, records):
+    path = write(records)
+    assert validate_path(path) == []
+    manifest = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["stats"]["mean_utilitarian"] == pytest.approx(2 / 3)  # from the records
+    manifest["stats"]["mean_utilitarian"] = 0.9
+    (path / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    card = (path / "README.md").read_text(encoding="utf-8")
+    row = "| queries with at least one gold utilitarian passage | 66.7% |"
+    assert row in card
+    (path / "README.md").write_text(card.replace(row, row.replace("66.7%", "90.0%")),
+                                    encoding="utf-8")
+
+    assert validate_path(path) == [
+        "manifest.json: stats.mean_utilitarian is 0.9 but the records give 0.6666666666666666",
+        f"README.md: the statistics differ from the records: expected the row '{row}'",
+    ]
+
+
+def test_data_edited_with_its_sha256_updated_still_disagrees_with_the_statistics(write, records):
+    import hashlib
+
+    path = write(records)
+    data = path / "data-00000.jsonl"
+    first, *rest = data.read_text(encoding="utf-8").splitlines()
+    record = json.loads(first)
+    assert record["rag"]["all"]["correct"] is True
+    record["rag"]["all"]["correct"] = False  # still a schema-valid record
+    data.write_text("\n".join([json.dumps(record, ensure_ascii=False), *rest]) + "\n",
+                    encoding="utf-8")
+    manifest = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
+    manifest["files"][data.name] = hashlib.sha256(data.read_bytes()).hexdigest()
+    (path / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+
+    problems = validate_path(path)
+    assert problems[0] == ("manifest.json: stats.accuracy_all is 0.6666666666666666 but the "
+                           "records give 0.3333333333333333")
+    assert problems[1].startswith("README.md: the statistics differ from the records: expected "
+                                  "the row '| all candidate passages of the pool together | 33.3% |")

@@ -1,4 +1,4 @@
-"""SEER's experts: arithmetic and batching with a scripted backend, then the real SmolLM2."""
+"""SEER's experts: arithmetic and batching with the scripted backend, then the real SmolLM2."""
 
 from __future__ import annotations
 
@@ -8,34 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from scipy.special import expit
+from scripted import ScriptedBackend
 
-from labeler.llm.base import Backend, ChoiceRequest, LoglikelihoodRequest, yes_probability
+from labeler.llm.base import yes_probability
 from labeler.metrics.experts import ANSWER_PREFIX, Extraction, faithfulness, helpfulness
 
 FIXTURES = Path(__file__).parents[1] / "score" / "fixtures"
-
-
-class Scripted(Backend):
-    """Answers through the given functions and records every call (arithmetic tests only)."""
-
-    model_id, revision = "scripted", "0"
-
-    def __init__(self, loglik=None, probs=None):
-        self.loglik, self.probs, self.calls = loglik, probs, []
-
-    def render(self, prompt):
-        return "\n".join(m.content for m in prompt)
-
-    def generate(self, prompts, sampling):
-        raise NotImplementedError
-
-    def loglikelihood(self, requests: list[LoglikelihoodRequest]) -> list[float]:
-        self.calls.append(requests)
-        return [self.loglik(self.render(r.context)) for r in requests]
-
-    def choice_probs(self, requests: list[ChoiceRequest]) -> list[dict[str, float]]:
-        self.calls.append(requests)
-        return [self.probs(r) for r in requests]
 
 
 def _items():
@@ -49,24 +27,25 @@ def _items():
 def test_helpfulness_is_sigmoid_of_the_loglikelihood_gain_in_one_batched_call():
     items = _items()
 
-    def loglik(prompt: str) -> float:
+    def loglik(prompt: str, answer: str) -> float:
         return -1.0 if "Linda Davis" in prompt else (-2.5 if "Evidence" in prompt else -3.0)
 
-    backend = Scripted(loglik=loglik)
+    backend = ScriptedBackend(loglik=loglik)
     got = helpfulness(backend, items)
     np.testing.assert_allclose(got, expit([2.0, 0.5]), rtol=0, atol=1e-15)
-    assert len(backend.calls) == 1  # one batch: 2 with evidence + 1 shared closed-book
-    assert len(backend.calls[0]) == 3
-    assert {r.continuation for r in backend.calls[0]} == {"Linda Davis"}
+    # one batch: 2 with evidence + 1 shared closed-book
+    (batch,) = backend.batches("loglikelihood")
+    assert len(batch) == 3
+    assert {r.continuation for r in batch} == {"Linda Davis"}
 
 
 def test_faithfulness_is_p_yes_among_yes_and_no():
     items = _items()
     answers = iter([{" yes": 0.3, " no": 0.1}, {" yes": 0.0, " no": 0.0}])
-    backend = Scripted(probs=lambda request: next(answers))
+    backend = ScriptedBackend(probs=lambda prompt, choices: next(answers))
     got = faithfulness(backend, items)
     np.testing.assert_allclose(got, [0.75, 0.5])  # no mass on either: undecided
-    (requests,) = backend.calls
+    (requests,) = backend.batches("choice_probs")
     assert requests[0].prompt[-1].role == "assistant"
     assert requests[0].prompt[-1].content == ANSWER_PREFIX
     assert "sung with Linda Davis" in requests[0].prompt[0].content
@@ -74,7 +53,7 @@ def test_faithfulness_is_p_yes_among_yes_and_no():
 
 
 def test_no_items_no_calls():
-    backend = Scripted()
+    backend = ScriptedBackend()
     assert helpfulness(backend, []).size == 0 and faithfulness(backend, []).size == 0
     assert backend.calls == []
 

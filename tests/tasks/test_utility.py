@@ -9,13 +9,13 @@ records 1 and 2; CC BY-SA 3.0) and one DPR-wiki passage as a distractor from
 from __future__ import annotations
 
 import pytest
+from scripted import ScriptedBackend
 
 from labeler.retrieval import Candidate
 from labeler.sources import Passage, Query
 from labeler.tasks import utility
 from labeler.tasks.base import Shard
 from labeler.tasks.utility import UtilityConfig, UtilityTask
-from scripted import ScriptedBackend
 
 NOBEL_GOLD = Passage(
     "nq-oracle-0", "List of Nobel laureates in Physics",
@@ -198,3 +198,17 @@ def test_a_query_without_gold_answers_is_refused_before_any_call():
     source = Source("x", "0", [NOBEL, Query("q-none", "who?", [])], None)
     with pytest.raises(InputError, match="query 'q-none' has no gold answer"):
         task.check(source)
+
+
+def test_a_prompt_longer_than_the_window_fails_before_the_batch_naming_its_query():
+    from labeler.errors import PromptTooLongError
+
+    # tokens are words here: closed-book prompts (27 words) + 32 answer tokens fit 60; the
+    # one-passage prompts (59 to 67 words) do not
+    llm = ScriptedBackend(answer=_answer, max_context=60)
+    with pytest.raises(PromptTooLongError) as error:
+        _label(llm)
+    assert error.value.line().startswith(
+        "the prompt for 'q-nobel, passage nq-oracle-0' has 67 tokens + 32 for the answer, more "
+        "than the model's 60-token context window (3 more are too long)")
+    assert [len(b) for b in llm.batches("generate")] == [2]  # closed-book ran; the next did not
