@@ -17,9 +17,10 @@ from click.testing import CliRunner
 from labeler.artifacts import load_artifact, validate_path
 from labeler.cli import cli
 from labeler.errors import ArtifactError, InputError, ModelLoadError, UnknownNameError
-from labeler.llm import resolve_model
+from labeler.llm import LoglikelihoodRequest, resolve_model
 from labeler.llm.cache import CachedBackend, cache_stats
 from labeler.metrics import has_answer
+from labeler.sources import Passage
 from labeler.tasks import utility
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -104,13 +105,18 @@ def test_build_writes_a_valid_artifact_and_a_rerun_comes_from_the_cache(tmp_path
         assert r["known"] == has_answer(r["closed_book_answer"], r["answers"])
         for c in r["candidates"]:
             assert c["correct"] == has_answer(c["answer"], r["answers"])
-            assert c["loglikelihood"] < 0
             if c["utility"] == 1:
                 assert c["correct"] and not r["known"]
         for setting in ("all", "utilitarian", "human_gold"):
             assert r["rag"][setting]["correct"] == has_answer(r["rag"][setting]["answer"],
                                                               r["answers"])
         assert r["utility_pids"] == [c["pid"] for c in r["candidates"] if c["utility"] == 1]
+    first = records[0]["candidates"][0]  # the recorded likelihood is the model's own
+    [expected] = loads[0].inner.loglikelihood([LoglikelihoodRequest(
+        utility.passage_prompt(records[0]["question"], [Passage(first["pid"], first["title"],
+                                                                first["text"])]),
+        records[0]["answers"][0])])
+    assert first["loglikelihood"] == pytest.approx(expected, abs=1e-4)
     assert any(r["utility_pids"] for r in records)  # SmolLM2 answers the Nobel question with its gold
 
     stats = manifest["stats"]
@@ -216,6 +222,7 @@ def test_manifest_records_how_the_pools_were_made(tmp_path, loads, calls):
     manifest = json.loads((folder / "manifest.json").read_text())
     assert (manifest["pool"], manifest["encoder"], manifest["run"]) == ("hgp", None, None)
     records = load_artifact(folder).records
+    assert len(records) == 3
     assert all([c["source"] for c in r["candidates"]] == ["human"] for r in records)
     assert manifest["stats"]["human_gold_in_pool"] == 3
 

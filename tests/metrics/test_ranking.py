@@ -86,6 +86,7 @@ def test_equals_pytrec_eval_per_query(seed):
 def test_missing_queries_score_zero_and_follow_qids_order():
     qrels, run = _generated(5)
     absent = [q for q in qrels if q not in run]
+    assert absent
     got = rank_metrics(run, qrels, qids=absent + ["1"])
     assert all((values[:-1] == 0).all() for values in got.values())
     assert list(got) == ["ndcg@5", "ndcg@10", "mrr@5", "mrr@10", "recall@5", "recall@10"]
