@@ -7,9 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from labeler.artifacts.manifest import CARD, MANIFEST
-from labeler.artifacts.reader import parse_jsonl, sha256_problem
+from labeler.artifacts.reader import sha256_problem
 from labeler.artifacts.schema import schema_problems
 from labeler.errors import ArtifactError
+from labeler.formats import jsonl_lines
 from labeler.progress import progress_bar
 from labeler.resources import schema_names, schema_path
 
@@ -116,7 +117,7 @@ def _check_jsonl(file: Path, shown: str, schema: str | None, manifest: dict | No
     with file.open("rb") as f:
         total = sum(1 for _ in f)
     with progress_bar(f"validating {shown}", total) as advance:
-        for line_no, record, problem in parse_jsonl(file):
+        for line_no, record, problem in jsonl_lines(file):
             check.lines = line_no
             if problem:
                 check.problems.append(_problem(shown, line_no, "", problem))
