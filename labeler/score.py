@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from labeler.errors import InputError, UnknownNameError
+from labeler.formats import Qrels, is_jsonl
 from labeler.llm.config import LLMConfig
 from labeler.metrics.extraction import extraction_metrics
 from labeler.metrics.ranking import rank_metrics
@@ -205,32 +206,14 @@ def load_reference(against: str | Path) -> Reference:
     if not path.exists():
         raise InputError("reference not found: give an artifact folder, its data.jsonl, a "
                          "TREC qrels file or hub:REPO[:CONFIG][@REVISION]", spec)
-    if path.is_dir() or _first_char(path) == "{":
+    if path.is_dir() or is_jsonl(path):
         return _from_artifact(path, spec)
     return read_qrels(path)
 
 
 def read_qrels(path: str | Path) -> Reference:
     """A TREC qrels file, `qid iter docid label` per line (label an integer, may be <= 0)."""
-    qrels: dict[str, dict[str, int]] = {}
-    for line_no, line in enumerate(Path(path).read_text(encoding="utf-8").split("\n"), 1):
-        fields = line.split()
-        if not fields:
-            continue
-        if len(fields) != 4:
-            raise InputError(f"a qrels line has 4 fields (qid iter docid label), got "
-                             f"{len(fields)}", str(path), line_no)
-        qid, _, docid, label = fields
-        try:
-            value = int(label)
-        except ValueError:
-            raise InputError(f"label '{label}' is not an integer", str(path), line_no,
-                             "label") from None
-        judged = qrels.setdefault(qid, {})
-        if docid in judged:
-            raise InputError(f"duplicate judgment of '{docid}' for qid '{qid}'", str(path),
-                             line_no)
-        judged[docid] = value
+    qrels = Qrels.from_file(path)
     if not qrels:
         raise InputError("empty qrels: no judgments", str(path))
     gold = {q: [d for d, label in judged.items() if label > 0] for q, judged in qrels.items()}
@@ -269,14 +252,6 @@ def _labels(task, record: dict) -> tuple[dict[str, int], list[str]] | None:
         return task.reference(record)
     except (KeyError, TypeError, InputError):
         return None
-
-
-def _first_char(path: Path) -> str:
-    with path.open(encoding="utf-8", errors="replace") as f:
-        for line in f:
-            if line.strip():
-                return line.lstrip()[0]
-    return ""
 
 
 def _clean(values: dict) -> dict:

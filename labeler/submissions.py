@@ -2,20 +2,28 @@
 
 Each JSONL line is checked against `schemas/submission-<kind>.schema.json`. Well-formed
 lines take a fast path that accepts only what the schema accepts; any other line is judged
-by the schema itself, whose first complaint becomes the error message.
+by the schema itself, whose first complaint becomes the error message. Rankings (JSONL or
+TREC) are read as `labeler.formats.Run`s.
 """
 
 from __future__ import annotations
 
 import gc
-import json
-import math
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from labeler.errors import InputError, UnknownNameError
+from labeler.formats import (
+    RANKING_SHAPE,
+    Run,
+    are_ids,
+    check_record,
+    is_jsonl,
+    ranking_entry,
+    read_query_records,
+)
 
 KINDS = ("selection", "ranking", "extraction")
 
@@ -31,8 +39,6 @@ class Submission:
     kind: str  # "selection" | "ranking" | "extraction"
     #: qid -> selected pids (list) | {pid: score} (dict) | evidence (str); ids are strings
     entries: dict[str, object] = field(default_factory=dict)
-    #: qid -> the (first) line it was read from
-    lines: dict[str, int] = field(default_factory=dict)
     #: bad lines skipped under `lenient`, each as the error it would have raised
     skipped: list[InputError] = field(default_factory=list)
 
@@ -68,196 +74,57 @@ def read_submission(
     if kind is not None and kind not in KINDS:
         raise UnknownNameError("submission kind", kind, list(KINDS))
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read submission: {exc}", str(path)) from exc
-    lines = text.split("\n")
-    first = next((line.lstrip() for line in lines if line.strip()), None)
-    if first is None:
-        raise InputError("empty submission: no records", str(path))
-    reader = _Reader(str(path), kind, known, lenient)
-    if first.startswith("{") or _is_json(first) or kind not in (None, "ranking"):
-        reader.read_jsonl(lines)
+    skipped: list[InputError] = []
+    problems = skipped if lenient else None
+    if kind == "ranking" or (kind is None and not is_jsonl(path)):
+        sub = Submission(str(path), "ranking", Run.from_file(path, qids=known, problems=problems))
     else:
-        reader.read_trec(lines)
-    sub = reader.submission
+        kinds = _Kinds(kind)
+        entries = read_query_records(path, kinds.parse, qids=known, problems=problems)
+        sub = Submission(str(path), kinds.kind, entries)
+    sub.skipped = skipped
     if not sub.entries:
-        why = f"{len(sub.skipped)} bad lines skipped" if sub.skipped else "no records"
-        raise InputError(f"no valid records ({why})", str(path))
+        if not skipped:
+            raise InputError("empty submission: no records", str(path))
+        raise InputError(f"no valid records ({len(skipped)} bad lines skipped)", str(path))
     return sub
 
 
-class _Reader:
-    """Line-by-line parsing with one error policy (raise, or skip and count under lenient)."""
+class _Kinds:
+    """Parses a record by its kind; without a given kind, the first good line fixes it."""
 
-    def __init__(self, path: str, kind: str | None, known, lenient: bool) -> None:
-        self.submission = Submission(path, kind or "")
-        self.known = known
-        self.lenient = lenient
+    def __init__(self, kind: str | None) -> None:
+        self.kind = kind or ""
 
-    def fail(self, message: str, line_no: int, field_name: str | None = None) -> None:
-        error = InputError(message, self.submission.path, line_no, field_name)
-        if not self.lenient:
-            raise error
-        self.submission.skipped.append(error)
+    def parse(self, record: dict) -> tuple[str, object]:
+        return _PARSE[self.kind_of(record)](record)
 
-    def check_qid(self, qid: str, line_no: int) -> bool:
-        if self.known is not None and qid not in self.known:
-            self.fail(f"unknown qid '{qid}': not in the reference", line_no, "qid")
-            return False
-        return True
-
-    def read_jsonl(self, lines: list[str]) -> None:
-        sub = self.submission
-        for line_no, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                self.fail(f"malformed JSON: {exc.msg} at column {exc.colno}", line_no)
-                continue
-            if not isinstance(record, dict):
-                self.fail(f"expected a JSON object, got {type(record).__name__}", line_no)
-                continue
-            kind = self.kind_of(record, line_no)
-            if kind is None:
-                continue
-            parsed = _FAST[kind](record) or self.slow_path(record, kind, line_no)
-            if parsed is None:
-                continue
-            qid, entry = parsed
-            if not self.check_qid(qid, line_no):
-                continue
-            if qid in sub.entries:
-                self.fail(f"duplicate qid '{qid}' (first on line {sub.lines[qid]})", line_no, "qid")
-                continue
-            sub.entries[qid] = entry
-            sub.lines[qid] = line_no
-
-    def kind_of(self, record: dict, line_no: int) -> str | None:
-        """The record's kind; fixes the file's kind on its first good line."""
-        sub = self.submission
-        if sub.kind and any(f in record for f in MARKERS[sub.kind]):
-            return sub.kind
+    def kind_of(self, record: dict) -> str:
+        if self.kind and any(f in record for f in MARKERS[self.kind]):
+            return self.kind
+        if self.kind:
+            raise InputError(f"not a {self.kind} record: expected {_shape(self.kind)}, got "
+                             f"fields {', '.join(sorted(record)) or 'none'}")
         present = [k for k, fields in MARKERS.items() if any(f in record for f in fields)]
-        if sub.kind:
-            self.fail(f"not a {sub.kind} record: expected {_shape(sub.kind)}, got fields "
-                      f"{', '.join(sorted(record)) or 'none'}", line_no)
-        elif len(present) == 1:
-            sub.kind = present[0]
-            return sub.kind
-        elif present:
-            self.fail(f"ambiguous record: fields of {' and '.join(present)}; pass --kind",
-                      line_no)
-        else:
-            self.fail("cannot tell the kind: expected "
-                      + ", ".join(_shape(k) for k in KINDS) + " (or pass --kind)", line_no)
-        return None
-
-    def slow_path(self, record: dict, kind: str, line_no: int) -> tuple[str, object] | None:
-        """Judge a record the fast path refused by its schema; normalise it if valid."""
-        from labeler.artifacts import schema_problems
-
-        if kind == "ranking" and "ranking" in record and "scores" in record:
-            self.fail("give either 'ranking' or 'scores', not both", line_no)
-            return None
-        found = schema_problems(record, f"submission-{kind}")
-        if found:
-            where, message = found[0]
-            self.fail(_short(message), line_no, where or None)
-            return None
-        qid = str(record["qid"])
-        if kind == "selection":
-            return qid, [str(p) for p in record["selected"]]
-        if kind == "extraction":
-            return qid, record["evidence"]
-        if "ranking" in record:
-            ids = [str(p) for p in record["ranking"]]
-            if len(set(ids)) < len(ids):
-                self.fail("duplicate passage ids", line_no, "ranking")
-                return None
-            return qid, {p: float(len(ids) - i) for i, p in enumerate(ids)}
-        scores = {str(p): float(s) for p, s in record["scores"].items()}
-        bad = next((p for p, s in scores.items() if not math.isfinite(s)), None)
-        if bad is not None:
-            self.fail(f"score {scores[bad]} is not a finite number", line_no, f"scores.{bad}")
-            return None
-        return qid, scores
-
-    def read_trec(self, lines: list[str]) -> None:
-        """A TREC run: `qid Q0 docid rank score tag`; ranks are ignored, as trec_eval does."""
-        sub = self.submission
-        sub.kind = "ranking"
-        for line_no, line in enumerate(lines, start=1):
-            fields = line.split()
-            if not fields:
-                continue
-            if len(fields) != 6:
-                self.fail(f"a TREC run line has 6 fields (qid Q0 docid rank score tag), got "
-                          f"{len(fields)}", line_no)
-                continue
-            qid, _, docid, _, score, _ = fields
-            try:
-                value = float(score)
-            except ValueError:
-                self.fail(f"score '{score}' is not a number", line_no, "score")
-                continue
-            if not math.isfinite(value):
-                self.fail(f"score {score} is not a finite number", line_no, "score")
-                continue
-            if qid not in sub.entries:
-                if not self.check_qid(qid, line_no):
-                    continue
-                sub.entries[qid] = {}
-                sub.lines[qid] = line_no
-            docs = sub.entries[qid]
-            if docid in docs:
-                self.fail(f"duplicate docid '{docid}' for qid '{qid}'", line_no, "docid")
-                continue
-            docs[docid] = value
-
-
-def _is_json(line: str) -> bool:
-    try:
-        json.loads(line)
-    except ValueError:
-        return False
-    return True
+        if len(present) > 1:
+            raise InputError(f"ambiguous record: fields of {' and '.join(present)}; pass --kind")
+        if not present:
+            raise InputError("cannot tell the kind: expected "
+                             + ", ".join(_shape(k) for k in KINDS) + " (or pass --kind)")
+        self.kind = present[0]
+        return self.kind
 
 
 def _shape(kind: str) -> str:
-    return {"selection": "{qid, selected}", "ranking": "{qid, ranking} or {qid, scores}",
+    return {"selection": "{qid, selected}", "ranking": RANKING_SHAPE,
             "extraction": "{qid, evidence}"}[kind]
-
-
-def _short(message: str, width: int = 160) -> str:
-    return message if len(message) <= width else message[: width - 1] + "…"
 
 
 def _fast_selection(record: dict) -> tuple[str, object] | None:
     qid, selected = record.get("qid"), record.get("selected")
-    if type(qid) is str and qid and type(selected) is list and _ids(selected):
+    if type(qid) is str and qid and type(selected) is list and are_ids(selected):
         return qid, selected
     return None
-
-
-def _fast_ranking(record: dict) -> tuple[str, object] | None:
-    qid = record.get("qid")
-    if type(qid) is not str or not qid or ("ranking" in record) == ("scores" in record):
-        return None
-    if "ranking" in record:
-        ids = record["ranking"]
-        if type(ids) is not list or not _ids(ids):
-            return None
-        scores = {p: float(len(ids) - i) for i, p in enumerate(ids)}
-        return (qid, scores) if len(scores) == len(ids) else None
-    scores = record["scores"]
-    # A sum that overflows sends finite scores down the slow path, which checks each one.
-    if type(scores) is not dict or "" in scores or not _numbers(scores.values()):
-        return None
-    return qid, scores
 
 
 def _fast_extraction(record: dict) -> tuple[str, object] | None:
@@ -265,14 +132,24 @@ def _fast_extraction(record: dict) -> tuple[str, object] | None:
     return (qid, evidence) if type(qid) is str and qid and type(evidence) is str else None
 
 
-def _ids(values: list) -> bool:
-    """All non-empty strings."""
-    return set(map(type, values)) <= {str} and "" not in values
+def _selection(record: dict) -> tuple[str, object]:
+    """(qid, selected pids) by the fast path, or judged by the schema and normalised."""
+    fast = _fast_selection(record)
+    if fast is not None:
+        return fast
+    check_record(record, "submission-selection")
+    return str(record["qid"]), [str(p) for p in record["selected"]]
 
 
-def _numbers(values) -> bool:
-    """All ints or floats (not bools) with a finite sum, so none is NaN or infinite."""
-    return set(map(type, values)) <= {int, float} and math.isfinite(sum(values))
+def _extraction(record: dict) -> tuple[str, object]:
+    """(qid, evidence) by the fast path, or judged by the schema."""
+    fast = _fast_extraction(record)
+    if fast is not None:
+        return fast
+    check_record(record, "submission-extraction")
+    return str(record["qid"]), record["evidence"]
 
 
-_FAST = {"selection": _fast_selection, "ranking": _fast_ranking, "extraction": _fast_extraction}
+#: The fast paths: (qid, entry) for a well-formed record, None to let the schema judge it.
+_FAST = {"selection": _fast_selection, "extraction": _fast_extraction}
+_PARSE = {"selection": _selection, "ranking": ranking_entry, "extraction": _extraction}

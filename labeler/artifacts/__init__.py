@@ -3,7 +3,7 @@
 `<out>/<artifact>/<dataset>/<llm>/v<version>/` holds data.jsonl, manifest.json and README.md.
 """
 
-from labeler.artifacts.reader import Artifact, load_artifact, parse_jsonl, verify_artifact
+from labeler.artifacts.reader import Artifact, load_artifact, verify_artifact
 from labeler.artifacts.schema import schema_problems
 from labeler.artifacts.validate import FileCheck, check_path, validate_path
 from labeler.artifacts.writer import artifact_dir, write_artifact
@@ -14,7 +14,6 @@ __all__ = [
     "artifact_dir",
     "check_path",
     "load_artifact",
-    "parse_jsonl",
     "schema_problems",
     "validate_path",
     "verify_artifact",

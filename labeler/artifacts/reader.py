@@ -1,14 +1,13 @@
-"""Reading artifacts back: JSONL lines, sha256 verification against the manifest, loading."""
+"""Reading artifacts back: sha256 verification against the manifest, then the JSONL records."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from labeler.artifacts.manifest import MANIFEST, read_manifest
 from labeler.errors import ArtifactError, InputError
+from labeler.formats import read_jsonl
 from labeler.paths import file_sha256
 
 
@@ -40,15 +39,8 @@ def load_artifact(path: str | Path) -> Artifact:
         raise InputError("expected an artifact version folder or a .jsonl file", path=str(path))
     else:
         raise ArtifactError("no such file or folder", path=str(path))
-    return Artifact(path, manifest, [r for file in files for r in read_records(file)])
-
-
-def read_records(file: Path) -> Iterator[dict]:
-    """The records of one JSONL file; InputError (file and line) at the first bad line."""
-    for line_no, record, problem in parse_jsonl(file):
-        if problem:
-            raise InputError(problem, path=str(file), line_no=line_no)
-        yield record
+    records = [record for file in files for _, record in read_jsonl(file)]
+    return Artifact(path, manifest, records)
 
 
 def verify_artifact(path: str | Path) -> dict:
@@ -69,35 +61,6 @@ def verify_artifact(path: str | Path) -> dict:
     return manifest
 
 
-def parse_jsonl(path: Path) -> Iterator[tuple[int, dict | None, str | None]]:
-    """Yield (line number, record, None) per good line, (line number, None, problem) per bad one.
-
-    A line is bad when it is not UTF-8, not JSON, empty, or not a JSON object.
-    """
-    with path.open("rb") as f:
-        for line_no, raw in enumerate(f, 1):
-            try:
-                text = raw.decode("utf-8").rstrip("\r\n")
-            except UnicodeDecodeError as exc:
-                yield line_no, None, f"not UTF-8: {exc.reason} at byte {exc.start}"
-                continue
-            if not text.strip():
-                yield line_no, None, "empty line"
-                continue
-            try:
-                record = _DECODER.decode(text)
-            except json.JSONDecodeError as exc:
-                yield line_no, None, f"invalid JSON: {exc.msg} (column {exc.colno})"
-                continue
-            except ValueError as exc:
-                yield line_no, None, f"invalid JSON: {exc}"
-                continue
-            if isinstance(record, dict):
-                yield line_no, record, None
-            else:
-                yield line_no, None, f"expected a JSON object, got {type(record).__name__}"
-
-
 def sha256_problem(file: Path, manifest: dict) -> str | None:
     """Why `file` does not match its sha256 in `manifest`, or None when it does."""
     expected = manifest["files"].get(file.name)
@@ -110,14 +73,6 @@ def sha256_problem(file: Path, manifest: dict) -> str | None:
         return (f"sha256 mismatch: {MANIFEST} says {expected[:12]}…, the file has "
                 f"{actual[:12]}… (changed after it was written)")
     return None
-
-
-def _reject_constant(name: str) -> None:
-    raise ValueError(f"{name} is not a JSON value")
-
-
-#: One decoder for every line (json.loads with options builds a new one per call).
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 
 
 def _check_file(file: Path, manifest: dict) -> None:

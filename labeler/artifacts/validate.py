@@ -9,9 +9,10 @@ from pathlib import Path
 
 from labeler.artifacts.card import render_card
 from labeler.artifacts.manifest import CARD, MANIFEST, data_files
-from labeler.artifacts.reader import parse_jsonl, read_records, sha256_problem
+from labeler.artifacts.reader import sha256_problem
 from labeler.artifacts.schema import schema_problems
 from labeler.errors import ArtifactError
+from labeler.formats import jsonl_lines, read_jsonl
 from labeler.progress import progress_bar
 from labeler.resources import schema_names, schema_path
 from labeler.tasks import TASKS, load_task
@@ -99,7 +100,7 @@ def _check_statistics(folder: Path, manifest: dict, manifest_check: FileCheck,
     """Recompute the statistics from the data files with the artifact's task; every one the
     manifest or the card's statistics section states otherwise is a problem."""
     task = load_task(manifest["artifact"])
-    stats = task.statistics(r for f in data_files(folder) for r in read_records(f))
+    stats = task.statistics(r for f in data_files(folder) for _, r in read_jsonl(f))
     recorded = manifest.get("stats") or {}
     for key in sorted(set(stats) | set(recorded)):
         if not _same(stats.get(key), recorded.get(key)):
@@ -158,7 +159,7 @@ def _check_jsonl(file: Path, shown: str, schema: str | None, manifest: dict | No
     with file.open("rb") as f:
         total = sum(1 for _ in f)
     with progress_bar(f"validating {shown}", total) as advance:
-        for line_no, record, problem in parse_jsonl(file):
+        for line_no, record, problem in jsonl_lines(file):
             check.lines = line_no
             if problem:
                 check.problems.append(_problem(shown, line_no, "", problem))

@@ -22,9 +22,9 @@ import jsonlines
 
 from labeler.artifacts.card import render_card
 from labeler.artifacts.manifest import CARD, MANIFEST, build_manifest, data_file, data_files
-from labeler.artifacts.reader import read_records
 from labeler.artifacts.schema import schema_problems
 from labeler.errors import ArtifactError, InputError
+from labeler.formats import read_jsonl
 from labeler.paths import atomic_file, file_sha256
 from labeler.resources import card_path, load_schema, schema_path
 from labeler.tasks import load_task
@@ -94,7 +94,7 @@ class VersionWriter:
         task = load_task(self.artifact)
         names = {"artifact": self.artifact, "dataset": self.dataset, "llm": self.llm,
                  "version": self.version}
-        stats = task.statistics(r for file in files for r in read_records(file))
+        stats = task.statistics(r for file in files for _, r in read_jsonl(file))
         records = sum(1 for file in files for _ in file.open("rb"))
         final = build_manifest(manifest, **names, records=records,
                                files={f.name: file_sha256(f) for f in files}, stats=stats)

@@ -17,6 +17,7 @@ import numpy as np
 
 from labeler import settings
 from labeler.errors import InputError, MissingDependencyError, ModelLoadError
+from labeler.formats import Run
 from labeler.paths import atomic_file, cache_root
 from labeler.progress import info, progress_bar
 from labeler.sources import Corpus, Query, Source
@@ -119,24 +120,24 @@ def corpus_embeddings(encoder: Encoder, corpus: Corpus, *, cache_dir=None) -> np
 
 def search(
     corpus: Corpus, queries: list[Query], *, k: int, encoder: Encoder, cache_dir=None
-) -> dict[str, list[tuple[str, float]]]:
-    """qid -> the top-`k` (pid, cosine score) by inner product of unit embeddings."""
+) -> Run:
+    """qid -> the top-`k` {pid: cosine score} by inner product of unit embeddings, best first."""
     passages = corpus_embeddings(encoder, corpus, cache_dir=cache_dir)
     vectors = encoder.encode_queries(queries)
     k = min(k, len(corpus))
-    run = {}
+    run = Run()
     for start in range(0, len(queries), _QUERY_BLOCK):  # bounds the score matrix's memory
         scores = vectors[start : start + _QUERY_BLOCK] @ passages.T
         top = np.argpartition(-scores, k - 1, axis=1)[:, :k]
         for row, query in enumerate(queries[start : start + _QUERY_BLOCK]):
             ranked = sorted(top[row], key=lambda j: (-scores[row, j], j))
-            run[query.qid] = [(corpus.passages[j].pid, float(scores[row, j])) for j in ranked]
+            run[query.qid] = {corpus.passages[j].pid: float(scores[row, j]) for j in ranked}
     return run
 
 
 def retrieve(
     source: Source, *, k: int = 20, encoder: str | None = None, cache_dir=None
-) -> tuple[dict[str, list[tuple[str, float]]], Encoder]:
+) -> tuple[Run, Encoder]:
     """Top-`k` over `source.corpus` for every query, and the encoder that ranked them."""
     if source.corpus is None:
         raise InputError(f"dataset '{source.name}' has no passage corpus to retrieve from",

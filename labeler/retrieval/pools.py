@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from labeler.errors import InputError, UnknownNameError
-from labeler.retrieval.runs import Run, read_run
+from labeler.formats import Run
 from labeler.sources import Passage, Source
 
 POOLS = ("rp", "hgp", "mcp")
@@ -70,7 +70,7 @@ def build_pools(
         passages.update((p.pid, p) for p in source.corpus.passages)
     described = None
     if run is not None:
-        ranked: Run = read_run(run, qids={q.qid for q in source.queries}, pids=passages)
+        ranked = Run.from_file(run, qids={q.qid for q in source.queries}, docids=passages)
     else:
         from labeler.retrieval.dense import retrieve
 
@@ -81,7 +81,7 @@ def build_pools(
         retrieved = [
             Candidate(passages[pid], "retrieved", rank, score,
                       gold=any(_same(passages[pid], g) for g in query.gold))
-            for rank, (pid, score) in enumerate(ranked.get(query.qid, [])[:k], 1)
+            for rank, (pid, score) in enumerate(ranked.ranking(query.qid)[:k], 1)
         ]
         pools[query.qid] = _with_gold(retrieved, query.gold) if pool == "mcp" else retrieved
     return Pools(pools, pool=pool, k=k, encoder=described, run=str(run) if run else None)

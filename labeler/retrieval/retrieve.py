@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from labeler.formats import Run
 from labeler.retrieval.pools import build_pools, gold_recall
-from labeler.retrieval.runs import write_trec
 from labeler.sources import load_source
 
 
@@ -30,8 +30,8 @@ def retrieve_run(
     start = time.perf_counter()
     pools = build_pools(source, pool="rp", k=k, encoder=encoder, cache_dir=cache_dir)
     seconds = time.perf_counter() - start
-    run = {qid: [(c.passage.pid, c.score) for c in cands] for qid, cands in pools.items()}
-    path = write_trec(run, output, tag=f"labeler-{pools.encoder['name']}")
+    run = Run({qid: {c.passage.pid: c.score for c in cands} for qid, cands in pools.items()})
+    path = run.save(output, tag=f"labeler-{pools.encoder['name']}")
     return {
         "dataset": source.name,
         "revision": source.revision,

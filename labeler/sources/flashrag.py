@@ -6,12 +6,10 @@ and `2wiki` from the Hub) and corpora `{id, contents: "\\"Title\\"\\ntext"}` (`-
 
 from __future__ import annotations
 
-import gzip
-import json
-from collections.abc import Iterator
 from pathlib import Path
 
 from labeler.errors import InputError
+from labeler.formats import read_jsonl
 from labeler.paths import file_sha256
 from labeler.sources import Corpus, Passage, Query, Source
 from labeler.sources.hubload import head, load_hub
@@ -27,7 +25,7 @@ def load_jsonl(path: str | Path, *, limit: int | None = None) -> Source:
     """A FlashRAG-format dataset file; `revision` is its sha256. No corpus (pass --corpus)."""
     path = Path(path)
     queries = []
-    for line_no, record in _records(path):
+    for line_no, record in read_jsonl(path, skip_blank=True):
         queries.append(query_from_record(record, str(path), line_no))
         if limit is not None and len(queries) >= limit:
             break
@@ -79,7 +77,7 @@ def read_corpus(path: str | Path) -> Corpus:
     """A FlashRAG corpus (`.jsonl` or `.jsonl.gz`); duplicate or malformed lines fail."""
     path = Path(path)
     passages, seen = [], set()
-    for line_no, record in _records(path):
+    for line_no, record in read_jsonl(path, skip_blank=True):
         pid, contents = record.get("id"), record.get("contents")
         if not isinstance(pid, (str, int)) or str(pid) == "":
             raise InputError("missing or empty id", str(path), line_no, "id")
@@ -108,21 +106,3 @@ def _gold(passage: object, fail) -> Passage:
     if isinstance(passage.get("text"), str):
         return Passage(str(passage["id"]), str(passage.get("title") or ""), passage["text"])
     raise fail("each gold passage needs contents, or title and text", "gold_passages")
-
-
-def _records(path: Path) -> Iterator[tuple[int, dict]]:
-    """(line number, JSON object) for every non-blank line; InputError on anything else."""
-    if not path.is_file():
-        raise InputError("no such file", str(path))
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        for line_no, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"not valid JSON ({exc.msg})", str(path), line_no) from None
-            if not isinstance(record, dict):
-                raise InputError("expected a JSON object", str(path), line_no)
-            yield line_no, record

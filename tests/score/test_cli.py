@@ -132,14 +132,14 @@ RANKING = '{"qid": "1", "ranking": ["28", "35"]}'
 
 
 @pytest.mark.parametrize("lines, where, message", [
-    ([RANKING, '{"qid": "2", "ranking": ["29"'], "2", "malformed JSON"),
+    ([RANKING, '{"qid": "2", "ranking": ["29"'], "2",
+     "invalid JSON: Expecting ',' delimiter (column 30)"),
     ([RANKING, '{"qid": "2", "selected": ["29"]}'], "2",
      "not a ranking record: expected {qid, ranking} or {qid, scores}, got fields qid, selected"),
-    ([RANKING, '{"qid": "9999", "ranking": ["1"]}'], "2 field 'qid'",
-     "unknown qid '9999': not in the reference"),
+    ([RANKING, '{"qid": "9999", "ranking": ["1"]}'], "2 field 'qid'", "unknown qid '9999'"),
     ([RANKING, "", RANKING], "3 field 'qid'", "duplicate qid '1' (first on line 1)"),
-    ([RANKING, '{"qid": "2", "scores": {"29": NaN}}'], "2 field 'scores.29'",
-     "score nan is not a finite number"),
+    ([RANKING, '{"qid": "2", "scores": {"29": NaN}}'], "2",
+     "invalid JSON: NaN is not a JSON value"),
     ([RANKING, '{"qid": "2", "scores": {"29": 1e999}}'], "2 field 'scores.29'",
      "score inf is not a finite number"),
     (['{"qid": "2", "scores": {"29": "high"}}'], "1 field 'scores.29'",

@@ -11,7 +11,7 @@ from labeler.errors import InputError, UnknownNameError
 from labeler.submissions import _FAST, read_submission
 
 # Records near the edges of each schema: the fast path may refuse a valid one (the schema
-# then decides), but must never accept one the schema refuses.
+# then decides), but must never accept one the schema refuses. Rankings: tests/test_formats.py.
 EDGES = {
     "selection": [
         {"qid": "1", "selected": []}, {"qid": "1", "selected": ["a", "a"]},
@@ -19,15 +19,6 @@ EDGES = {
         {"qid": 1, "selected": [2]}, {"qid": True, "selected": []},
         {"qid": "1", "selected": [None]}, {"qid": "1", "selected": "a"},
         {"qid": "1", "selected": [["a"]]}, {"qid": "1"},
-    ],
-    "ranking": [
-        {"qid": "1", "ranking": ["a", "b"]}, {"qid": "1", "ranking": ["a", "a"]},
-        {"qid": "1", "ranking": []}, {"qid": "1", "ranking": [""]},
-        {"qid": "1", "scores": {"a": 1, "b": 0.5}}, {"qid": "1", "scores": {"a": True}},
-        {"qid": "1", "scores": {"a": "1"}}, {"qid": "1", "scores": {"": 1.0}},
-        {"qid": "1", "scores": {"a": None}}, {"qid": "1", "scores": []},
-        {"qid": "1", "scores": {"a": 1e308, "b": 1e308}}, {"qid": "1", "scores": {}},
-        {"qid": "1", "ranking": ["a"], "scores": {"a": 1}}, {"qid": 7, "ranking": [1, 2]},
     ],
     "extraction": [
         {"qid": "1", "evidence": ""}, {"qid": "1", "evidence": "text"},
@@ -59,7 +50,7 @@ def test_kinds_and_normalised_entries(tmp_path):
         {"qid": 2, "ranking": [29, 68]},  # integer ids become strings (schema path)
         {"qid": "3", "scores": {"60": 1.5, "61": -2}},
     ]))
-    assert ranking.kind == "ranking" and ranking.lines == {"1": 1, "2": 2, "3": 3}
+    assert ranking.kind == "ranking"
     assert ranking.entries == {"1": {"28": 3.0, "35": 2.0, "9": 1.0},
                                "2": {"29": 2.0, "68": 1.0}, "3": {"60": 1.5, "61": -2}}
     selection = read_submission(_write(tmp_path, [{"qid": 5, "selected": [1, "x"]}]))

@@ -55,7 +55,8 @@ def test_gold_passages_in_either_form(tmp_path):
     ('{"question": "q?", "golden_answers": ["x"]}', "field 'id': missing or empty id"),
     ('{"id": "q2", "question": "q?", "golden_answers": ["x"], "gold_passages": [{"id": "p"}]}',
      "field 'gold_passages': each gold passage needs contents, or title and text"),
-    ('{"id": "q2", "question": ', "not valid JSON (Expecting value)"),
+    ('{"id": "q2", "question": ', "invalid JSON: Expecting value (column 26)"),
+    ('["q2", "q?"]', "expected a JSON object, got list"),
 ])
 def test_a_bad_dataset_line_names_file_line_and_field(tmp_path, line, expected):
     good = json.dumps({"id": "q1", "question": "who?", "golden_answers": ["x"]})
