@@ -44,6 +44,12 @@ def _offline_and_isolated(tmp_path, monkeypatch):
 
 
 @pytest.fixture(scope="session")
+def session_cache() -> str:
+    """The session's cache root, where the bundled model is converted once (models/)."""
+    return SESSION_CACHE
+
+
+@pytest.fixture(scope="session")
 def smollm():
     """The bundled SmolLM2-135M-Instruct through the real `hf` backend, without the call cache.
 

@@ -227,7 +227,8 @@ def test_manifest_records_how_the_pools_were_made(tmp_path, loads, calls):
     assert manifest["stats"]["human_gold_in_pool"] == 3
 
 
-def test_a_build_killed_in_its_third_shard_resumes_to_the_same_data(tmp_path, loads):
+def test_a_build_killed_in_its_third_shard_resumes_to_the_same_data(tmp_path, loads,
+                                                                    session_cache):
     """SIGKILL while shard 3 of 4 is being labelled (two shards written, one of its calls in
     the cache); the rerun writes only the missing shards and recomputes no finished call."""
     import os
@@ -237,11 +238,9 @@ def test_a_build_killed_in_its_third_shard_resumes_to_the_same_data(tmp_path, lo
     import sys
     import time
 
-    from conftest import SESSION_CACHE
-
     cache = tmp_path / "calls"
     cache.mkdir()
-    (cache / "models").symlink_to(Path(SESSION_CACHE) / "models")  # the converted SmolLM2
+    (cache / "models").symlink_to(Path(session_cache) / "models")  # the converted SmolLM2
     out = tmp_path / "out"
     args = ["build", "--dataset", "nq-sample", "--llm", "smollm2-135m", "--limit", "4",
             "--pool", "hgp", "--shard-size", "1", "--cache-dir", str(cache), "--out", str(out)]

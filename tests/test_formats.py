@@ -21,7 +21,7 @@ from labeler.submissions import read_submission
 
 TESTS = Path(__file__).parent
 QRELS = TESTS / "score" / "fixtures" / "cisi.qrels"  # 3114 CISI judgments, all label 1
-ARTIFACT_DATA = TESTS / "score" / "fixtures" / "utility-v1" / "data.jsonl"  # 6 utility records
+ARTIFACT_DATA = TESTS / "score" / "fixtures" / "utility-v1" / "data-00000.jsonl"  # 6 utility records
 TREC_RUN = TESTS / "fixtures" / "nq_sample_minilm_top3.trec"  # 3 nq-sample queries x top 3
 DATASET = TESTS / "fixtures" / "flashrag_nq_test.jsonl"  # 17 NQ questions, FlashRAG layout
 CORPUS = TESTS / "fixtures" / "flashrag_corpus.jsonl"  # 40 DPR-wiki passages

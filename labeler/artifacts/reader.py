@@ -29,7 +29,7 @@ def load_artifact(path: str | Path) -> Artifact:
     path = Path(path)
     if path.is_dir():
         manifest = verify_artifact(path)
-        files = [path / name for name in manifest["files"]]
+        files = [path / name for name in sorted(manifest["files"])]  # file-name order
     elif path.is_file() and path.suffix == ".jsonl":
         manifest = read_manifest(path.parent) if (path.parent / MANIFEST).is_file() else None
         if manifest is not None:
