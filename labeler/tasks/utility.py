@@ -13,11 +13,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-import polars as pl
-
 from labeler.errors import InputError
 from labeler.llm.base import Chat, LoglikelihoodRequest, Sampling, chat
-from labeler.metrics import has_answer
+from labeler.metrics.answers import has_answer
 from labeler.retrieval import Candidate
 from labeler.sources import Passage, Query, Source
 from labeler.tasks.base import Calls, Shard, Task, TaskConfig
@@ -131,6 +129,8 @@ class UtilityTask(Task):
         - `accuracy_human_gold`: share of `rag.human_gold.correct` over the
           `human_gold_queries` records that have it (None if none).
         """
+        import polars as pl  # here, not at import: `labeler score` reads records without it
+
         frame = pl.DataFrame(
             [_stat_row(r) for r in records],
             schema={"known": pl.Boolean, "candidates": pl.Int64, "utilitarian": pl.Int64,
