@@ -20,6 +20,7 @@ import json
 import random
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -103,7 +104,10 @@ def main() -> None:
         ref, ranking, selection = write_data(Path(tmp), args.queries, args.candidates)
         t, cpu = {}, {}
         t["ours reference"], cpu["ours reference"], reference = best_of(3, load_reference, ref)
-        t["ours ranking"], cpu["ours ranking"], ranked = best_of(3, score, ranking, reference)
+        # every query, as pytrec_eval over every candidate's label (by default a utility
+        # reference leaves out the ~4% of queries here with no utilitarian passage)
+        t["ours ranking"], cpu["ours ranking"], ranked = best_of(
+            3, partial(score, include_empty=True), ranking, reference)
         t["ours selection"], cpu["ours selection"], selected = best_of(
             3, score, selection, reference)
         t["pytrec_eval reference"], cpu["pytrec_eval reference"], qrels = best_of(

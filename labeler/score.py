@@ -5,6 +5,11 @@ a TREC qrels file. From a utility record, the gold set of a query is its `utilit
 the ranking label of a candidate is its `utility` (1 or 0; candidates are the judged
 documents); from qrels, the label is the judgment and the gold set the documents with
 label > 0.
+
+Rankings against a utility artifact are averaged over the queries whose gold set is not empty,
+as the utility paper does (its qrels hold the gold utilitarian passages only, so pytrec_eval
+never sees the others); `include_empty` scores the others too, 0 on every metric. Against
+qrels, every judged query counts, as in trec_eval.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ class Reference:
     qrels: dict[str, dict[str, int]]  # qid -> {pid: label} over the judged documents
     gold: dict[str, list[str]]  # qid -> gold set (utility_pids, or label > 0)
     records: dict[str, dict] = field(default_factory=dict)  # qid -> artifact record; {} for qrels
+    rank_nonempty_gold: bool = False  # rankings average over queries with gold only (Task's)
 
     @property
     def qids(self) -> list[str]:
@@ -100,15 +106,18 @@ def score(
     missing: str = "zero",
     lenient: bool = False,
     baseline: str | Path | None = None,
+    include_empty: bool = False,
     llm: LLMConfig | None = None,
     cache_dir: str | Path | None = None,
 ) -> Report:
     """Read, check and score `submission` (and `baseline`, paired) against `against`.
 
     `missing`: "zero" scores reference queries absent from the submission 0 on every metric
-    (trec_eval -c); "skip" leaves them out. `llm` (extraction only) loads that model to count
-    tokens and compute SEER's helpfulness and faithfulness. Every input is read and checked
-    before any model is loaded.
+    (trec_eval -c); "skip" leaves them out. A ranking against a reference that averages over
+    non-empty gold (a utility artifact) leaves out the queries with empty gold, counted as
+    `empty_gold_left_out`, unless `include_empty`; against qrels every query counts. `llm`
+    (extraction only) loads that model to count tokens and compute SEER's helpfulness and
+    faithfulness. Every input is read and checked before any model is loaded.
     """
     if missing not in MISSING:
         raise UnknownNameError("--missing policy", missing, list(MISSING))
@@ -124,18 +133,27 @@ def score(
     if llm is not None and sub.kind != "extraction":
         raise InputError(f"--llm scores extraction submissions only, this is a {sub.kind}",
                          field_name="llm")
+    if include_empty and sub.kind != "ranking":
+        raise InputError(f"--include-empty applies to rankings only, this is a {sub.kind} (a "
+                         "selection already scores empty-gold queries, as accuracy)",
+                         field_name="include_empty")
     model = None if llm is None else llm.load(cache_dir)
     with gc_paused() if model is None else nullcontext():
-        report = _report(sub, reference, ks=ks, missing=missing, model=model)
+        options = {"ks": ks, "missing": missing, "include_empty": include_empty, "model": model}
+        report = _report(sub, reference, **options)
         if base is not None:
-            report.baseline = _report(base, reference, ks=ks, missing=missing, model=model)
+            report.baseline = _report(base, reference, **options)
             report.tests = _paired(report, report.baseline)
     return report
 
 
-def _report(sub: Submission, ref: Reference, *, ks, missing: str, model) -> Report:
-    absent = [q for q in ref.qrels if q not in sub.entries]
-    qids = ref.qids if missing == "zero" else [q for q in ref.qrels if q in sub.entries]
+def _report(sub: Submission, ref: Reference, *, ks, missing: str, include_empty: bool,
+            model) -> Report:
+    considered = ref.qids
+    if sub.kind == "ranking" and ref.rank_nonempty_gold and not include_empty:
+        considered = [q for q in considered if ref.gold[q]]
+    absent = [q for q in considered if q not in sub.entries]
+    qids = considered if missing == "zero" else [q for q in considered if q in sub.entries]
     counts = {"queries": len(qids), "missing": len(absent), "skipped_lines": len(sub.skipped)}
     if sub.kind == "selection":
         scores = selection_metrics(sub.entries, ref.gold, qids=qids)
@@ -147,6 +165,7 @@ def _report(sub: Submission, ref: Reference, *, ks, missing: str, model) -> Repo
         counts["queries_without_relevant"] = sum(
             1 for q in qids if max(ref.qrels[q].values(), default=0) < 1
         )
+        counts["empty_gold_left_out"] = len(ref.qids) - len(considered)
     else:
         records = [ref.records[q] for q in qids]
         per_query = extraction_metrics(
@@ -232,7 +251,7 @@ def _from_artifact(path: Path, source: str) -> Reference:
     kinds = [artifact.manifest["artifact"]] if artifact.manifest else list(TASKS)
     tasks = [load_task(kind) for kind in kinds if kind in TASKS]
     task = next((t for t in tasks if _labels(t, artifact.records[0]) is not None), None)
-    ref = Reference(source, {}, {})
+    ref = Reference(source, {}, {}, rank_nonempty_gold=bool(task and task.rank_nonempty_gold))
     for i, record in enumerate(artifact.records, start=1):
         labels = None if task is None else _labels(task, record)
         if labels is None:

@@ -27,6 +27,10 @@ from labeler.submissions import KINDS
               show_default=True, help="Ranking cut-offs (repeat the option).")
 @click.option("--missing", type=click.Choice(MISSING), default="zero", show_default=True,
               help="Reference queries absent from the submission: score 0, or leave out.")
+@click.option("--include-empty", is_flag=True,
+              help="Rankings against a utility artifact: also average over the queries with no "
+                   "gold utilitarian passage (0 on every metric) [default: leave them out, as "
+                   "the utility paper does].")
 @click.option("--baseline", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Another submission of the same kind: paired t-test and win/tie/loss.")
 @click.option("--lenient", is_flag=True, help="Skip bad lines (and count them) instead of failing.")
@@ -41,9 +45,9 @@ from labeler.submissions import KINDS
 @click.option("--per-query", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write one JSONL row of metrics per query to this file.")
 def score(submission: Path, against: str, kind: str | None, ks: tuple[int, ...], missing: str,
-          baseline: Path | None, lenient: bool, llm: str | None, backend: str, batch_size: int | None,
-          device: str | None, cache_dir: Path | None, as_json: bool,
-          per_query: Path | None) -> None:
+          include_empty: bool, baseline: Path | None, lenient: bool, llm: str | None,
+          backend: str, batch_size: int | None, device: str | None, cache_dir: Path | None,
+          as_json: bool, per_query: Path | None) -> None:
     """Score SUBMISSION against reference labels.
 
     SUBMISSION is JSONL, one query a line: a selection {qid, selected: [pid, ...]}, a ranking
@@ -52,14 +56,16 @@ def score(submission: Path, against: str, kind: str | None, ks: tuple[int, ...],
 
     Against a utility artifact, a query's gold set is its utility_pids and a candidate's
     ranking label its utility (1 or 0); against qrels, the label is the judgment and the
-    gold set the documents with label > 0. Rankings are scored exactly as trec_eval does
-    (NDCG@k, MRR@k, Recall@k); selections as the utility paper does (P, R and F1 over
-    queries with gold, accuracy on the others); extractions by length, answer coverage and,
-    with --llm, SEER's helpfulness and faithfulness.
+    gold set the documents with label > 0. Rankings are scored per query exactly as trec_eval
+    does (NDCG@k, MRR@k, Recall@k) and averaged, against a utility artifact, over the queries
+    with a gold utilitarian passage only, as the utility paper does (--include-empty: over
+    all); selections as the utility paper does (P, R and F1 over queries with gold, accuracy
+    on the others); extractions by length, answer coverage and, with --llm, SEER's
+    helpfulness and faithfulness.
     """
     report = score_submission(
         submission, against, kind=kind, ks=ks, missing=missing, lenient=lenient,
-        baseline=baseline, cache_dir=cache_dir,
+        baseline=baseline, include_empty=include_empty, cache_dir=cache_dir,
         llm=None if llm is None else LLMConfig(llm, backend=backend, batch_size=batch_size,
                                                device=device),
     )

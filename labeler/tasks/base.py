@@ -148,6 +148,9 @@ class Task(ABC):
     rows: ClassVar[tuple[tuple[str, str, str], ...]] = ()
     #: Hub card metadata: pretty_name, task_categories, tags
     metadata: ClassVar[dict] = {}
+    #: `labeler score` averages ranking metrics over the queries whose gold set is not empty
+    #: (as the utility paper does), instead of over all queries (as trec_eval does)
+    rank_nonempty_gold: ClassVar[bool] = False
 
     def __init__(self, config: TaskConfig) -> None:
         if not isinstance(config, self.Config):

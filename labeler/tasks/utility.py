@@ -80,6 +80,7 @@ class UtilityTask(Task):
         "tags": ["rag", "retrieval-augmented-generation", "passage-utility",
                  "llm-specific-utility", "labeler"],
     }
+    rank_nonempty_gold = True  # "we only consider queries with non-empty gold utilitarian labels"
 
     def check(self, source: Source) -> None:
         for q in source.queries:

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 import pytrec_eval
 from click.testing import CliRunner
+from scipy import stats
 
 from labeler.cli import cli
-from labeler.errors import ArtifactError
+from labeler.errors import ArtifactError, InputError
 
 ARTIFACT = Path(__file__).parent / "fixtures" / "utility-v1"
 DATA = ARTIFACT / "data-00000.jsonl"
@@ -64,27 +65,130 @@ def test_selection_against_the_folder(tmp_path):
     assert skip["metrics"]["empty_gold_accuracy"] == 0.5 and skip["counts"]["queries"] == 5
 
 
-def test_ranking_against_the_jsonl_matches_pytrec_eval(tmp_path):
+def _runs() -> dict[str, dict[str, dict[str, float]]]:
+    """Two real rankings of every query's candidates, as {qid: {pid: score}}."""
+    records = _records()
+    return {
+        # the candidates' retrieval rank reversed: worst first, the human-only passage first
+        "reversed": {r["qid"]: {c["pid"]: float(c["rank"] or 99) for c in r["candidates"]}
+                     for r in records},
+        # text length mod 3: many ties, which trec_eval breaks by pid descending
+        "tied": {r["qid"]: {c["pid"]: float(len(c["text"]) % 3) for c in r["candidates"]}
+                 for r in records},
+    }
+
+
+def _pytrec(run: dict, qrels: dict) -> dict[str, dict[str, float]]:
+    """pytrec_eval's per-query ndcg@5, ndcg@10, recall@5 and mrr@5 (recip_rank on the top 5)."""
+    per = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut_5", "ndcg_cut_10", "recall_5"})
+    per = per.evaluate(run)
+    top = {q: dict(sorted(d.items(), key=lambda x: (x[1], x[0]), reverse=True)[:5])
+           for q, d in run.items()}
+    rr = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank"}).evaluate(top)
+    return {q: {"ndcg@5": m["ndcg_cut_5"], "ndcg@10": m["ndcg_cut_10"],
+                "recall@5": m["recall_5"], "mrr@5": rr[q]["recip_rank"]} for q, m in per.items()}
+
+
+def _submit(path: Path, run: dict) -> Path:
+    return _write(path, [{"qid": q, "scores": d} for q, d in run.items()])
+
+
+@pytest.mark.parametrize("name", ["reversed", "tied"])
+def test_ranking_averages_over_non_empty_gold_as_pytrec_eval_on_gup_qrels(tmp_path, name):
+    """The paper writes qrels for the gold utilitarian passages only and lets pytrec_eval
+    average: the queries with empty gold are not in them, so they are not in the mean."""
+    run = _runs()[name]
+    gup_qrels = {r["qid"]: dict.fromkeys(r["utility_pids"], 1) for r in _records()
+                 if r["utility_pids"]}
+    want = _pytrec(run, gup_qrels)
+    assert sorted(want) == sorted(GOLD)  # pytrec_eval scores the non-empty half only
+    rows_file = tmp_path / "rows.jsonl"
+    report = _json(_submit(tmp_path / "run.jsonl", run), "--against", ARTIFACT, "--k", "5",
+                   "--k", "10", "--per-query", rows_file)
+    assert report["counts"] == {"queries": 3, "missing": 0, "skipped_lines": 0,
+                                "queries_without_relevant": 0, "empty_gold_left_out": 3}
+    for metric in ("ndcg@5", "ndcg@10", "recall@5", "mrr@5"):
+        mean = np.mean([want[q][metric] for q in want])
+        assert report["metrics"][metric] == pytest.approx(mean, abs=1e-12), metric
+    rows = [json.loads(line) for line in rows_file.read_text().splitlines()]
+    assert [row["qid"] for row in rows] == [q for q in Q if q in GOLD]
+
+
+def test_ranking_missing_queries_among_non_empty_gold(tmp_path):
+    """Absent from the submission: Q[1] (gold) counts 0 with --missing zero, as trec_eval -c
+    over the GUP qrels; Q[2] (empty gold) is left out either way."""
+    run = {q: d for q, d in _runs()["reversed"].items() if q not in (Q[1], Q[2])}
+    gup_qrels = {q: {pid: 1} for q, pid in GOLD.items()}
+    want = _pytrec(run, gup_qrels)  # Q[0] and Q[5]
+    sub = _submit(tmp_path / "run.jsonl", run)
+    zero = _json(sub, "--against", DATA)
+    assert (zero["counts"]["queries"], zero["counts"]["missing"]) == (3, 1)
+    assert zero["counts"]["empty_gold_left_out"] == 3
+    assert zero["metrics"]["ndcg@5"] == pytest.approx(
+        (want[Q[0]]["ndcg@5"] + want[Q[5]]["ndcg@5"]) / 3, abs=1e-12)
+    skip = _json(sub, "--against", DATA, "--missing", "skip")
+    assert (skip["counts"]["queries"], skip["counts"]["missing"]) == (2, 1)
+    assert skip["metrics"]["ndcg@5"] == pytest.approx(
+        np.mean([m["ndcg@5"] for m in want.values()]), abs=1e-12)
+
+
+def test_include_empty_averages_over_every_query_as_before(tmp_path):
+    """--include-empty: the empty-gold queries count 0, the mean is over all six, as pytrec_eval
+    over every candidate's label; a qrels file of those same labels averages the same way."""
     records = _records()
     qrels = {r["qid"]: {c["pid"]: c["utility"] for c in r["candidates"]} for r in records}
-    # rank candidates by retrieval rank reversed (worst first), ties by pid; one query absent
-    run = {r["qid"]: {c["pid"]: float(len(c["text"]) % 3) for c in r["candidates"]}
-           for r in records[:-1]}
-    sub = _write(tmp_path / "run.jsonl", [{"qid": q, "scores": d} for q, d in run.items()])
+    run = {q: d for q, d in _runs()["tied"].items() if q != Q[5]}  # Q[5] absent
+    sub = _submit(tmp_path / "run.jsonl", run)
+    want = _pytrec(run, qrels)
     rows_file = tmp_path / "rows.jsonl"
-    report = _json(sub, "--against", DATA, "--k", "3", "--k", "10", "--per-query", rows_file)
+    report = _json(sub, "--against", DATA, "--include-empty", "--per-query", rows_file)
     rows = {row["qid"]: row for row in map(json.loads, rows_file.read_text().splitlines())}
-    want = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut_3", "ndcg_cut_10", "recall_3"})
-    want = want.evaluate(run)
     for q in run:
-        assert rows[q]["ndcg@3"] == pytest.approx(want[q]["ndcg_cut_3"], abs=1e-12)
-        assert rows[q]["ndcg@10"] == pytest.approx(want[q]["ndcg_cut_10"], abs=1e-12)
-        assert rows[q]["recall@3"] == pytest.approx(want[q]["recall_3"], abs=1e-12)
-    missing = records[-1]["qid"]
-    assert rows[missing]["missing"] is True and rows[missing]["ndcg@10"] == 0.0
-    assert report["counts"]["queries_without_relevant"] == 3
+        assert rows[q]["ndcg@5"] == pytest.approx(want[q]["ndcg@5"], abs=1e-12)
+        assert rows[q]["recall@5"] == pytest.approx(want[q]["recall@5"], abs=1e-12)
+    assert rows[Q[5]]["missing"] is True and rows[Q[5]]["ndcg@10"] == 0.0
+    assert report["counts"] == {"queries": 6, "missing": 1, "skipped_lines": 0,
+                                "queries_without_relevant": 3, "empty_gold_left_out": 0}
     assert report["metrics"]["ndcg@10"] == pytest.approx(
-        np.mean([want[q]["ndcg_cut_10"] for q in run] + [0.0]), abs=1e-12)
+        np.mean([want[q]["ndcg@10"] for q in run] + [0.0]), abs=1e-12)
+    # the same labels as TREC qrels: trec_eval's average over every judged query, unchanged
+    qrels_file = _write_qrels(tmp_path / "utility.qrels", qrels)
+    against_qrels = _json(sub, "--against", qrels_file)
+    assert against_qrels["metrics"] == report["metrics"]
+    assert against_qrels["counts"] == report["counts"]
+
+
+def _write_qrels(path: Path, qrels: dict) -> Path:
+    path.write_text("".join(f"{q} 0 {pid} {label}\n" for q, judged in qrels.items()
+                            for pid, label in judged.items()))
+    return path
+
+
+def test_baseline_paired_over_the_same_queries(tmp_path):
+    runs = _runs()
+    sub = _submit(tmp_path / "reversed.jsonl", runs["reversed"])
+    base = _submit(tmp_path / "tied.jsonl", runs["tied"])
+    gup_qrels = {q: {pid: 1} for q, pid in GOLD.items()}
+    a, b = (np.array([m["ndcg@5"] for m in _pytrec(runs[n], gup_qrels).values()])
+            for n in ("reversed", "tied"))
+    report = _json(sub, "--against", ARTIFACT, "--baseline", base)
+    test = report["baseline"]["tests"]["ndcg@5"]
+    assert report["baseline"]["counts"]["empty_gold_left_out"] == 3
+    assert test["n"] == 3 and test["wins"] + test["ties"] + test["losses"] == 3
+    assert test["mean_a"] == pytest.approx(a.mean()) and test["mean_b"] == pytest.approx(b.mean())
+    assert test["p"] == pytest.approx(stats.ttest_rel(a, b).pvalue, abs=1e-9)
+    every = _json(sub, "--against", ARTIFACT, "--baseline", base, "--include-empty")
+    assert every["baseline"]["tests"]["ndcg@5"]["n"] == 6
+
+
+def test_include_empty_is_for_rankings_only(tmp_path):
+    sub = _write(tmp_path / "sel.jsonl", [{"qid": Q[0], "selected": [GOLD[Q[0]]]}])
+    result = CliRunner().invoke(cli, ["score", str(sub), "--against", str(ARTIFACT),
+                                      "--include-empty"])
+    assert result.exit_code == 1 and isinstance(result.exception, InputError)
+    assert result.exception.line() == (
+        "field 'include_empty': --include-empty applies to rankings only, this is a selection "
+        "(a selection already scores empty-gold queries, as accuracy)")
 
 
 def test_changed_artifact_is_refused(tmp_path):
