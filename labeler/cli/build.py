@@ -14,7 +14,8 @@ from labeler.tasks import TASKS
 
 @click.command()
 @click.option("--dataset", required=True,
-              help="Source: nq-sample, nq, tq, msmarco-fqa, hotpotqa, fever, 2wiki or jsonl:PATH.")
+              help="Source: nq-sample, nq, tq, msmarco-fqa, hotpotqa, fever, 2wiki, "
+                   "nq-tevatron, tq-tevatron-distant, hotpotqa-distractor or jsonl:PATH.")
 @click.option("--llm", "llms", multiple=True, required=True,
               help="Model alias, HF repo id, local folder or .gguf; repeat to label for several.")
 @click.option("--artifact", default="utility", show_default=True,

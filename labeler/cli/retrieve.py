@@ -11,7 +11,8 @@ from rich.table import Table
 
 @click.command()
 @click.option("--dataset", required=True,
-              help="Source: nq-sample, nq, tq, msmarco-fqa, hotpotqa, fever, 2wiki or jsonl:PATH.")
+              help="Source: nq-sample, nq, tq, msmarco-fqa, hotpotqa, fever, 2wiki, "
+                   "nq-tevatron, tq-tevatron-distant, hotpotqa-distractor or jsonl:PATH.")
 @click.option("--corpus", type=click.Path(path_type=Path),
               help="FlashRAG-format corpus ({id, contents}) to retrieve from instead.")
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first N queries.")

@@ -15,7 +15,10 @@ from pathlib import Path
 
 from labeler.errors import InputError, UnknownNameError
 
-__all__ = ["SOURCES", "Corpus", "Passage", "Query", "Source", "available", "load_source"]
+__all__ = [
+    "KINDS", "SOURCES", "Corpus", "GoldRef", "Passage", "Query", "Source", "available",
+    "load_source",
+]
 
 
 @dataclass(frozen=True)
@@ -32,14 +35,33 @@ class Passage:
         return f"{self.title} {self.text}" if self.title else self.text
 
 
+@dataclass(frozen=True)
+class GoldRef:
+    """A human gold passage known only by where it is: a KILT provenance, which names a
+    Wikipedia page and a paragraph range of the KILT knowledge source but holds no text."""
+
+    wikipedia_id: str  # the KILT knowledge source's page id
+    title: str  # the page title
+    start_paragraph_id: int  # first paragraph (index into the page's `text` list)
+    end_paragraph_id: int  # last paragraph, inclusive
+
+    @property
+    def pids(self) -> list[str]:
+        """The pids `<wikipedia_id>_<paragraph>` of a paragraph-level KILT corpus it covers."""
+        return [f"{self.wikipedia_id}_{i}"
+                for i in range(self.start_paragraph_id, self.end_paragraph_id + 1)]
+
+
 @dataclass
 class Query:
-    """A question, its gold answers, and the human-annotated gold passages (may be empty)."""
+    """A question (or a claim), its gold answers, and the human-annotated gold passages (may
+    be empty); `gold_refs` names gold passages whose text the source does not hold."""
 
     qid: str
     question: str
     answers: list[str]
     gold: list[Passage] = field(default_factory=list)
+    gold_refs: list[GoldRef] = field(default_factory=list)
 
 
 @dataclass
@@ -81,8 +103,17 @@ class Source:
     # "apache-2.0", ...; "other": their own terms; "unknown": nobody has said). Each adapter
     # declares its own; published cards take it from here.
     license: str = field(default="unknown", kw_only=True)
+    # What a query is, which picks a task's prompts: "question" (answered), or "claim"
+    # (verified: the answers are verdicts, SUPPORTS / REFUTES).
+    kind: str = field(default="question", kw_only=True)
+    # True when the answers are free-text sentences (MS MARCO) that an LLM must reduce to
+    # short entity answers before has_answer can match them: `--answer-extractor`.
+    sentence_answers: bool = field(default=False, kw_only=True)
 
     def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise InputError(f"query kind {self.kind!r} is not one of {', '.join(KINDS)}",
+                             field_name="kind")
         if not re.fullmatch(r"[a-z0-9][a-z0-9.+-]*", self.license):
             raise InputError(
                 f"licence {self.license!r} is not a Hugging Face Hub licence id",
@@ -91,15 +122,23 @@ class Source:
             )
 
 
-#: dataset name -> "module:function(limit) -> Source"; imported only when used.
+#: what a query can be (`Source.kind`)
+KINDS = ("question", "claim")
+
+#: dataset name -> "module:function(limit) -> Source"; imported only when used. nq, tq,
+#: hotpotqa and fever are the paper's KILT dev sets (human gold: KILT provenance, as
+#: references); the -tevatron and -distractor sets carry gold passage text instead.
 SOURCES = {
     "nq-sample": "labeler.sources.bundled:load_nq_sample",
-    "nq": "labeler.sources.tevatron:load_nq",
-    "tq": "labeler.sources.tevatron:load_tq",
+    "nq": "labeler.sources.kilt:load_nq",
+    "tq": "labeler.sources.kilt:load_tq",
     "msmarco-fqa": "labeler.sources.msmarco:load_msmarco_fqa",
-    "hotpotqa": "labeler.sources.hotpotqa:load_hotpotqa",
+    "hotpotqa": "labeler.sources.kilt:load_hotpotqa",
     "fever": "labeler.sources.kilt:load_fever",
     "2wiki": "labeler.sources.flashrag:load_2wiki",
+    "nq-tevatron": "labeler.sources.tevatron:load_nq",
+    "tq-tevatron-distant": "labeler.sources.tevatron:load_tq",
+    "hotpotqa-distractor": "labeler.sources.hotpotqa:load_hotpotqa",
 }
 
 JSONL_PREFIX = "jsonl:"
@@ -116,7 +155,9 @@ def load_source(
     """Load dataset `name` (first `limit` queries); `corpus` replaces its passage corpus.
 
     The corpus file (FlashRAG format, `{id, contents}`) is read first, so a bad one fails
-    before any download.
+    before any download. A query's gold references (KILT provenance) become gold passages
+    where the corpus has their paragraphs under pids `<wikipedia_id>_<paragraph>` (a
+    paragraph-level cut of the KILT knowledge source); other corpora match none of them.
     """
     from labeler.sources import flashrag
 
@@ -131,4 +172,14 @@ def load_source(
     if passages is not None:
         source.corpus = passages
         source.revision = f"{source.revision}+corpus:{passages.fingerprint[:16]}"
+        for q in source.queries:
+            q.gold = _resolve(q, passages)
     return source
+
+
+def _resolve(query: Query, corpus: Corpus) -> list[Passage]:
+    """The query's gold passages plus those of its gold references the corpus holds."""
+    gold = {p.pid: p for p in query.gold}
+    for ref in query.gold_refs:
+        gold.update((pid, corpus[pid]) for pid in ref.pids if pid in corpus and pid not in gold)
+    return list(gold.values())

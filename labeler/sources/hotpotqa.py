@@ -1,4 +1,5 @@
-"""`hotpotqa`: HotpotQA dev, distractor setting. The paragraphs named by `supporting_facts`
+"""`hotpotqa-distractor`: HotpotQA dev, distractor setting (7,405 questions; the paper's
+`hotpotqa` is KILT's 5,600, labeler.sources.kilt). The paragraphs named by `supporting_facts`
 are the human gold; the corpus pools every context paragraph of the loaded queries. A
 paragraph's pid is its Wikipedia title with spaces as underscores (HotpotQA's own key)."""
 
@@ -16,7 +17,7 @@ def load_hotpotqa(*, limit: int | None = None) -> Source:
     """HotpotQA distractor validation from the Hub."""
     repo, config, split = HUB
     dataset, revision = load_hub(repo, config=config, split=split)
-    return from_dataset(dataset, name="hotpotqa", revision=revision, license=LICENSE, limit=limit)
+    return from_dataset(dataset, name="hotpotqa-distractor", revision=revision, license=LICENSE, limit=limit)
 
 
 def from_dataset(dataset, *, name: str, revision: str, license: str = "unknown",

@@ -1,31 +1,106 @@
-"""`fever`: FEVER claims from KILT (facebook/kilt_tasks, fever, validation). Answers are the
-verdicts (SUPPORTS / REFUTES); KILT provenance carries no passage text, so there is no human
-gold and no corpus: pools come from retrieval over --corpus (or a --run)."""
+"""`nq`, `tq`, `hotpotqa`, `fever`: the KILT dev sets the utility paper labels
+(facebook/kilt_tasks, split `validation`), with KILT provenance as the human gold.
+
+Filter: a record is kept when it has a question (or claim), at least one answer and at least
+one provenance ("KILT dev with provenance"). On the Hub data this keeps every dev record of
+NQ (2,837), TriviaQA (5,359) and HotpotQA (5,600), the sizes of the paper's Table 1. FEVER's
+KILT dev has 10,444 claims, all with provenance; the paper reports 10,245, and its code does
+not say which 199 it left out, so all 10,444 are loaded.
+
+Gold: KILT provenance names a Wikipedia page (`wikipedia_id`, `title`) and a paragraph range
+of the KILT knowledge source (kilt_wikipedia) but carries no passage text, so each query's
+gold is a list of `GoldRef`s, not passages, and there is no corpus: pools come from
+retrieval over `--corpus` (or a `--run`). `load_source` turns the references into gold
+passages when that corpus holds their paragraphs as `<wikipedia_id>_<paragraph>`.
+
+TriviaQA: KILT ships only the question ids; the questions come from TriviaQA itself
+(mandarjoshi90/trivia_qa, `unfiltered.nocontext`, validation), joined on the id as the
+kilt_tasks card does. Answers are KILT's (the answer and its aliases).
+"""
 
 from __future__ import annotations
 
-from labeler.sources import Query, Source
-from labeler.sources.hubload import head, load_hub
+from labeler.sources import GoldRef, Query, Source
+from labeler.sources.hubload import load_hub, rows
 
-HUB = ("facebook/kilt_tasks", "fever", "validation")
-#: The claims are FEVER's, released under Wikipedia's terms, else CC BY-SA 3.0 (the FEVER
-#: licence; the Hub's `fever` card). The "mit" on facebook/kilt_tasks' card is KILT's, which
-#: repackages them.
-LICENSE = "cc-by-sa-3.0"
+REPO, SPLIT = "facebook/kilt_tasks", "validation"
+#: dataset name -> the kilt_tasks config holding it
+CONFIGS = {"nq": "nq", "tq": "triviaqa_support_only", "hotpotqa": "hotpotqa", "fever": "fever"}
+#: where KILT-TriviaQA's questions are: (repo, config, split)
+TRIVIAQA = ("mandarjoshi90/trivia_qa", "unfiltered.nocontext", "validation")
+#: The questions' own licences, not the "mit" on facebook/kilt_tasks' card (KILT's, which
+#: repackages them): Natural Questions CC BY-SA 3.0 (google-research-datasets/
+#: natural-questions); TriviaQA's README: "The Apache 2.0 License applies to both the code
+#: and the data"; HotpotQA CC BY-SA 4.0 (hotpotqa.github.io); FEVER: Wikipedia's terms, else
+#: CC BY-SA 3.0 (the FEVER licence; the Hub's `fever` card).
+LICENSE = {"nq": "cc-by-sa-3.0", "tq": "apache-2.0", "hotpotqa": "cc-by-sa-4.0",
+           "fever": "cc-by-sa-3.0"}
+
+
+def load_nq(*, limit: int | None = None) -> Source:
+    """KILT Natural Questions dev."""
+    return _load("nq", limit)
+
+
+def load_hotpotqa(*, limit: int | None = None) -> Source:
+    """KILT HotpotQA dev."""
+    return _load("hotpotqa", limit)
 
 
 def load_fever(*, limit: int | None = None) -> Source:
-    """KILT FEVER validation from the Hub."""
-    repo, config, split = HUB
-    dataset, revision = load_hub(repo, config=config, split=split)
-    return from_dataset(dataset, name="fever", revision=revision, license=LICENSE, limit=limit)
+    """KILT FEVER dev: claims, answered by a verdict (SUPPORTS / REFUTES)."""
+    return _load("fever", limit, kind="claim")
 
 
-def from_dataset(dataset, *, name: str, revision: str, license: str = "unknown",
-                 limit: int | None = None) -> Source:
-    """KILT-layout rows `{id, input, output[{answer, provenance}]}` -> Source without corpus."""
+def load_tq(*, limit: int | None = None) -> Source:
+    """KILT TriviaQA dev, its questions joined from TriviaQA by question id."""
+    repo, config, split = TRIVIAQA
+    trivia, trivia_revision = load_hub(repo, config=config, split=split)
+    questions = dict(zip(trivia["question_id"], trivia["question"]))
+    source = _load("tq", limit, questions=questions)
+    source.revision = f"{source.revision}+{repo}:{trivia_revision}"
+    return source
+
+
+def _load(name: str, limit: int | None, **options) -> Source:
+    dataset, revision = load_hub(REPO, config=CONFIGS[name], split=SPLIT)
+    return from_dataset(dataset, name=name, revision=revision, license=LICENSE[name],
+                        limit=limit, **options)
+
+
+def from_dataset(
+    dataset,
+    *,
+    name: str,
+    revision: str,
+    license: str = "unknown",
+    limit: int | None = None,
+    kind: str = "question",
+    questions: dict[str, str] | None = None,
+) -> Source:
+    """KILT-layout rows `{id, input, output[{answer, provenance[...]}]}` -> Source without
+    corpus, keeping the records with a question, an answer and a provenance (the first
+    `limit` of those). `questions` (id -> question) fills an empty `input` (TriviaQA)."""
     queries = []
-    for row in head(dataset, limit):
-        answers = list(dict.fromkeys(o["answer"] for o in row["output"] if o.get("answer")))
-        queries.append(Query(str(row["id"]), row["input"], answers))
-    return Source(name, revision, queries, None, license=license)
+    for row in dataset:
+        if limit is not None and len(queries) >= limit:
+            break
+        query = query_from_record(row, questions)
+        if query is not None:
+            queries.append(query)
+    return Source(name, revision, queries, None, license=license, kind=kind)
+
+
+def query_from_record(row: dict, questions: dict[str, str] | None = None) -> Query | None:
+    """One KILT record -> Query, or None when it lacks a question, an answer or provenance."""
+    qid = str(row["id"])
+    question = row.get("input") or (questions or {}).get(qid)
+    outputs = rows(row.get("output"))
+    answers = list(dict.fromkeys(o["answer"] for o in outputs if o.get("answer")))
+    refs = list(dict.fromkeys(
+        GoldRef(str(p["wikipedia_id"]), p["title"], int(p["start_paragraph_id"]),
+                int(p["end_paragraph_id"]))
+        for o in outputs for p in rows(o.get("provenance"))))
+    if not question or not answers or not refs:
+        return None
+    return Query(qid, question, answers, gold_refs=refs)

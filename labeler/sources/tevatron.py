@@ -1,8 +1,13 @@
-"""`nq` and `tq`: Natural Questions and TriviaQA in Tevatron's wikipedia-nq / wikipedia-trivia
-layout: `{query_id, query, answers, positive_passages, negative_passages}`, passages
-`{docid, title, text}` with psgs_w100 docids. Positive passages are the human gold; the
-corpus pools every positive and negative passage of the loaded queries (pass --corpus for
-the full Wikipedia corpus)."""
+"""`nq-tevatron` and `tq-tevatron-distant`: Natural Questions and TriviaQA in Tevatron's
+wikipedia-nq / wikipedia-trivia layout: `{query_id, query, answers, positive_passages,
+negative_passages}`, passages `{docid, title, text}` with psgs_w100 docids. The positive
+passages are the gold; the corpus pools every positive and negative passage of the loaded
+queries (pass --corpus for the full Wikipedia corpus).
+
+The positives are DPR's: for NQ, the psgs_w100 chunks matched to the human-annotated gold
+context; for TriviaQA, retrieved passages that contain an answer string (distant
+supervision, not human gold), hence `-distant`. The paper's `nq` and `tq` are KILT's
+(labeler.sources.kilt)."""
 
 from __future__ import annotations
 
@@ -20,13 +25,13 @@ LICENSE = {"nq": "cc-by-sa-3.0", "tq": "apache-2.0"}
 def load_nq(*, limit: int | None = None) -> Source:
     """NQ dev from Tevatron/wikipedia-nq."""
     dataset, revision = load_hub(HUB["nq"], split=SPLIT)
-    return from_dataset(dataset, name="nq", revision=revision, license=LICENSE["nq"], limit=limit)
+    return from_dataset(dataset, name="nq-tevatron", revision=revision, license=LICENSE["nq"], limit=limit)
 
 
 def load_tq(*, limit: int | None = None) -> Source:
-    """TriviaQA dev from Tevatron/wikipedia-trivia."""
+    """TriviaQA dev from Tevatron/wikipedia-trivia; its gold is distant supervision."""
     dataset, revision = load_hub(HUB["tq"], split=SPLIT)
-    return from_dataset(dataset, name="tq", revision=revision, license=LICENSE["tq"], limit=limit)
+    return from_dataset(dataset, name="tq-tevatron-distant", revision=revision, license=LICENSE["tq"], limit=limit)
 
 
 def from_dataset(dataset, *, name: str, revision: str, license: str = "unknown",

@@ -6,25 +6,34 @@ instead of the Hub; everything after the loading call is the production path.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import datasets
 import pytest
 
 from labeler.errors import HubError, InputError
-from labeler.sources import SOURCES, Source, load_source, msmarco
+from labeler.sources import SOURCES, GoldRef, Source, kilt, load_source, msmarco
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 
-#: dataset name -> (Hub id, config, split it must ask for, local fixture standing in for it)
+KILT = "facebook/kilt_tasks"
+#: dataset name -> the Hub loads it must make, in order: (Hub id, config, split, the local
+#: fixture standing in for it)
 HUB_LOADS = {
-    "nq": ("Tevatron/wikipedia-nq", None, "dev", "tevatron_nq_dev.jsonl"),
-    # no TriviaQA record is available offline: the NQ rows stand in (same Tevatron layout)
-    "tq": ("Tevatron/wikipedia-trivia", None, "dev", "tevatron_nq_dev.jsonl"),
-    "msmarco-fqa": ("microsoft/ms_marco", "v1.1", "validation", "ms_marco_v1.1_dev.parquet"),
-    "hotpotqa": ("hotpotqa/hotpot_qa", "distractor", "validation", "hotpot_dev_distractor.json"),
-    "fever": ("facebook/kilt_tasks", "fever", "validation", "kilt_fever_dev.jsonl"),
-    "2wiki": ("RUC-NLPIR/FlashRAG_datasets", None, "dev", "flashrag_nq_test.jsonl"),
+    "nq": [(KILT, "nq", "validation", "kilt_nq_dev.jsonl")],
+    "tq": [("mandarjoshi90/trivia_qa", "unfiltered.nocontext", "validation",
+            "trivia_qa_dev.jsonl"),
+           (KILT, "triviaqa_support_only", "validation", "kilt_triviaqa_dev.jsonl")],
+    "hotpotqa": [(KILT, "hotpotqa", "validation", "kilt_hotpotqa_dev.jsonl")],
+    "fever": [(KILT, "fever", "validation", "kilt_fever_dev.jsonl")],
+    "msmarco-fqa": [("microsoft/ms_marco", "v1.1", "validation", "ms_marco_v1.1_dev.parquet")],
+    "2wiki": [("RUC-NLPIR/FlashRAG_datasets", None, "dev", "flashrag_nq_test.jsonl")],
+    "nq-tevatron": [("Tevatron/wikipedia-nq", None, "dev", "tevatron_nq_dev.jsonl")],
+    # no TriviaQA record in this layout is available offline: the NQ rows stand in
+    "tq-tevatron-distant": [("Tevatron/wikipedia-trivia", None, "dev", "tevatron_nq_dev.jsonl")],
+    "hotpotqa-distractor": [("hotpotqa/hotpot_qa", "distractor", "validation",
+                             "hotpot_dev_distractor.json")],
 }
 
 
@@ -35,11 +44,15 @@ def hub_from_fixtures(monkeypatch):
     calls = []
 
     def load_dataset(path, name=None, *, split, **kwargs):
+        if path in ("json", "parquet"):  # a test reading a fixture itself
+            return real(path, name, split=split, **kwargs)
         calls.append((path, name, split))
-        for repo, config, _, fixture in HUB_LOADS.values():
-            if (path, name) == (repo, config):
-                builder = "parquet" if fixture.endswith(".parquet") else "json"
-                return real(builder, data_files={split: str(FIXTURES / fixture)}, split=split)
+        for loads in HUB_LOADS.values():
+            for repo, config, _, fixture in loads:
+                if (path, name) == (repo, config):
+                    builder = "parquet" if fixture.endswith(".parquet") else "json"
+                    return real(builder, data_files={split: str(FIXTURES / fixture)},
+                                split=split)
         raise AssertionError(f"unexpected Hub load {path} {name}")
 
     monkeypatch.setattr(datasets, "load_dataset", load_dataset)
@@ -49,8 +62,8 @@ def hub_from_fixtures(monkeypatch):
 @pytest.mark.parametrize("name", list(HUB_LOADS))
 def test_adapter_asks_the_hub_for_its_dataset_and_pins_a_revision(name, hub_from_fixtures):
     source = load_source(name)
-    repo, config, split, _ = HUB_LOADS[name]
-    assert hub_from_fixtures == [(repo, config, split)]
+    assert hub_from_fixtures == [(repo, config, split) for repo, config, split, _ in
+                                 HUB_LOADS[name]]
     assert source.name == name
     assert source.revision.startswith("fingerprint:")  # offline: the data's own fingerprint
 
@@ -64,6 +77,9 @@ LICENSES = {
     "hotpotqa": "cc-by-sa-4.0",  # HotpotQA: "distributed under a CC BY-SA 4.0 License"
     "fever": "cc-by-sa-3.0",  # the FEVER licence: Wikipedia's terms, else CC BY-SA 3.0
     "2wiki": "apache-2.0",  # Alab-NII/2wikimultihop LICENSE
+    "nq-tevatron": "cc-by-sa-3.0",
+    "tq-tevatron-distant": "apache-2.0",
+    "hotpotqa-distractor": "cc-by-sa-4.0",
 }
 
 
@@ -81,7 +97,7 @@ def test_a_licence_must_be_a_hub_licence_id():
 
 
 def test_nq_positive_passages_are_the_gold_and_the_corpus_pools_all(hub_from_fixtures):
-    source = load_source("nq")
+    source = load_source("nq-tevatron")
     first = source.queries[0]
     assert (first.qid, first.question, first.answers) == (
         "0", "who sings does he love me with reba", ["Linda Davis"])
@@ -94,7 +110,7 @@ def test_nq_positive_passages_are_the_gold_and_the_corpus_pools_all(hub_from_fix
 
 
 def test_hotpotqa_supporting_paragraphs_are_the_gold(hub_from_fixtures):
-    source = load_source("hotpotqa", limit=2)
+    source = load_source("hotpotqa-distractor", limit=2)
     first, second = source.queries
     assert first.qid == "5a8b57f25542995d1e6f1371" and first.answers == ["yes"]
     assert [p.pid for p in first.gold] == ["Scott_Derrickson", "Ed_Wood"]
@@ -104,12 +120,95 @@ def test_hotpotqa_supporting_paragraphs_are_the_gold(hub_from_fixtures):
     assert len(source.corpus) == 20  # the 10 distractor-setting paragraphs of each query
 
 
-def test_fever_has_verdicts_and_no_gold_or_corpus(hub_from_fixtures):
+def test_fever_claims_have_verdicts_and_provenance_references(hub_from_fixtures):
     source = load_source("fever")
+    assert source.kind == "claim"
     assert [(q.qid, q.answers) for q in source.queries[:2]] == [
         ("137334", ["SUPPORTS"]), ("111897", ["REFUTES"])]  # 111897 lists REFUTES twice
-    assert source.queries[0].question == "Fox 2000 Pictures released the film Soul Food."
+    first = source.queries[0]
+    assert first.question == "Fox 2000 Pictures released the film Soul Food."
+    assert first.gold_refs == [GoldRef("1073955", "Soul Food (film)", 1, 1)]
+    # 105095: two verdicts whose provenance repeats paragraphs; each reference kept once
+    assert [(r.title, r.start_paragraph_id) for r in source.queries[4].gold_refs] == [
+        ("Nicholas Brody", 1), ("Carrie Mathison", 1)]
     assert all(not q.gold for q in source.queries) and source.corpus is None
+
+
+def test_kilt_nq_answers_and_provenance_references(hub_from_fixtures):
+    source = load_source("nq")
+    assert (source.kind, source.corpus, len(source.queries)) == ("question", None, 5)
+    first = source.queries[0]
+    assert (first.qid, first.question) == ("6915606477668963399",
+                                           "what do the 3 dots mean in math")
+    # four answers; the two outputs without one (long-answer annotations) add provenance only
+    assert first.answers == ["the therefore sign", "therefore sign",
+                             "a logical consequence , such as the conclusion of a syllogism",
+                             ("the therefore sign ( \u2234 ) is generally used before a "
+                              "logical consequence , such as the conclusion of a syllogism")]
+    assert first.gold_refs == [GoldRef("10593264", "Therefore sign", 1, 1)]
+    assert first.gold == []  # KILT provenance holds no passage text
+    assert first.gold_refs[0].pids == ["10593264_1"]
+    # 7217222058435937287: an output with neither answer nor provenance adds nothing
+    assert source.queries[3].answers[0] == "Davos" and None not in source.queries[3].answers
+    assert [(r.title, r.start_paragraph_id) for r in source.queries[3].gold_refs] == [
+        ("World Economic Forum", 2), ("World Economic Forum", 12), ("World Social Forum", 1)]
+
+
+def test_kilt_records_without_answer_or_provenance_are_left_out():
+    # the KILT NQ test records: real, with a question but no output at all
+    test = datasets.load_dataset("json", split="train", data_files=str(
+        FIXTURES / "kilt_nq_test_without_answers.jsonl"))
+    assert len(test) == 5
+    assert kilt.from_dataset(test, name="nq", revision="r").queries == []
+    dev = datasets.load_dataset("json", split="train",
+                                data_files=str(FIXTURES / "kilt_nq_dev.jsonl"))
+    first = dev[0]
+    no_provenance = {**first, "output": [{"answer": o.get("answer")} for o in first["output"]]}
+    assert kilt.query_from_record(no_provenance) is None
+    assert kilt.query_from_record(first).qid == "6915606477668963399"
+    # the limit counts kept records, after the filter
+    assert [q.qid for q in kilt.from_dataset(dev, name="nq", revision="r", limit=2).queries] == [
+        "6915606477668963399", "-8366545547296627039"]
+
+
+def test_kilt_hotpotqa_gold_references_both_supporting_pages(hub_from_fixtures):
+    source = load_source("hotpotqa")
+    first = source.queries[0]
+    assert (first.qid, first.answers) == ("5a8b57f25542995d1e6f1371", ["yes"])
+    assert first.gold_refs == [GoldRef("2816539", "Scott Derrickson", 1, 1),
+                               GoldRef("10520", "Ed Wood", 1, 1)]
+    assert [len(q.gold_refs) for q in source.queries] == [2, 2, 2, 2, 2]
+
+
+def test_kilt_triviaqa_takes_its_questions_from_triviaqa_by_id(hub_from_fixtures):
+    # KILT ships TriviaQA without questions; the one TriviaQA dev record here (tc_33) is not
+    # among the five KILT dev ids, so no record has a question and none is kept
+    source = load_source("tq")
+    assert source.queries == []
+    assert source.revision.count("fingerprint:") == 2  # both datasets pinned
+    # with the question of its id, a KILT record is kept; the text here is a placeholder (no
+    # offline TriviaQA record has a KILT id), the answers and provenance are KILT's
+    row = datasets.load_dataset("json", split="train",
+                                data_files=str(FIXTURES / "kilt_triviaqa_dev.jsonl"))[0]
+    query = kilt.query_from_record(row, {"sfq_17752": "<the question of sfq_17752>"})
+    assert (query.qid, query.question) == ("sfq_17752", "<the question of sfq_17752>")
+    assert query.answers == ["Jim Laker", "jim laker", "JIM LAKER", "james laker",
+                             "James Laker"]
+    assert query.gold_refs == [GoldRef("2047389", "Bowling analysis", 4, 4)]
+
+
+def test_a_kilt_paragraph_corpus_turns_references_into_gold_passages(hub_from_fixtures,
+                                                                        tmp_path):
+    # a corpus holding KILT paragraphs under <wikipedia_id>_<paragraph>: only the pid matters
+    # here, the text is a placeholder
+    corpus = tmp_path / "kilt_paragraphs.jsonl"
+    corpus.write_text("".join(
+        json.dumps({"id": f"1073955_{i}", "contents": f"Soul Food (film)\n<paragraph {i}>"})
+        + "\n" for i in (1, 2)))
+    source = load_source("fever", corpus=corpus, limit=2)
+    first, second = source.queries
+    assert [p.pid for p in first.gold] == ["1073955_1"]
+    assert second.gold == []  # Telemundo's paragraphs are not in this corpus
 
 
 def test_2wiki_reads_flashrag_rows(hub_from_fixtures):
@@ -140,5 +239,5 @@ def test_msmarco_selected_passages_are_the_gold_in_either_arrow_layout(fixture):
 
 def test_hub_failure_is_one_clear_error():
     with pytest.raises(HubError) as error:
-        load_source("tq")  # offline, nothing cached
+        load_source("tq-tevatron-distant")  # offline, nothing cached
     assert str(error.value).startswith("Tevatron/wikipedia-trivia: cannot load dataset: ")
