@@ -64,6 +64,7 @@ def build(
         raise InputError("name at least one LLM", field_name="llm")
     source = load_source(config.dataset, corpus=config.corpus, limit=config.limit)
     task.check(source)
+    task_manifest = task.manifest(source.kind)  # a kind of query the task cannot label fails here
     loaded: dict[str, tuple[LLMConfig, object]] = {}  # alias -> (its config, its backend)
     for llm in dict.fromkeys(llms):
         model = llm.load(cache_dir)
@@ -77,7 +78,7 @@ def build(
         "source_dataset": source.name,
         "source_revision": source.revision,
         "license": source.license,
-        **task.manifest(),
+        **task_manifest,
         "config": asdict(config),
         "shard_size": shard_size,
     }
@@ -93,7 +94,7 @@ def build(
     # retrieval comes after the cheap checks: a mistyped --llm fails before minutes of encoding
     pools = build_pools(source, pool=config.pool, k=config.k, run=config.run,
                         encoder=config.encoder, cache_dir=cache_dir)
-    shards = make_shards(source.queries, pools, shard_size)
+    shards = make_shards(source.queries, pools, shard_size, kind=source.kind)
     executor = executor or load_executor("local")
     built = []
     for llm, writer, manifest in writers:

@@ -72,15 +72,16 @@ class Shard:
     index: int  # 0-based, in query order
     queries: tuple[Query, ...]
     pools: dict[str, list[Candidate]]  # qid -> candidates, for this shard's queries
+    kind: str = "question"  # the source's kind of query (`Source.kind`): picks the prompts
 
 
 def make_shards(queries: Sequence[Query], pools: dict[str, list[Candidate]],
-                size: int) -> list[Shard]:
-    """`queries` in order, `size` per shard (the last may be shorter)."""
+                size: int, *, kind: str = "question") -> list[Shard]:
+    """`queries` in order, `size` per shard (the last may be shorter), all of `kind`."""
     if size < 1:
         raise InputError(f"shard size must be at least 1, got {size}", field_name="shard_size")
     return [
-        Shard(i, tuple(part), {q.qid: pools.get(q.qid, []) for q in part})
+        Shard(i, tuple(part), {q.qid: pools.get(q.qid, []) for q in part}, kind)
         for i, part in enumerate(queries[s:s + size] for s in range(0, len(queries), size))
     ]
 
@@ -140,7 +141,8 @@ class Task(ABC):
     name: ClassVar[str]
     #: the config dataclass this task takes
     Config: ClassVar[type[TaskConfig]] = TaskConfig
-    #: prompt templates by name (their text and sha256 go into the manifest)
+    #: prompt templates by name (their text and sha256 go into the manifest), for questions;
+    #: a task that also labels other kinds of query (`Source.kind`) overrides `templates`
     prompts: ClassVar[dict[str, str]] = {}
     #: decoding settings by name (a task may sample with one and score with another)
     decoding: ClassVar[dict[str, Sampling]] = {}
@@ -159,6 +161,13 @@ class Task(ABC):
 
     def check(self, source: Source) -> None:
         """Raise InputError for data this task cannot label, before any LLM work."""
+
+    def templates(self, kind: str = "question") -> dict[str, str]:
+        """The prompt templates for queries of `kind`; InputError for a kind it cannot label."""
+        if kind != "question":
+            raise InputError(f"the {self.name} task labels questions, not {kind}s",
+                             field_name="dataset")
+        return dict(self.prompts)
 
     def run(self, backend: Backend, shard: Shard) -> list[dict]:
         """The records of one shard, one per query in order, through the base's calls."""
@@ -179,11 +188,12 @@ class Task(ABC):
         gold set). Tasks whose records are no reference leave this refusing."""
         raise InputError("these records carry no relevance labels to score against")
 
-    def manifest(self) -> dict:
-        """The task's part of the manifest: templates, decoding settings, seed."""
+    def manifest(self, kind: str = "question") -> dict:
+        """The task's part of the manifest for queries of `kind`: templates, decoding
+        settings, seed."""
         seeds = {s.seed for s in self.decoding.values()} - {None}
         return {
-            "prompt_templates": dict(self.prompts),
+            "prompt_templates": self.templates(kind),
             "sampling": {name: s.key() for name, s in self.decoding.items()},
             "seed": min(seeds) if seeds else None,
         }

@@ -2,8 +2,9 @@
 
 Passage d is gold utilitarian for LLM L on query q iff L answers q correctly given d alone and
 incorrectly with no passage:  u(q, d) = 1[has_answer(L(q, d)) > has_answer(L(q, ∅))].
-Answers are greedy and chat-templated with the paper's two prompts; correctness is DPR-style
-`has_answer` against the gold answers. Each record also keeps L's answers with all candidates,
+Answers are greedy and chat-templated with the paper's two prompts (for a claim dataset,
+`Source.kind == "claim"`, its two claim-verification prompts); correctness is DPR-style
+`has_answer` against the gold answers (for claims, the verdict SUPPORTS / REFUTES). Each record also keeps L's answers with all candidates,
 with the utilitarian ones only and with the human gold ones only (the paper's Table 3).
 """
 
@@ -32,6 +33,24 @@ WITH_PASSAGE = (
     " Question: {question}\n\n Answer:"
 )
 PROMPT_TEMPLATES = {"closed_book": CLOSED_BOOK, "with_passage": WITH_PASSAGE}
+#: The paper's claim-verification pair for FEVER (its src/fever/dataset.py), verbatim:
+#: "repsonse", the double space and the missing space before "Verify" are the paper's.
+CLAIM_CLOSED_BOOK = (
+    "Verify the following claim based on your internal knowledge with one or few words "
+    "without the explanation. Claim: {question}\n\n The final repsonse is REFUTES, SUPPORTS. "
+    "Verification:"
+)
+CLAIM_WITH_PASSAGE = (
+    "Information: \n{passage}\nVerify the following claim based on the given information or "
+    "your internal knowledge  with one or few words without the source.\n Claim: {question}"
+    "\n\n The final repsonse is REFUTES, SUPPORTS. Verification:"
+)
+#: `Source.kind` -> its prompt pair; a claim's answers are its verdicts, matched by has_answer
+#: as the paper's evaluation/fever_acc.py does
+TEMPLATES_BY_KIND = {
+    "question": PROMPT_TEMPLATES,
+    "claim": {"closed_book": CLAIM_CLOSED_BOOK, "with_passage": CLAIM_WITH_PASSAGE},
+}
 #: Greedy decoding; answers are "one or few words", so 32 new tokens is ample.
 ANSWER = Sampling(temperature=0.0, max_tokens=32)
 
@@ -43,15 +62,16 @@ class UtilityConfig(TaskConfig):
     with_likelihood: bool = False  # also record log P(first gold answer | q, d) per candidate
 
 
-def closed_book_prompt(question: str) -> Chat:
-    """L(q, ∅): the question alone."""
-    return chat(CLOSED_BOOK.format(question=question))
+def closed_book_prompt(question: str, kind: str = "question") -> Chat:
+    """L(q, ∅): the question (or claim) alone."""
+    return chat(TEMPLATES_BY_KIND[kind]["closed_book"].format(question=question))
 
 
-def passage_prompt(question: str, passages: Sequence[Passage]) -> Chat:
+def passage_prompt(question: str, passages: Sequence[Passage], kind: str = "question") -> Chat:
     """L(q, D): the passages as "{title} {text}", one per line, in the Information block."""
     information = "\n".join(p.contents for p in passages)
-    return chat(WITH_PASSAGE.format(passage=information, question=question))
+    return chat(TEMPLATES_BY_KIND[kind]["with_passage"].format(passage=information,
+                                                               question=question))
 
 
 class UtilityTask(Task):
@@ -82,6 +102,12 @@ class UtilityTask(Task):
     }
     rank_nonempty_gold = True  # "we only consider queries with non-empty gold utilitarian labels"
 
+    def templates(self, kind: str = "question") -> dict[str, str]:
+        """The QA pair for questions, the claim-verification pair for claims (FEVER)."""
+        if kind not in TEMPLATES_BY_KIND:
+            return super().templates(kind)
+        return dict(TEMPLATES_BY_KIND[kind])
+
     def check(self, source: Source) -> None:
         for q in source.queries:
             if not q.answers:
@@ -91,18 +117,18 @@ class UtilityTask(Task):
     def label(self, llm: Calls, shard: Shard) -> list[dict]:
         """Closed-book, one-passage, all-passage, utilitarian and human-gold answers, each kind
         in one batched call; with `with_likelihood`, log P(first gold answer | q, d) too."""
-        queries, pools = shard.queries, shard.pools
+        queries, pools, kind = shard.queries, shard.pools, shard.kind
         qids = [q.qid for q in queries]
-        closed = _answers(llm, [closed_book_prompt(q.question) for q in queries], qids,
+        closed = _answers(llm, [closed_book_prompt(q.question, kind) for q in queries], qids,
                           "closed-book answers")
         pairs = [(q, c) for q in queries for c in pools[q.qid]]
         named = [f"{q.qid}, passage {c.passage.pid}" for q, c in pairs]
-        one = _answers(llm, [passage_prompt(q.question, [c.passage]) for q, c in pairs], named,
-                       "one-passage answers")
+        one = _answers(llm, [passage_prompt(q.question, [c.passage], kind) for q, c in pairs],
+                       named, "one-passage answers")
         likelihoods = None
         if self.config.with_likelihood:
             likelihoods = llm.loglikelihood(
-                [LoglikelihoodRequest(passage_prompt(q.question, [c.passage]), q.answers[0])
+                [LoglikelihoodRequest(passage_prompt(q.question, [c.passage], kind), q.answers[0])
                  for q, c in pairs], "answer likelihoods", named)
         records, start = [], 0
         for q, closed_answer in zip(queries, closed):
@@ -111,7 +137,7 @@ class UtilityTask(Task):
             records.append(_record(q, closed_answer, pools[q.qid], one[span],
                                    None if likelihoods is None else likelihoods[span],
                                    llm=llm.alias, pool=self.config.pool))
-        _add_rag(llm, queries, pools, records)
+        _add_rag(llm, queries, pools, records, kind)
         return records
 
     @staticmethod
@@ -202,11 +228,12 @@ def _record(q: Query, closed_answer: str, candidates: list[Candidate], answers: 
 
 
 def _add_rag(llm: Calls, queries: Sequence[Query], pools: dict[str, list[Candidate]],
-             records: list[dict]) -> None:
+             records: list[dict], kind: str) -> None:
     """`rag` of each record: the answer and its correctness with all candidates, with the
     utilitarian ones, and with the human gold ones (null for a query without)."""
     def evidence_prompt(q: Query, passages: list[Passage]) -> Chat:
-        return passage_prompt(q.question, passages) if passages else closed_book_prompt(q.question)
+        return (passage_prompt(q.question, passages, kind) if passages
+                else closed_book_prompt(q.question, kind))
 
     all_prompts, util_prompts = [], []
     for q, r in zip(queries, records):
@@ -221,7 +248,7 @@ def _add_rag(llm: Calls, queries: Sequence[Query], pools: dict[str, list[Candida
         "utilitarian": dict(zip(qids, _answers(llm, util_prompts, qids,
                                                "utilitarian-passage answers"))),
         "human_gold": dict(zip((q.qid for q in gold), _answers(
-            llm, [passage_prompt(q.question, q.gold) for q in gold], [q.qid for q in gold],
+            llm, [passage_prompt(q.question, q.gold, kind) for q in gold], [q.qid for q in gold],
             "human-gold answers"))),
     }
     for q, r in zip(queries, records):
