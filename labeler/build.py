@@ -14,7 +14,7 @@ import hashlib
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from labeler import __version__
@@ -26,8 +26,8 @@ from labeler.llm.config import LLMConfig
 from labeler.progress import info
 from labeler.retrieval import build_pools
 from labeler.sources import JSONL_PREFIX, load_source
-from labeler.tasks import load_task
-from labeler.tasks.base import TaskConfig, make_shards
+from labeler.tasks import answer_extraction, load_task
+from labeler.tasks.base import Calls, TaskConfig, make_shards
 
 #: queries per shard: the unit of resumption and of distribution
 DEFAULT_SHARD_SIZE = 256
@@ -64,6 +64,7 @@ def build(
         raise InputError("name at least one LLM", field_name="llm")
     source = load_source(config.dataset, corpus=config.corpus, limit=config.limit)
     task.check(source)
+    answer_extraction.check(source, config.answer_extractor)
     task_manifest = task.manifest(source.kind)  # a kind of query the task cannot label fails here
     loaded: dict[str, tuple[LLMConfig, object]] = {}  # alias -> (its config, its backend)
     for llm in dict.fromkeys(llms):
@@ -73,6 +74,12 @@ def build(
                              f"both '{model.alias}': their artifacts would share one folder",
                              field_name="llm", hint="name each model once")
         loaded[model.alias] = (llm, model)
+    extractor = None
+    if config.answer_extractor:  # runs with the first LLM's backend settings
+        extractor_config = replace(llms[0], name=config.answer_extractor)
+        extractor = extractor_config.load(cache_dir)
+        task_manifest = answer_extraction.add_to_manifest(
+            task_manifest, extractor_config.describe(), extractor.revision)
     folder = dataset_folder(source.name)
     base = {
         "source_dataset": source.name,
@@ -91,6 +98,8 @@ def build(
         check_caller_manifest(manifest, artifact=artifact, dataset=folder, llm=alias,
                               version=writer.version)
         writers.append((llm, writer, manifest))
+    if extractor is not None:  # after the cheap checks, before retrieval and labelling
+        source.queries = answer_extraction.extract_answers(Calls(extractor), source.queries)
     # retrieval comes after the cheap checks: a mistyped --llm fails before minutes of encoding
     pools = build_pools(source, pool=config.pool, k=config.k, run=config.run,
                         encoder=config.encoder, cache_dir=cache_dir)

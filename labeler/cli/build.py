@@ -46,8 +46,12 @@ from labeler.tasks import TASKS
               help="LLM call and embedding cache (default: $LABELER_CACHE_DIR or ~/.cache/labeler).")
 @click.option("--with-likelihood", is_flag=True,
               help="utility: also record log P(gold answer | q, d) per candidate.")
+@click.option("--answer-extractor", metavar="MODEL",
+              help="LLM that extracts entity answers from sentence answers first; required "
+                   "for msmarco-fqa (the paper used qwen3-32b).")
 def build(dataset, llms, artifact, pool, k, limit, backend, batch_size, device, out, version,
-          shard_size, run, encoder, corpus, cache_dir, with_likelihood) -> None:
+          shard_size, run, encoder, corpus, cache_dir, with_likelihood,
+          answer_extractor) -> None:
     """Label the candidate passages of a dataset for each LLM, and write one artifact each.
 
     utility (the default): a passage is gold utilitarian for an LLM on a query iff the LLM
@@ -61,7 +65,8 @@ def build(dataset, llms, artifact, pool, k, limit, backend, batch_size, device, 
     task = load_task(artifact)
     config = task.Config.from_options(dataset=dataset, pool=pool, k=k, limit=limit, run=run,
                                       encoder=encoder, corpus=corpus,
-                                      with_likelihood=with_likelihood)
+                                      with_likelihood=with_likelihood,
+                                      answer_extractor=answer_extractor)
     models = [LLMConfig(name, backend=backend, batch_size=batch_size, device=device)
               for name in llms]
     built = build_labels(artifact, config, models, out=out, version=version,

@@ -1,6 +1,10 @@
 """`msmarco-fqa`: MS MARCO QA v1.1 validation, factoid queries only (query types LOCATION,
 NUMERIC, PERSON, ENTITY). `passages.is_selected` marks the human gold; the corpus pools the
-passages of the loaded queries, with pids `<query_id>_<position>`."""
+passages of the loaded queries, with pids `<query_id>_<position>`.
+
+The answers are written sentences: `labeler build` needs `--answer-extractor MODEL` to reduce
+them to entity answers first, as the paper did with Qwen3-32B
+(labeler.tasks.answer_extraction)."""
 
 from __future__ import annotations
 
@@ -45,4 +49,5 @@ def from_dataset(
                                                             p["passage_text"]))
         gold = [pool[f"{row['query_id']}_{i}"] for i, p in enumerate(passages) if p["is_selected"]]
         queries.append(Query(str(row["query_id"]), row["query"], answers, gold))
-    return Source(name, revision, queries, Corpus(list(pool.values())), license=license)
+    return Source(name, revision, queries, Corpus(list(pool.values())), license=license,
+                  sentence_answers=True)

@@ -42,6 +42,9 @@ class TaskConfig:
     k: int = 20  # retrieved passages per query
     run: str | None = None  # TREC or JSONL run file used instead of retrieval
     encoder: str | None = None  # dense retriever for rp (default: bge-m3, offline minilm)
+    # LLM that first reduces sentence answers (msmarco-fqa) to entity answers; required for
+    # such a source, refused for any other
+    answer_extractor: str | None = None
 
     def __post_init__(self) -> None:
         if self.pool not in POOLS:
