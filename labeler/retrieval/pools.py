@@ -58,8 +58,12 @@ def build_pools(
     if k < 1:
         raise InputError(f"k must be at least 1, got {k}", field_name="k")
     if pool in ("hgp", "mcp") and not any(q.gold for q in source.queries):
+        hint = "use --pool rp"
+        if any(q.gold_refs for q in source.queries):  # KILT: references without text
+            hint = ("its gold is KILT provenance without text: pass --corpus with KILT "
+                    "paragraphs as <wikipedia_id>_<paragraph>, or use --pool rp")
         raise InputError(f"dataset '{source.name}' has no human gold passages",
-                         field_name="pool", hint="use --pool rp")
+                         field_name="pool", hint=hint)
     if pool == "hgp":
         pools = {q.qid: [Candidate(p, "human", None, gold=True) for p in q.gold]
                  for q in source.queries}

@@ -211,6 +211,29 @@ def test_a_kilt_paragraph_corpus_turns_references_into_gold_passages(hub_from_fi
     assert second.gold == []  # Telemundo's paragraphs are not in this corpus
 
 
+def test_kilt_gold_without_a_corpus_says_how_to_resolve_it(hub_from_fixtures):
+    from labeler.retrieval import build_pools
+
+    with pytest.raises(InputError) as error:
+        build_pools(load_source("fever"), pool="mcp")
+    assert error.value.line() == (
+        "field 'pool': dataset 'fever' has no human gold passages (its gold is KILT provenance "
+        "without text: pass --corpus with KILT paragraphs as <wikipedia_id>_<paragraph>, or use "
+        "--pool rp)")
+
+
+def test_kilt_outputs_in_the_struct_of_lists_layout_read_the_same():
+    # the other Arrow layout of a list of structs (a `Sequence` feature): parallel lists
+    row = datasets.load_dataset("json", split="train",
+                                data_files=str(FIXTURES / "kilt_fever_dev.jsonl"))[4]
+    outputs = row["output"]
+    provenance = [{key: [p[key] for p in o["provenance"]] for key in o["provenance"][0]}
+                  for o in outputs]
+    columnar = {**row, "output": {"answer": [o["answer"] for o in outputs],
+                                  "provenance": provenance}}
+    assert kilt.query_from_record(columnar) == kilt.query_from_record(row)
+
+
 def test_2wiki_reads_flashrag_rows(hub_from_fixtures):
     # no 2WikiMultihopQA record is available offline: real FlashRAG-format NQ rows stand in
     source = load_source("2wiki")
@@ -221,7 +244,9 @@ def test_2wiki_reads_flashrag_rows(hub_from_fixtures):
 
 def test_msmarco_keeps_only_factoid_queries(hub_from_fixtures):
     # the one real dummy record is a "description" query: not factoid
-    assert load_source("msmarco-fqa").queries == []
+    source = load_source("msmarco-fqa")
+    assert source.queries == []
+    assert source.sentence_answers  # labelling needs --answer-extractor
 
 
 @pytest.mark.parametrize("fixture", ["ms_marco_v1.1_dev.json", "ms_marco_v1.1_dev.parquet"])
