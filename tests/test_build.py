@@ -93,7 +93,7 @@ def test_build_writes_a_valid_artifact_and_a_rerun_comes_from_the_cache(tmp_path
     assert manifest["sampling"]["answer"]["max_tokens"] == 32
     assert (manifest["pool"], manifest["k"], manifest["run"]) == ("rp", 3, str(RUN))
     assert manifest["config"] == {"dataset": "nq-sample", "corpus": None, "limit": 3, "pool": "rp",
-                                  "k": 3, "run": str(RUN), "encoder": None,
+                                  "k": 3, "run": str(RUN), "encoder": None, "answer_extractor": None,
                                   "with_likelihood": True}
     assert manifest["llm_config"] == {"model": "SmolLM2-135M-Instruct.Q4_1.gguf",
                                       "backend": "hf", "batch_size": None, "device": None}
