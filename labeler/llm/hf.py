@@ -98,7 +98,7 @@ class HFBackend(Backend):
                 "dtype": str(self.dtype).removeprefix("torch."), "device": self.device.type}
 
     def render(self, prompt: Chat) -> str:
-        return render_chat(self.tokenizer, prompt, self.spec.template_kwargs)
+        return render_chat(self.tokenizer, prompt)
 
     def count_tokens(self, texts: list[str]) -> list[int]:
         return [len(row) for row in encode(self.tokenizer, texts)]

@@ -82,7 +82,7 @@ class VLLMBackend(Backend):
                 "dtype": DTYPE, "device": "cuda"}
 
     def render(self, prompt: Chat) -> str:
-        return render_chat(self.tokenizer, prompt, self.spec.template_kwargs)
+        return render_chat(self.tokenizer, prompt)
 
     def count_tokens(self, texts: list[str]) -> list[int]:
         return [len(row) for row in encode(self.tokenizer, texts)]
