@@ -45,8 +45,11 @@ from labeler.tasks import TASKS
               help="LLM call and embedding cache (default: $LABELER_CACHE_DIR or ~/.cache/labeler).")
 @click.option("--with-likelihood", is_flag=True,
               help="utility: also record log P(gold answer | q, d) per candidate.")
+@click.option("--max-new-tokens", type=click.IntRange(min=1),
+              help="utility: cap on each answer's new tokens [default: 256; the paper's code: "
+                   "4096]; answers that reach it are counted in the manifest and card.")
 def build(dataset, llms, artifact, pool, k, limit, backend, batch_size, device, out, version,
-          shard_size, run, encoder, corpus, cache_dir, with_likelihood) -> None:
+          shard_size, run, encoder, corpus, cache_dir, with_likelihood, max_new_tokens) -> None:
     """Label the candidate passages of a dataset for each LLM, and write one artifact each.
 
     utility (the default): a passage is gold utilitarian for an LLM on a query iff the LLM
@@ -60,7 +63,8 @@ def build(dataset, llms, artifact, pool, k, limit, backend, batch_size, device, 
     task = load_task(artifact)
     config = task.Config.from_options(dataset=dataset, pool=pool, k=k, limit=limit, run=run,
                                       encoder=encoder, corpus=corpus,
-                                      with_likelihood=with_likelihood)
+                                      with_likelihood=with_likelihood,
+                                      max_new_tokens=max_new_tokens)
     models = [LLMConfig(name, backend=backend, batch_size=batch_size, device=device)
               for name in llms]
     built = build_labels(artifact, config, models, out=out, version=version,
