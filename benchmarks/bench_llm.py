@@ -55,7 +55,7 @@ def main(n_prompts, batch_size, max_tokens, prefill_tokens, prefill_length, repe
     (batched, t_batched), (alone, t_alone) = timings[batch_size], timings[1]
     if batched != alone:
         raise SystemExit("batched and one-at-a-time greedy answers differ")
-    tokens = sum(len(backend.tokenizer(a[0]).input_ids) for a in batched)
+    tokens = sum(len(backend.tokenizer(a[0].text).input_ids) for a in batched)
 
     rows = _prefill_rows(backend, queries, prefill_tokens // prefill_length, prefill_length)
     params = sum(p.numel() for p in backend.model.parameters())

@@ -85,6 +85,7 @@ def build(
         "source_dataset": source.name,
         "source_revision": source.revision,
         "license": source.license,
+        "corpus_passages": None if source.corpus is None else len(source.corpus),
         **task_manifest,
         "config": asdict(config),
         "shard_size": shard_size,

@@ -83,3 +83,9 @@ def info(message: str) -> None:
     """A hint or status line on stderr (suppressed by --quiet)."""
     if not settings.quiet():
         stderr.print(message)
+
+
+def warning(message: str) -> None:
+    """A line on stderr about something the user did not ask for and should know (e.g. a
+    fallback model); shown even with --quiet."""
+    stderr.print(f"[yellow]warning:[/yellow] {message}", highlight=False, soft_wrap=True)

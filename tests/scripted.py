@@ -6,14 +6,22 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from labeler.llm.base import Backend, Chat, ChoiceRequest, LoglikelihoodRequest, Sampling
+from labeler.llm.base import (
+    Backend,
+    Chat,
+    ChoiceRequest,
+    Completion,
+    LoglikelihoodRequest,
+    Sampling,
+)
 
 
 class ScriptedBackend(Backend):
     """`answer(text) -> str` for generate (every sample alike), `loglik(context, continuation)
     -> float` for loglikelihood, `probs(text, choices) -> {choice: p}` for choice_probs; text
     is the rendered prompt: its messages' contents joined by newlines. An operation without a
-    rule fails the test."""
+    rule fails the test. Tokens are whitespace-separated words: an answer of more words than
+    `max_tokens` is cut to its first `max_tokens` and comes back capped."""
 
     model_id, revision, alias, batch_size = "scripted", "0", "scripted", 8
 
@@ -33,9 +41,10 @@ class ScriptedBackend(Backend):
     def count_tokens(self, texts: list[str]) -> list[int]:
         return [len(t.split()) for t in texts]
 
-    def generate(self, prompts: list[Chat], sampling: Sampling) -> list[list[str]]:
+    def generate(self, prompts: list[Chat], sampling: Sampling) -> list[list[Completion]]:
         rule = self._rule("generate", prompts)
-        return [[rule(self.render(p)) for _ in range(sampling.n)] for p in prompts]
+        return [[_capped(rule(self.render(p)), sampling.max_tokens)] * sampling.n
+                for p in prompts]
 
     def loglikelihood(self, requests: list[LoglikelihoodRequest]) -> list[float]:
         rule = self._rule("loglikelihood", requests)
@@ -50,3 +59,10 @@ class ScriptedBackend(Backend):
             raise AssertionError(f"this test scripted no answer for {op}")
         self.calls.append((op, list(requests)))
         return self.rules[op]
+
+
+def _capped(answer: str, max_tokens: int) -> Completion:
+    words = answer.split()
+    if len(words) <= max_tokens:
+        return Completion(answer)
+    return Completion(" " + " ".join(words[:max_tokens]), capped=True)

@@ -69,7 +69,7 @@ def _build(out: Path, *args) -> object:
 
 def test_build_writes_a_valid_artifact_and_a_rerun_comes_from_the_cache(tmp_path, loads, calls):
     args = ("--dataset", "nq-sample", "--llm", "smollm2-135m", "--limit", 3, "--k", 3,
-            "--run", RUN, "--with-likelihood", "--cache-dir", calls)
+            "--run", RUN, "--with-likelihood", "--max-new-tokens", 32, "--cache-dir", calls)
     before = _computed(calls)
     result = _build(tmp_path / "out", *args)
     assert result.exit_code == 0, result.output
@@ -93,8 +93,10 @@ def test_build_writes_a_valid_artifact_and_a_rerun_comes_from_the_cache(tmp_path
     assert manifest["sampling"]["answer"]["max_tokens"] == 32
     assert (manifest["pool"], manifest["k"], manifest["run"]) == ("rp", 3, str(RUN))
     assert manifest["config"] == {"dataset": "nq-sample", "corpus": None, "limit": 3, "pool": "rp",
-                                  "k": 3, "run": str(RUN), "encoder": None, "answer_extractor": None,
-                                  "with_likelihood": True}
+                                  "k": 3, "run": str(RUN), "encoder": None,
+                                  "answer_extractor": None, "with_likelihood": True,
+                                  "max_new_tokens": 32}
+    assert manifest["corpus_passages"] == 4349
     assert manifest["llm_config"] == {"model": "SmolLM2-135M-Instruct.Q4_1.gguf",
                                       "backend": "hf", "batch_size": None, "device": None}
     assert manifest["license"] == "cc-by-sa-3.0"  # nq-sample's own
@@ -123,9 +125,24 @@ def test_build_writes_a_valid_artifact_and_a_rerun_comes_from_the_cache(tmp_path
     assert stats["queries"] == 3
     assert stats["known_share"] == sum(r["known"] for r in records) / 3
     assert stats["mean_utilitarian"] == sum(len(r["utility_pids"]) for r in records) / 3
+    flags = [[r["closed_book_capped"], *(c["capped"] for c in r["candidates"]),
+              *(a["capped"] for a in r["rag"].values() if a is not None)] for r in records]
+    assert stats["answers"] == sum(map(len, flags)) == 3 * (1 + 3 + 3)
+    assert stats["capped_answers"] == sum(map(sum, flags))
+    assert stats["capped_closed_book"] == sum(r["closed_book_capped"] for r in records)
+    assert "answers cut at the new-token cap" in result.output
     card = (folder / "README.md").read_text()
     assert "## Statistics of this build" in card
     assert f"| gold utilitarian passages per query (mean) | {stats['mean_utilitarian']:.2f} |" in card
+    assert (f"| answers cut at the new-token cap | {stats['capped_answers']} of "
+            f"{stats['answers']} |") in card
+    assert "| candidate pool | `rp`, k = 3 (" in card
+    assert "| answer cap | 32 new tokens per answer;" in card
+    for departure in ("the queries are `nq-sample`", "only the first 3 queries",
+                      "k = 3 retrieved passages per query, not 20",
+                      f"the retrieved passages come from the run file `{RUN}`",
+                      "answers are capped at 32 new tokens, the paper's code at 4,096"):
+        assert f"- {departure}" in card, departure
 
     again = _build(tmp_path / "out", *args)
     assert again.exit_code == 0, again.output
@@ -135,7 +152,7 @@ def test_build_writes_a_valid_artifact_and_a_rerun_comes_from_the_cache(tmp_path
 
 def test_the_data_does_not_depend_on_the_shard_size(tmp_path, loads, calls):
     args = ("--dataset", "nq-sample", "--llm", "smollm2-135m", "--limit", 3, "--k", 3,
-            "--run", RUN, "--cache-dir", calls)
+            "--run", RUN, "--max-new-tokens", 32, "--cache-dir", calls)
     folders = []
     for size in (1, 2, 256):
         out = tmp_path / f"out-{size}"
@@ -156,7 +173,7 @@ def _bad_run(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("case", ["unknown dataset", "missing corpus file", "no corpus",
                                   "run with unknown pid", "unloadable llm", "same llm twice",
-                                  "existing version"])
+                                  "existing version", "unloadable encoder"])
 def test_bad_input_fails_before_any_llm_work_and_leaves_no_artifact(tmp_path, loads, smollm,
                                                                      case):
     out = tmp_path / "out"
@@ -188,6 +205,9 @@ def test_bad_input_fails_before_any_llm_work_and_leaves_no_artifact(tmp_path, lo
             ["--dataset", "nq-sample", "--run", RUN, "--version", "1", *base], ArtifactError,
             (f"{out / 'utility' / 'nq-sample' / 'smollm2-135m' / 'v1'}: this version exists "
              "already")),
+        "unloadable encoder": (  # asked for by name: no fallback to the bundled minilm
+            ["--dataset", "nq-sample", "--encoder", "bge-m3", *base], ModelLoadError,
+            "cannot load model 'BAAI/bge-m3': not in the local Hugging Face cache"),
     }[case]
     if case == "existing version":
         (out / "utility" / "nq-sample" / "smollm2-135m" / "v1").mkdir(parents=True)
@@ -213,18 +233,28 @@ def test_unknown_artifact_is_refused_before_loading_anything(tmp_path, loads):
     assert loads == [] and not (tmp_path / "out").exists()
 
 
-def test_manifest_records_how_the_pools_were_made(tmp_path, loads, calls):
-    """--pool hgp labels the human gold passages alone: no retrieval, no encoder."""
+def test_manifest_records_how_the_pools_were_made_and_the_default_cap(tmp_path, loads, calls):
+    """--pool hgp labels the human gold passages alone: no retrieval, no encoder. Without
+    --max-new-tokens answers run to 256 new tokens."""
     result = _build(tmp_path / "out", "--dataset", "nq-sample", "--llm", "smollm2-135m",
-                    "--limit", 3, "--pool", "hgp", "--cache-dir", calls)
+                    "--limit", 2, "--pool", "hgp", "--cache-dir", calls)
     assert result.exit_code == 0, result.output
     folder = tmp_path / "out" / "utility" / "nq-sample" / "smollm2-135m" / "v1"
     manifest = json.loads((folder / "manifest.json").read_text())
     assert (manifest["pool"], manifest["encoder"], manifest["run"]) == ("hgp", None, None)
+    assert manifest["config"]["max_new_tokens"] == 256
+    assert manifest["sampling"]["answer"]["max_tokens"] == 256
     records = load_artifact(folder).records
-    assert len(records) == 3
+    assert len(records) == 2
     assert all([c["source"] for c in r["candidates"]] == ["human"] for r in records)
-    assert manifest["stats"]["human_gold_in_pool"] == 3
+    assert manifest["stats"]["human_gold_in_pool"] == 2
+    assert manifest["stats"]["capped_answers"] == sum(
+        [r["closed_book_capped"], r["candidates"][0]["capped"],
+         *(a["capped"] for a in r["rag"].values())].count(True) for r in records)
+    card = (folder / "README.md").read_text()
+    assert "| corpus | none searched (pool `hgp`) |" in card
+    assert "| encoder | none (no retrieval) |" in card
+    assert "- answers are capped at 256 new tokens, the paper's code at 4,096 (" in card
 
 
 def test_a_build_killed_in_its_third_shard_resumes_to_the_same_data(tmp_path, loads,
@@ -243,7 +273,8 @@ def test_a_build_killed_in_its_third_shard_resumes_to_the_same_data(tmp_path, lo
     (cache / "models").symlink_to(Path(session_cache) / "models")  # the converted SmolLM2
     out = tmp_path / "out"
     args = ["build", "--dataset", "nq-sample", "--llm", "smollm2-135m", "--limit", "4",
-            "--pool", "hgp", "--shard-size", "1", "--cache-dir", str(cache), "--out", str(out)]
+            "--pool", "hgp", "--shard-size", "1", "--max-new-tokens", "32",
+            "--cache-dir", str(cache), "--out", str(out)]
     job = [sys.executable, "-m", "labeler", *args]
     llm_dir = out / "utility" / "nq-sample" / "smollm2-135m"
 

@@ -11,13 +11,14 @@ _SIZE_LABELS = ("n<1K", "1K<n<10K", "10K<n<100K", "100K<n<1M", "1M<n<10M", "10M<
                 "100M<n<1B", "1B<n<10B", "10B<n<100B", "100B<n<1T")
 
 
-def render_card(manifest: dict, metadata: dict) -> str:
+def render_card(manifest: dict, metadata: dict, context: dict | None = None) -> str:
     """The dataset card text for the version `manifest` describes.
 
     `metadata` is the task's card metadata (pretty_name, task_categories, tags); the licence
     is the manifest's (the source's). The template sees `manifest`, `stats` (the manifest's;
-    missing keys render as "n/a"), `records` (the record count), `data_files`, and every
-    metadata field (`license`, `pretty_name`, ...).
+    missing keys render as "n/a"), `records` (the record count), `data_files`, every
+    metadata field (`license`, `pretty_name`, ...) and the task's `context` (its
+    `card_context(manifest)`).
     """
     artifact = manifest["artifact"]
     records = manifest["counts"]["records"]
@@ -34,6 +35,7 @@ def render_card(manifest: dict, metadata: dict) -> str:
     card = DatasetCard.from_template(
         data, template_path=str(card_path(artifact)),
         manifest=manifest, stats=manifest.get("stats", {}), records=records, data_files=files,
+        **(context or {}),
     )
     return str(card)
 

@@ -107,7 +107,9 @@ def _check_statistics(folder: Path, manifest: dict, manifest_check: FileCheck,
             manifest_check.problems.append(
                 f"{manifest_check.name}: stats.{key} is {recorded.get(key)!r} but the records "
                 f"give {stats.get(key)!r}")
-    expected = _statistics_section(render_card({**manifest, "stats": stats}, task.metadata))
+    recomputed = {**manifest, "stats": stats}
+    expected = _statistics_section(render_card(recomputed, task.metadata,
+                                               task.card_context(recomputed)))
     written = set(_statistics_section((folder / CARD).read_text(encoding="utf-8")))
     for row in expected:
         if row not in written:

@@ -99,7 +99,8 @@ class VersionWriter:
         final = build_manifest(manifest, **names, records=records,
                                files={f.name: file_sha256(f) for f in files}, stats=stats)
         _write_text(self.staging / MANIFEST, json.dumps(final, indent=2, ensure_ascii=False) + "\n")
-        _write_text(self.staging / CARD, render_card(final, task.metadata))
+        _write_text(self.staging / CARD, render_card(final, task.metadata,
+                                                      task.card_context(final)))
         _fsync(self.staging)
         if self.target.exists():
             raise _exists(self.target)

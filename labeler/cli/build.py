@@ -46,11 +46,14 @@ from labeler.tasks import TASKS
               help="LLM call and embedding cache (default: $LABELER_CACHE_DIR or ~/.cache/labeler).")
 @click.option("--with-likelihood", is_flag=True,
               help="utility: also record log P(gold answer | q, d) per candidate.")
+@click.option("--max-new-tokens", type=click.IntRange(min=1),
+              help="utility: cap on each answer's new tokens [default: 256; the paper's code: "
+                   "4096]; answers that reach it are counted in the manifest and card.")
 @click.option("--answer-extractor", metavar="MODEL",
               help="LLM that extracts entity answers from sentence answers first; required "
                    "for msmarco-fqa (the paper used qwen3-32b).")
 def build(dataset, llms, artifact, pool, k, limit, backend, batch_size, device, out, version,
-          shard_size, run, encoder, corpus, cache_dir, with_likelihood,
+          shard_size, run, encoder, corpus, cache_dir, with_likelihood, max_new_tokens,
           answer_extractor) -> None:
     """Label the candidate passages of a dataset for each LLM, and write one artifact each.
 
@@ -66,6 +69,7 @@ def build(dataset, llms, artifact, pool, k, limit, backend, batch_size, device, 
     config = task.Config.from_options(dataset=dataset, pool=pool, k=k, limit=limit, run=run,
                                       encoder=encoder, corpus=corpus,
                                       with_likelihood=with_likelihood,
+                                      max_new_tokens=max_new_tokens,
                                       answer_extractor=answer_extractor)
     models = [LLMConfig(name, backend=backend, batch_size=batch_size, device=device)
               for name in llms]

@@ -13,19 +13,19 @@ from rich.table import Table
 def models() -> None:
     """List the model aliases and what each resolves to.
 
-    Any Hugging Face repo id, local model folder or .gguf file works as a model name too.
+    Any Hugging Face repo id, local model folder or .gguf file works as a model name too. A
+    chat template that reads `enable_thinking` (Qwen3's, under any name) renders with it False.
     """
     from labeler.llm.models import ALIASES, model_availability, resolve_model
 
-    table = Table(title="model aliases")
+    table = Table(title="model aliases",
+                  caption="thinking off wherever the chat template reads enable_thinking")
     table.add_column("alias", no_wrap=True)
     table.add_column("resolves to", overflow="fold")
-    table.add_column("chat template", no_wrap=True)
     table.add_column("source", no_wrap=True)
     for alias in ALIASES:
         spec = resolve_model(alias)
-        template = "thinking off" if spec.template_kwargs.get("enable_thinking") is False else ""
-        table.add_row(alias, spec.model_id, template or "as shipped", model_availability(spec))
+        table.add_row(alias, spec.model_id, model_availability(spec))
     Console().print(table)
 
 

@@ -1,7 +1,7 @@
 """LLM backends behind one contract, model aliases, and the persistent call cache.
 
     backend = load_backend("smollm2-135m")          # hf backend, cached calls
-    backend.generate([chat("Who wrote Hamlet?")], Sampling(max_tokens=16))
+    backend.generate([chat("Who wrote Hamlet?")], Sampling(max_tokens=16))  # [[Completion]]
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from labeler.llm.base import (
     Backend,
     Chat,
     ChoiceRequest,
+    Completion,
     LoglikelihoodRequest,
     Message,
     Sampling,
@@ -62,6 +63,7 @@ __all__ = [
     "Backend",
     "Chat",
     "ChoiceRequest",
+    "Completion",
     "LoglikelihoodRequest",
     "Message",
     "ModelSpec",

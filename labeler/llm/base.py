@@ -53,6 +53,19 @@ class Sampling:
 
 
 @dataclass(frozen=True)
+class Completion:
+    """One generated answer, and whether it was cut by the length cap.
+
+    `capped` is the backend's own account of why the row ended: True iff it reached
+    `Sampling.max_tokens` new tokens without an end-of-sequence token or a stop string (vllm's
+    finish_reason "length"), so a cut answer is told from a finished one exactly.
+    """
+
+    text: str
+    capped: bool = False  # stopped at max_tokens, not at EOS or a stop string
+
+
+@dataclass(frozen=True)
 class Message:
     """One chat turn."""
 
@@ -115,9 +128,9 @@ class Backend(ABC):
         raise NotImplementedError(f"{type(self).__name__} does not count tokens")
 
     @abstractmethod
-    def generate(self, prompts: list[Chat], sampling: Sampling) -> list[list[str]]:
-        """`sampling.n` completions per prompt; each prompt plus `sampling.max_tokens` must fit
-        `max_context`."""
+    def generate(self, prompts: list[Chat], sampling: Sampling) -> list[list[Completion]]:
+        """`sampling.n` completions per prompt, each saying whether it stopped at
+        `sampling.max_tokens`; each prompt plus `sampling.max_tokens` must fit `max_context`."""
 
     @abstractmethod
     def loglikelihood(self, requests: list[LoglikelihoodRequest]) -> list[float]:

@@ -8,7 +8,8 @@ batches and committed after each (SQLite, WAL), so a killed run keeps what it fi
 rerun makes only the missing calls.
 
 The schema evolves by numbered migrations (simonw/llm's pattern): each function in MIGRATIONS
-runs once per database, in order, and is recorded in its `_migrations` table.
+runs once per database, in order, and is recorded in its `_migrations` table. A `generate`
+answer is stored as `[{"text": ..., "capped": ...}, ...]`, one object per sample.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import json
 import sqlite3
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from labeler.llm.base import (
     Backend,
     Chat,
     ChoiceRequest,
+    Completion,
     LoglikelihoodRequest,
     Sampling,
     check_lengths,
@@ -60,6 +62,15 @@ def m001_calls_and_counters(db: sqlite3.Connection) -> None:
     )""")
     db.execute("CREATE TABLE IF NOT EXISTS counters "
                "(name TEXT PRIMARY KEY, value INTEGER NOT NULL)")
+
+
+@_migration
+def m002_generate_says_whether_capped(db: sqlite3.Connection) -> None:
+    """`generate` answers stored as bare strings (before completions said whether they stopped
+    at max_tokens) are dropped: the text alone cannot tell, so they are asked again once."""
+    old = [key for key, value in db.execute("SELECT key, value FROM calls WHERE op = 'generate'")
+           if not all(isinstance(sample, dict) for sample in json.loads(value))]
+    db.executemany("DELETE FROM calls WHERE key = ?", [(key,) for key in old])
 
 
 def migrate(db: sqlite3.Connection) -> list[str]:
@@ -111,12 +122,14 @@ class CachedBackend(Backend):
     def count_tokens(self, texts: list[str]) -> list[int]:
         return self.inner.count_tokens(texts)
 
-    def generate(self, prompts: list[Chat], sampling: Sampling) -> list[list[str]]:
+    def generate(self, prompts: list[Chat], sampling: Sampling) -> list[list[Completion]]:
         texts = [self.render(p) for p in prompts]
-        return self._cached("generate", prompts, texts,
-                            [{"prompt": t, "sampling": sampling.key()} for t in texts],
-                            lambda chunk: self.inner.generate(chunk, sampling),
-                            reserved=sampling.max_tokens)
+        stored = self._cached("generate", prompts, texts,
+                              [{"prompt": t, "sampling": sampling.key()} for t in texts],
+                              lambda chunk: [[asdict(c) for c in samples]
+                                             for samples in self.inner.generate(chunk, sampling)],
+                              reserved=sampling.max_tokens)
+        return [[Completion(**c) for c in samples] for samples in stored]
 
     def loglikelihood(self, requests: list[LoglikelihoodRequest]) -> list[float]:
         contexts = [self.render(r.context) for r in requests]

@@ -39,6 +39,7 @@ from labeler.llm.base import (
     Backend,
     Chat,
     ChoiceRequest,
+    Completion,
     LoglikelihoodRequest,
     Sampling,
     check_lengths,
@@ -98,17 +99,17 @@ class HFBackend(Backend):
                 "dtype": str(self.dtype).removeprefix("torch."), "device": self.device.type}
 
     def render(self, prompt: Chat) -> str:
-        return render_chat(self.tokenizer, prompt, self.spec.template_kwargs)
+        return render_chat(self.tokenizer, prompt)
 
     def count_tokens(self, texts: list[str]) -> list[int]:
         return [len(row) for row in encode(self.tokenizer, texts)]
 
-    def generate(self, prompts: list[Chat], sampling: Sampling) -> list[list[str]]:
+    def generate(self, prompts: list[Chat], sampling: Sampling) -> list[list[Completion]]:
         texts = [self.render(p) for p in prompts]
         ids = encode(self.tokenizer, texts)
         check_lengths([len(x) for x in ids], self.max_context, reserved=sampling.max_tokens)
         rows = [(i, j) for i in range(len(prompts)) for j in range(sampling.n)]
-        out: list[list[str]] = [[""] * sampling.n for _ in prompts]
+        out: list[list[Completion]] = [[Completion("")] * sampling.n for _ in prompts]
         # grouped by prompt: its n samples share one batch and one prefill (_shared_prefill)
         for batch in self._batches(rows, "generate", sort_key=lambda r: len(ids[r[0]]),
                                    group_key=lambda r: r[0]):
@@ -180,7 +181,7 @@ class HFBackend(Backend):
 
     @torch.inference_mode()
     def _generate_batch(self, rows: list[list[int]], sampling: Sampling,
-                        seeds: list[int]) -> list[str]:
+                        seeds: list[int]) -> list[Completion]:
         ids, mask = self._pad(rows)
         processors = LogitsProcessorList()
         if seeds:
@@ -199,12 +200,16 @@ class HFBackend(Backend):
                                   logits_processor=processors, stopping_criteria=stopping,
                                   past_key_values=self._shared_prefill(rows),
                                   use_model_defaults=False)
-        texts = []
+        completions = []
         for row in out[:, ids.shape[1]:].tolist():
-            end = next((k for k, t in enumerate(row) if t in self.eos_ids), len(row))
+            end = next((k for k, t in enumerate(row) if t in self.eos_ids), None)
             text = self.tokenizer.decode(row[:end], skip_special_tokens=True)
-            texts.append(cut_at_stop(text, sampling.stop))
-        return texts
+            cut = cut_at_stop(text, sampling.stop)
+            # capped: max_tokens new tokens and neither an EOS among them nor a stop string
+            # (a row done early is padded to the batch's width, with an EOS or after its stop)
+            capped = end is None and cut == text and len(row) == sampling.max_tokens
+            completions.append(Completion(cut, capped))
+        return completions
 
     def _shared_prefill(self, rows: list[list[int]]) -> DynamicCache | None:
         """With n samples per prompt, run each distinct prompt (but its last token) once and

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -42,8 +42,6 @@ class ModelSpec:
     model_id: str  # Hugging Face repo id, or the absolute path of a local folder or .gguf file
     local: bool  # model_id is a local path (no Hub access needed)
     bundled: bool = False  # shipped inside a pip package
-    # extra chat-template variables: Qwen3 renders with thinking disabled
-    template_kwargs: dict = field(default_factory=dict)
 
     @property
     def gguf(self) -> bool:
@@ -106,8 +104,9 @@ def model_availability(spec: ModelSpec) -> str:
 
 
 def _spec(alias: str, model_id: str, *, local: bool, bundled: bool = False) -> ModelSpec:
-    kwargs = {"enable_thinking": False} if "qwen3" in model_id.lower() else {}
-    return ModelSpec(alias, model_id, local, bundled, kwargs)
+    # chat-template variables (Qwen3's thinking off) follow the template, not the name:
+    # labeler.llm.prompts.template_kwargs
+    return ModelSpec(alias, model_id, local, bundled)
 
 
 def _short_name(name: str) -> str:

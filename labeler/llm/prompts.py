@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import hashlib
+import re
+from functools import lru_cache
 
 from labeler.errors import InputError
 from labeler.llm.base import Chat
 
 ROLES = ("system", "user", "assistant")
 
+#: chat-template variables set wherever a model's template reads them: a reasoning model
+#: (Qwen3, also renamed, fine-tuned or as GGUF) answers without a thinking block
+TEMPLATE_VARIABLES = {"enable_thinking": False}
 
-def render_chat(tokenizer, prompt: Chat, template_kwargs: dict) -> str:
-    """The text a model sees for a chat, through its own chat template.
+
+def render_chat(tokenizer, prompt: Chat) -> str:
+    """The text a model sees for a chat, through its own chat template, with each of
+    TEMPLATE_VARIABLES that the template reads (`template_kwargs`).
 
     The template always adds the assistant generation prompt; a chat that ends with an assistant
     message is a partial reply, appended verbatim for the model to continue.
@@ -26,8 +33,30 @@ def render_chat(tokenizer, prompt: Chat, template_kwargs: dict) -> str:
         prompt, "")
     messages = [{"role": m.role, "content": m.content} for m in turns]
     text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
-                                         **template_kwargs)
+                                         **template_kwargs(tokenizer))
     return text + prefix
+
+
+def template_kwargs(tokenizer) -> dict:
+    """The TEMPLATE_VARIABLES the tokenizer's chat template reads, decided from the template's
+    source, not the model's name: {"enable_thinking": False} for Qwen3's, {} for SmolLM2's."""
+    template = tokenizer.get_chat_template() if hasattr(tokenizer, "get_chat_template") \
+        else tokenizer.chat_template
+    read = _variables(template) if isinstance(template, str) else frozenset()
+    return {name: value for name, value in TEMPLATE_VARIABLES.items() if name in read}
+
+
+@lru_cache(maxsize=32)
+def _variables(template: str) -> frozenset[str]:
+    """The variables a Jinja template reads without setting them itself."""
+    from jinja2 import Environment, meta
+    from jinja2.exceptions import TemplateSyntaxError
+
+    try:
+        parsed = Environment(extensions=["jinja2.ext.loopcontrols"]).parse(template)
+    except TemplateSyntaxError:  # a tag only transformers defines ({% generation %}): its names
+        return frozenset(re.findall(r"[A-Za-z_]\w*", template))
+    return frozenset(meta.find_undeclared_variables(parsed))
 
 
 def encode(tokenizer, texts: list[str]) -> list[list[int]]:

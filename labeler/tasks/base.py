@@ -21,6 +21,7 @@ from labeler.llm.base import (
     Backend,
     Chat,
     ChoiceRequest,
+    Completion,
     LoglikelihoodRequest,
     Message,
     Sampling,
@@ -58,14 +59,15 @@ class TaskConfig:
     @classmethod
     def from_options(cls, **options: Any) -> TaskConfig:
         """The config from command options; an option this task does not take must be unset
-        (None or False), else InputError names it."""
+        (None or False), else InputError names it. An unset option (None) keeps the field's
+        default."""
         names = {f.name for f in fields(cls)}
         for name, value in options.items():
             if name not in names and value not in (None, False):
                 raise InputError(f"--{name.replace('_', '-')} does not apply to this artifact",
                                  field_name=name)
-        return cls(**{k: str(v) if k in ("corpus", "run") and v is not None else v
-                      for k, v in options.items() if k in names})
+        return cls(**{k: str(v) if k in ("corpus", "run") else v
+                      for k, v in options.items() if k in names and v is not None})
 
 
 @dataclass(frozen=True)
@@ -100,9 +102,9 @@ class Calls:
         self._seen: dict[Hashable, Any] = {}
 
     def generate(self, prompts: list[Chat], sampling: Sampling, what: str,
-                 names: Sequence[str]) -> list[list[str]]:
-        """`sampling.n` completions per prompt, in one batched call; `names[i]` (e.g. the
-        qid) names prompt i in an error."""
+                 names: Sequence[str]) -> list[list[Completion]]:
+        """`sampling.n` completions per prompt (each saying whether it stopped at the cap), in
+        one batched call; `names[i]` (e.g. the qid) names prompt i in an error."""
         return self._ask(prompts, names, ("generate", sampling), what,
                          lambda new: self.backend.generate(new, sampling),
                          lambda new: check_fits(self.backend, new, sampling.max_tokens))
@@ -184,6 +186,12 @@ class Task(ABC):
     @abstractmethod
     def statistics(records: Iterable[dict]) -> dict:
         """The build's statistics, computed from the written records alone."""
+
+    @classmethod
+    def card_context(cls, manifest: dict) -> dict:
+        """Variables the task's card template takes beyond the manifest and statistics,
+        computed from the manifest alone (so `labeler validate` renders the same card)."""
+        return {}
 
     @staticmethod
     def reference(record: dict) -> tuple[dict[str, int], list[str]]:

@@ -3,19 +3,22 @@
 Passage d is gold utilitarian for LLM L on query q iff L answers q correctly given d alone and
 incorrectly with no passage:  u(q, d) = 1[has_answer(L(q, d)) > has_answer(L(q, ∅))].
 Answers are greedy and chat-templated with the paper's two prompts (for a claim dataset,
-`Source.kind == "claim"`, its two claim-verification prompts); correctness is DPR-style
-`has_answer` against the gold answers (for claims, the verdict SUPPORTS / REFUTES). Each record also keeps L's answers with all candidates,
-with the utilitarian ones only and with the human gold ones only (the paper's Table 3).
+`Source.kind == "claim"`, its two claim-verification prompts), each up to `max_new_tokens` new
+tokens; correctness is DPR-style `has_answer` against the gold answers (for claims, the verdict
+SUPPORTS / REFUTES). Each record also keeps L's answers with all candidates, with the
+utilitarian ones only and with the human gold ones only (the paper's Table 3), and for every
+answer whether it stopped at the cap: a cut answer can only turn right into wrong, so the build
+counts them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from labeler.errors import InputError
-from labeler.llm.base import Chat, LoglikelihoodRequest, Sampling, chat
+from labeler.llm.base import Chat, Completion, LoglikelihoodRequest, Sampling, chat
 from labeler.metrics.answers import has_answer
 from labeler.retrieval import Candidate
 from labeler.sources import Passage, Query, Source
@@ -51,8 +54,19 @@ TEMPLATES_BY_KIND = {
     "question": PROMPT_TEMPLATES,
     "claim": {"closed_book": CLAIM_CLOSED_BOOK, "with_passage": CLAIM_WITH_PASSAGE},
 }
-#: Greedy decoding; answers are "one or few words", so 32 new tokens is ample.
-ANSWER = Sampling(temperature=0.0, max_tokens=32)
+#: The default cap on an answer's new tokens: one that a sentence-long answer never reaches
+#: (the prompts ask for "one or few words"), since a cut answer can only lose its gold answer.
+MAX_NEW_TOKENS = 256
+#: Greedy decoding, up to `UtilityConfig.max_new_tokens` new tokens.
+ANSWER = Sampling(temperature=0.0, max_tokens=MAX_NEW_TOKENS)
+#: The paper's labelling setting (hengran/LLM_specific_utility: src/pointwise_performance_
+#: answerem.py and without_passage_answer.py, tevatron-main-bge/src/test.sh): answers of up to
+#: 4,096 new tokens, on the top-20 passages BGE-M3 retrieves, for every query of a dataset.
+PAPER = {"max_new_tokens": 4096, "pool": "rp", "k": 20, "encoder": "BAAI/bge-m3"}
+#: the sources that load the paper's query sets (KILT dev, 2WikiQA dev, MS MARCO QA factoid)
+PAPER_QUERY_SETS = frozenset({"nq", "tq", "hotpotqa", "fever", "2wiki", "msmarco-fqa"})
+POOL_NAMES = {"rp": "top-k retrieved", "hgp": "the human gold passages only",
+              "mcp": "top-k retrieved plus the human gold passages"}
 
 
 @dataclass(frozen=True)
@@ -60,6 +74,13 @@ class UtilityConfig(TaskConfig):
     """The utility task's config."""
 
     with_likelihood: bool = False  # also record log P(first gold answer | q, d) per candidate
+    max_new_tokens: int = MAX_NEW_TOKENS  # cap on each answer's new tokens (the paper's: 4096)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.max_new_tokens < 1:
+            raise InputError(f"max_new_tokens must be at least 1, got {self.max_new_tokens}",
+                             field_name="max_new_tokens")
 
 
 def closed_book_prompt(question: str, kind: str = "question") -> Chat:
@@ -84,6 +105,8 @@ class UtilityTask(Task):
     rows = (
         ("queries", "queries", "count"),
         ("candidates", "candidate passages labelled", "count"),
+        ("capped_answers", "answers cut at the new-token cap", "count"),
+        ("capped_closed_book", "closed-book answers cut at the cap", "count"),
         ("known_share", "known (closed-book correct)", "share"),
         ("mean_utilitarian", "gold utilitarian passages / query", "mean"),
         ("utilitarian_query_share", "queries with a utilitarian passage", "share"),
@@ -108,6 +131,12 @@ class UtilityTask(Task):
             return super().templates(kind)
         return dict(TEMPLATES_BY_KIND[kind])
 
+    def __init__(self, config: UtilityConfig) -> None:
+        super().__init__(config)
+        #: this build's decoding: greedy, capped at the config's max_new_tokens
+        self.answer = replace(ANSWER, max_tokens=config.max_new_tokens)
+        self.decoding = {"answer": self.answer}
+
     def check(self, source: Source) -> None:
         for q in source.queries:
             if not q.answers:
@@ -119,12 +148,14 @@ class UtilityTask(Task):
         in one batched call; with `with_likelihood`, log P(first gold answer | q, d) too."""
         queries, pools, kind = shard.queries, shard.pools, shard.kind
         qids = [q.qid for q in queries]
-        closed = _answers(llm, [closed_book_prompt(q.question, kind) for q in queries], qids,
+        closed = _answers(llm, self.answer,
+                          [closed_book_prompt(q.question, kind) for q in queries], qids,
                           "closed-book answers")
         pairs = [(q, c) for q in queries for c in pools[q.qid]]
         named = [f"{q.qid}, passage {c.passage.pid}" for q, c in pairs]
-        one = _answers(llm, [passage_prompt(q.question, [c.passage], kind) for q, c in pairs],
-                       named, "one-passage answers")
+        one = _answers(llm, self.answer,
+                       [passage_prompt(q.question, [c.passage], kind) for q, c in pairs], named,
+                       "one-passage answers")
         likelihoods = None
         if self.config.with_likelihood:
             likelihoods = llm.loglikelihood(
@@ -137,7 +168,7 @@ class UtilityTask(Task):
             records.append(_record(q, closed_answer, pools[q.qid], one[span],
                                    None if likelihoods is None else likelihoods[span],
                                    llm=llm.alias, pool=self.config.pool))
-        _add_rag(llm, queries, pools, records, kind)
+        _add_rag(llm, self.answer, queries, pools, records, kind)
         return records
 
     @staticmethod
@@ -145,6 +176,10 @@ class UtilityTask(Task):
         """The paper's Table 3 rows, from the records alone.
 
         - `queries`, `candidates`: records, and candidates labelled in all.
+        - `answers`: the LLM's answers in the records (closed-book, one per candidate, and the
+          `rag` ones); `capped_answers`: those that stopped at the new-token cap;
+          `capped_closed_book`: the closed-book ones among them (each may make a known query
+          look unknown, and give its passages false utility).
         - `known_share` = `accuracy_no_passage`: share of queries answered right closed-book.
         - `mean_utilitarian`: mean |utility_pids| over all queries (known ones count 0);
           `utilitarian_query_share`: share of queries with at least one.
@@ -162,12 +197,16 @@ class UtilityTask(Task):
             [_stat_row(r) for r in records],
             schema={"known": pl.Boolean, "candidates": pl.Int64, "utilitarian": pl.Int64,
                     "gold": pl.Int64, "gold_utilitarian": pl.Int64, "all": pl.Boolean,
-                    "useful": pl.Boolean, "human_gold": pl.Boolean},
+                    "useful": pl.Boolean, "human_gold": pl.Boolean, "answers": pl.Int64,
+                    "capped": pl.Int64, "closed_capped": pl.Boolean},
             orient="row",
         )
         row = frame.select(
             queries=pl.len(),
             candidates=pl.col("candidates").sum(),
+            answers=pl.col("answers").sum(),
+            capped_answers=pl.col("capped").sum(),
+            capped_closed_book=pl.col("closed_capped").sum(),
             known_share=pl.col("known").mean(),
             mean_utilitarian=pl.col("utilitarian").mean(),
             utilitarian_query_share=(pl.col("utilitarian") > 0).mean(),
@@ -182,6 +221,12 @@ class UtilityTask(Task):
         ).row(0, named=True)
         return {k: (float(v) if isinstance(v, float) else v) for k, v in row.items()}
 
+    @classmethod
+    def card_context(cls, manifest: dict) -> dict:
+        """`departures`: where this build departs from the paper's setting (the card's
+        "Setting" section)."""
+        return {"departures": departures(manifest)}
+
     @staticmethod
     def reference(record: dict) -> tuple[dict[str, int], list[str]]:
         """Each candidate's `utility` is its label; `utility_pids` is the gold set."""
@@ -190,16 +235,71 @@ class UtilityTask(Task):
         return labels, record["utility_pids"]
 
 
-def _answers(llm: Calls, prompts: list[Chat], names: list[str], what: str) -> list[str]:
-    return [out[0].strip() for out in llm.generate(prompts, ANSWER, what, names)]
+def departures(manifest: dict) -> list[str]:
+    """Where the build `manifest` describes departs from the paper's labelling setting
+    (`PAPER`), one clause each, in the card's order: queries, pool, k, retrieval, answer cap.
+    [] when it follows it in everything the manifest records; what it does not record is not
+    judged.
+
+    >>> departures({"pool": "rp", "k": 20, "encoder": {"name": "bge-m3",
+    ...             "model_id": "BAAI/bge-m3"}, "sampling": {"answer": {"max_tokens": 4096}}})
+    []
+    """
+    found = []
+    config, stats = manifest.get("config") or {}, manifest.get("stats") or {}
+    source = manifest.get("source_dataset") or ""
+    if source == "nq-sample":
+        found.append("the queries are `nq-sample`, a 300-question sample of NQ-open bundled "
+                     "with labeler, not a full query set")
+    elif source.startswith("jsonl:"):
+        found.append(f"the queries come from the file `{source[len('jsonl:'):]}`, not from one "
+                     "of the paper's query sets")
+    elif source and source not in PAPER_QUERY_SETS:
+        found.append(f"the queries are `{source}`, not one of the paper's query sets "
+                     f"({', '.join(sorted(PAPER_QUERY_SETS))})")
+    if config.get("limit"):
+        found.append(f"only the first {config['limit']:,} queries are labelled, not the whole "
+                     "query set")
+    pool = manifest.get("pool")
+    if pool is not None and pool != PAPER["pool"]:
+        found.append(f"the pool is `{pool}` ({POOL_NAMES.get(pool, pool)}), not the paper's "
+                     "top-20 retrieved passages (`rp`)")
+    if pool in ("rp", "mcp"):
+        k, run, encoder = manifest.get("k"), manifest.get("run"), manifest.get("encoder")
+        if k is not None and k != PAPER["k"]:
+            found.append(f"k = {k} retrieved passages per query, not {PAPER['k']}")
+        if run:
+            found.append(f"the retrieved passages come from the run file `{run}`, whose "
+                         "retriever is not recorded (the paper retrieves with BGE-M3)")
+        elif encoder and encoder.get("model_id") != PAPER["encoder"]:
+            found.append(f"dense retrieval with {encoder['name']} (`{encoder['model_id']}`), "
+                         "not BGE-M3")
+        if not run and not config.get("corpus") and manifest.get("corpus_passages"):
+            found.append(f"retrieval searched only the source's own "
+                         f"{manifest['corpus_passages']:,} passages (those shipped with its "
+                         "queries), not a full corpus as the paper's")
+    cap = ((manifest.get("sampling") or {}).get("answer") or {}).get("max_tokens")
+    if cap is not None and cap != PAPER["max_new_tokens"]:
+        reached = ""
+        if isinstance(stats.get("capped_answers"), int) and isinstance(stats.get("answers"), int):
+            reached = f" ({stats['capped_answers']:,} of {stats['answers']:,} answers reached it)"
+        found.append(f"answers are capped at {cap:,} new tokens, the paper's code at "
+                     f"{PAPER['max_new_tokens']:,}{reached}")
+    return found
 
 
-def _record(q: Query, closed_answer: str, candidates: list[Candidate], answers: list[str],
+def _answers(llm: Calls, sampling: Sampling, prompts: list[Chat], names: list[str],
+             what: str) -> list[Completion]:
+    return [Completion(out[0].text.strip(), out[0].capped)
+            for out in llm.generate(prompts, sampling, what, names)]
+
+
+def _record(q: Query, closed: Completion, candidates: list[Candidate], answers: list[Completion],
             likelihoods: list[float] | None, *, llm: str, pool: str) -> dict:
-    known = has_answer(closed_answer, q.answers)
+    known = has_answer(closed.text, q.answers)
     rows = []
     for i, (c, answer) in enumerate(zip(candidates, answers)):
-        correct = has_answer(answer, q.answers)
+        correct = has_answer(answer.text, q.answers)
         row = {
             "pid": c.passage.pid,
             "title": c.passage.title,
@@ -207,7 +307,8 @@ def _record(q: Query, closed_answer: str, candidates: list[Candidate], answers: 
             "source": c.source,
             "rank": c.rank,
             "gold": c.gold,
-            "answer": answer,
+            "answer": answer.text,
+            "capped": answer.capped,
             "correct": correct,
             "utility": int(correct and not known),
         }
@@ -221,14 +322,15 @@ def _record(q: Query, closed_answer: str, candidates: list[Candidate], answers: 
         "llm": llm,
         "pool": pool,
         "known": known,
-        "closed_book_answer": closed_answer,
+        "closed_book_answer": closed.text,
+        "closed_book_capped": closed.capped,
         "candidates": rows,
         "utility_pids": [r["pid"] for r in rows if r["utility"]],
     }
 
 
-def _add_rag(llm: Calls, queries: Sequence[Query], pools: dict[str, list[Candidate]],
-             records: list[dict], kind: str) -> None:
+def _add_rag(llm: Calls, sampling: Sampling, queries: Sequence[Query],
+             pools: dict[str, list[Candidate]], records: list[dict], kind: str) -> None:
     """`rag` of each record: the answer and its correctness with all candidates, with the
     utilitarian ones, and with the human gold ones (null for a query without)."""
     def evidence_prompt(q: Query, passages: list[Passage]) -> Chat:
@@ -244,16 +346,18 @@ def _add_rag(llm: Calls, queries: Sequence[Query], pools: dict[str, list[Candida
     qids = [q.qid for q in queries]
     gold = [q for q in queries if q.gold]
     answers = {
-        "all": dict(zip(qids, _answers(llm, all_prompts, qids, "all-passage answers"))),
-        "utilitarian": dict(zip(qids, _answers(llm, util_prompts, qids,
+        "all": dict(zip(qids, _answers(llm, sampling, all_prompts, qids,
+                                       "all-passage answers"))),
+        "utilitarian": dict(zip(qids, _answers(llm, sampling, util_prompts, qids,
                                                "utilitarian-passage answers"))),
         "human_gold": dict(zip((q.qid for q in gold), _answers(
-            llm, [passage_prompt(q.question, q.gold, kind) for q in gold], [q.qid for q in gold],
-            "human-gold answers"))),
+            llm, sampling, [passage_prompt(q.question, q.gold, kind) for q in gold],
+            [q.qid for q in gold], "human-gold answers"))),
     }
     for q, r in zip(queries, records):
         r["rag"] = {
-            setting: {"answer": by_qid[q.qid], "correct": has_answer(by_qid[q.qid], q.answers)}
+            setting: {"answer": by_qid[q.qid].text, "capped": by_qid[q.qid].capped,
+                      "correct": has_answer(by_qid[q.qid].text, q.answers)}
             if q.qid in by_qid else None
             for setting, by_qid in answers.items()
         }
@@ -262,6 +366,9 @@ def _add_rag(llm: Calls, queries: Sequence[Query], pools: dict[str, list[Candida
 def _stat_row(record: dict) -> tuple:
     gold = [c["utility"] for c in record["candidates"] if c["gold"]]
     rag = record["rag"]
+    capped = [record["closed_book_capped"], *(c["capped"] for c in record["candidates"]),
+              *(a["capped"] for a in rag.values() if a is not None)]
     return (record["known"], len(record["candidates"]), len(record["utility_pids"]), len(gold),
             sum(gold), rag["all"]["correct"], rag["utilitarian"]["correct"],
-            None if rag["human_gold"] is None else rag["human_gold"]["correct"])
+            None if rag["human_gold"] is None else rag["human_gold"]["correct"], len(capped),
+            sum(capped), record["closed_book_capped"])

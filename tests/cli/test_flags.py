@@ -74,17 +74,29 @@ def test_python_m_labeler_debug_prints_the_traceback(tmp_path):
     assert done.stderr.endswith("\n" + UNKNOWN + "\n")
 
 
-def test_quiet_silences_progress_hints(tmp_path):
-    """Without --encoder, retrieve tries BGE-M3 (not cached, offline) and says on stderr that
-    it falls back to the bundled MiniLM; --quiet drops that line and nothing else."""
-    args = ["retrieve", "--dataset", f"jsonl:{FIXTURES / 'flashrag_nq_test.jsonl'}",
-            "--corpus", str(FIXTURES / "flashrag_corpus.jsonl"), "--limit", "2", "--k", "2",
-            "--output", str(tmp_path / "run.trec")]
-    loud = CliRunner().invoke(cli, args)
+def test_quiet_silences_progress_hints_but_not_warnings(tmp_path, smollm):
+    """Without --encoder, retrieve tries BGE-M3 (not cached, offline) and warns on stderr that
+    it falls back to the bundled MiniLM: --quiet keeps that warning. A build's status lines
+    (one per kind of LLM call) are hints: --quiet drops them and nothing else."""
+    retrieve = ["retrieve", "--dataset", f"jsonl:{FIXTURES / 'flashrag_nq_test.jsonl'}",
+                "--corpus", str(FIXTURES / "flashrag_corpus.jsonl"), "--limit", "2", "--k", "2",
+                "--output", str(tmp_path / "run.trec")]
+    build = ["build", "--dataset", "nq-sample", "--llm", "smollm2-135m", "--limit", "1",
+             "--pool", "hgp", "--max-new-tokens", "4"]
+    # loud first: --quiet sets LABELER_QUIET in this process for the rest of the test
+    loud = CliRunner().invoke(cli, retrieve)
     assert loud.exit_code == 0, loud.output
-    hint = " ".join(loud.stderr.split())  # rich wraps at 80 columns
-    assert "using the bundled sentence-transformers/all-MiniLM-L6-v2 instead" in hint
-    quiet = CliRunner().invoke(cli, ["--quiet", *args])
+    warning = " ".join(loud.stderr.split())  # rich wraps at 80 columns
+    assert warning.startswith("warning: the default encoder bge-m3 cannot load")
+    assert "retrieving with the bundled minilm (sentence-transformers/all-MiniLM-L6-v2)" in warning
+    loud_build = CliRunner().invoke(cli, [*build, "--out", str(tmp_path / "loud")])
+    assert loud_build.exit_code == 0, loud_build.output
+    assert "closed-book answers: 1 requests" in loud_build.stderr
+
+    quiet = CliRunner().invoke(cli, ["--quiet", *retrieve])
     assert quiet.exit_code == 0, quiet.output
-    assert quiet.stderr == ""
+    assert quiet.stderr == loud.stderr
     assert quiet.stdout.endswith(f"run written to {tmp_path / 'run.trec'}\n")
+    quiet_build = CliRunner().invoke(cli, ["--quiet", *build, "--out", str(tmp_path / "quiet")])
+    assert quiet_build.exit_code == 0, quiet_build.output
+    assert quiet_build.stderr == ""

@@ -2,13 +2,14 @@
 
     python cache_job.py CACHE_DIR QUESTIONS_JSONL SAMPLING_JSON
 
-Prints {"answers": [[...], ...], "backend_calls": N} as JSON on stdout.
+Prints {"answers": [[{"text", "capped"}, ...], ...], "backend_calls": N} as JSON on stdout.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from dataclasses import asdict
 
 from labeler.llm import Sampling, chat, load_backend
 
@@ -19,7 +20,8 @@ def main(cache_dir: str, questions: str, sampling: str) -> None:
     backend = load_backend("smollm2-135m", batch_size=4, cache_dir=cache_dir)
     params = json.loads(sampling)
     answers = backend.generate(prompts, Sampling(**{**params, "stop": tuple(params["stop"])}))
-    print(json.dumps({"answers": answers, "backend_calls": backend.backend_calls}))
+    print(json.dumps({"answers": [[asdict(c) for c in samples] for samples in answers],
+                      "backend_calls": backend.backend_calls}))
 
 
 if __name__ == "__main__":

@@ -100,7 +100,9 @@ def test_a_killed_run_reruns_only_the_missing_calls(smollm, questions, tmp_path)
     assert rerun.returncode == 0, rerun.stderr[-2000:]
     result = json.loads(rerun.stdout.splitlines()[-1])
     assert result["backend_calls"] == 40 - done
-    assert result["answers"] == smollm.generate([chat(q) for q in questions], sampling)
+    assert result["answers"] == [[asdict(c) for c in samples]
+                                 for samples in smollm.generate([chat(q) for q in questions],
+                                                                sampling)]
     stats = cache_stats(cache_dir)
     assert (stats.entries, stats.misses, stats.hits) == (40, 40, done)
 
@@ -150,19 +152,27 @@ def test_a_fresh_cache_records_every_migration(smollm, tmp_path):
     assert _migrations(tmp_path / cache.FILE) == applied
 
 
-def test_a_cache_made_before_migrations_is_upgraded_without_losing_rows(tmp_path):
+def test_a_cache_made_before_migrations_is_upgraded_keeping_every_answer_it_can(tmp_path):
     path = tmp_path / cache.FILE
     with sqlite3.connect(path) as db:
         db.executescript(_OLD_SCHEMA)
         db.executemany("INSERT INTO calls VALUES (?, ?, ?, ?, ?)",
-                       [("k1", "generate", "smollm2-135m", '[["Paris"]]', 1.0),
-                        ("k2", "choice_probs", "smollm2-135m", '{" yes": 0.5}', 2.0)])
+                       [("k1", "loglikelihood", "smollm2-135m", "-1.5", 1.0),
+                        ("k2", "choice_probs", "smollm2-135m", '{" yes": 0.5}', 2.0),
+                        # generate answers stored as bare strings: whether they stopped at the
+                        # cap is unknown, so m002 drops them; the new format stays
+                        ("k3", "generate", "smollm2-135m", '["Paris", "Lyon"]', 3.0),
+                        ("k4", "generate", "smollm2-135m",
+                         '[{"text": "Paris", "capped": false}]', 4.0)])
         db.executemany("INSERT INTO counters VALUES (?, ?)", [("hits", 5), ("misses", 2)])
     stats = cache_stats(tmp_path)  # opening it migrates
-    assert (stats.entries, stats.hits, stats.misses) == (2, 5, 2)
-    assert [name for _, name, _ in _migrations(path)] == ["m001_calls_and_counters"]
+    assert (stats.entries, stats.hits, stats.misses) == (3, 5, 2)
+    assert [name for _, name, _ in _migrations(path)] == [
+        "m001_calls_and_counters", "m002_generate_says_whether_capped"]
     with sqlite3.connect(path) as db:
-        assert db.execute("SELECT value FROM calls WHERE key = 'k1'").fetchone() == ('[["Paris"]]',)
+        assert [k for (k,) in db.execute("SELECT key FROM calls ORDER BY key")] == [
+            "k1", "k2", "k4"]
+        assert db.execute("SELECT value FROM calls WHERE key = 'k1'").fetchone() == ("-1.5",)
         assert migrate(db) == []  # nothing left to apply
 
 
@@ -171,13 +181,13 @@ def test_a_new_migration_applies_once_to_an_existing_cache(tmp_path, monkeypatch
     cache_stats(tmp_path)  # no file yet: creates nothing
     assert not path.exists()
     with sqlite3.connect(path) as db:
-        assert migrate(db) == ["m001_calls_and_counters"]
+        assert migrate(db) == [f.__name__ for f in MIGRATIONS]
 
-    def m002_calls_note(db):  # ALTER TABLE ADD COLUMN fails if it runs twice
+    def m003_calls_note(db):  # ALTER TABLE ADD COLUMN fails if it runs twice
         time.sleep(0.2)  # long enough for the other process to try at the same time
         db.execute("ALTER TABLE calls ADD COLUMN note TEXT")
 
-    monkeypatch.setattr(cache, "MIGRATIONS", [*MIGRATIONS, m002_calls_note])
+    monkeypatch.setattr(cache, "MIGRATIONS", [*MIGRATIONS, m003_calls_note])
     done, errors = [], []
 
     def open_cache():  # two processes opening one cache at once
@@ -193,6 +203,7 @@ def test_a_new_migration_applies_once_to_an_existing_cache(tmp_path, monkeypatch
     for thread in threads:
         thread.join()
     assert errors == []
-    assert sorted(done) == [[], ["m002_calls_note"]]
+    assert sorted(done) == [[], ["m003_calls_note"]]
     assert [(n, name) for n, name, _ in _migrations(path)] == [
-        (1, "m001_calls_and_counters"), (2, "m002_calls_note")]
+        (1, "m001_calls_and_counters"), (2, "m002_generate_says_whether_capped"),
+        (3, "m003_calls_note")]

@@ -13,7 +13,14 @@ import pytest
 import torch
 
 from labeler.errors import InputError, PromptTooLongError
-from labeler.llm import ChoiceRequest, LoglikelihoodRequest, Message, Sampling, chat
+from labeler.llm import (
+    ChoiceRequest,
+    Completion,
+    LoglikelihoodRequest,
+    Message,
+    Sampling,
+    chat,
+)
 from labeler.llm.base import check_fits
 from labeler.llm.cache import CachedBackend
 
@@ -108,9 +115,22 @@ def test_the_samples_of_a_prompt_share_one_batch_and_one_prefill(smollm, questio
 def test_stop_strings_cut_the_generation(backend, questions):
     prompts = [chat(questions[1])]
     [[full]] = backend.generate(prompts, Sampling(max_tokens=16))
-    stop = full.split()[2]
+    stop = full.text.split()[2]
     [[cut]] = backend.generate(prompts, Sampling(max_tokens=16, stop=(stop,)))
-    assert cut == full[:full.index(stop)]
+    assert cut == Completion(full.text[:full.text.index(stop)], capped=False)
+
+
+def test_a_completion_says_whether_it_stopped_at_the_cap(backend):
+    """In one batch, a row that ends at its EOS is not capped while another runs to the cap;
+    the capped answer is the start of the one that a larger cap lets finish."""
+    brief, chatty = chat("What is the capital of France? Answer in one word."), chat("Say hello.")
+    [short], [cut] = backend.generate([brief, chatty], Sampling(max_tokens=8))
+    assert "Paris" in short.text and not short.capped
+    assert cut.capped
+    [[whole]] = backend.generate([chatty], Sampling(max_tokens=64))
+    assert not whole.capped and whole.text.startswith(cut.text) and whole.text != cut.text
+    [[one]] = backend.generate([brief], Sampling(max_tokens=1))
+    assert one.capped and one.text
 
 
 def test_a_final_assistant_message_is_a_reply_to_continue(backend):
@@ -127,7 +147,7 @@ def test_samples_follow_the_next_token_distribution(backend, smollm):
     _, logprobs = _reference_logits(smollm, smollm.render(prompt))
     top = torch.topk(logprobs[-1].exp(), 3)
     for p, token in zip(top.values.tolist(), top.indices.tolist()):
-        share = samples.count(smollm.tokenizer.decode([token])) / n
+        share = [s.text for s in samples].count(smollm.tokenizer.decode([token])) / n
         assert abs(share - p) < 4 * (p * (1 - p) / n) ** 0.5 + 0.01, (token, share, p)
 
 
@@ -198,7 +218,7 @@ def test_the_window_holds_the_prompt_and_its_answer_exactly(backend, monkeypatch
         monkeypatch.setattr(backend, "max_context", window)
         if fits:
             [[answer]] = backend.generate([prompt], Sampling(max_tokens=4))
-            assert answer
+            assert answer.text
         else:
             with pytest.raises(PromptTooLongError, match=rf"has {n} tokens \+ 4 for the answer"):
                 backend.generate([prompt], Sampling(max_tokens=4))

@@ -24,10 +24,8 @@ def test_the_bundled_alias_resolves_to_the_gguf_inside_its_package():
 
 def test_hub_aliases_repo_ids_and_local_paths(tmp_path):
     qwen = resolve_model("qwen3-14b")
-    assert (qwen.model_id, qwen.local, qwen.template_kwargs) == (
-        "Qwen/Qwen3-14B", False, {"enable_thinking": False})
+    assert (qwen.model_id, qwen.local) == ("Qwen/Qwen3-14B", False)
     assert resolve_model("llama3.1-8b").model_id == "meta-llama/Llama-3.1-8B-Instruct"
-    assert resolve_model("llama2-7b-chat").template_kwargs == {}
     other = resolve_model("Qwen/Qwen2.5-7B-Instruct")
     assert (other.alias, other.model_id, other.local) == (
         "qwen2.5-7b-instruct", "Qwen/Qwen2.5-7B-Instruct", False)
@@ -72,7 +70,7 @@ def test_models_command_lists_every_alias():
     result = CliRunner().invoke(cli, ["models"])
     assert result.exit_code == 0, result.output
     for text in ("smollm2-135m", "bundled (offline)", "llama3.1-8b", "qwen3-8b", "qwen3-14b",
-                 "qwen3-32b", "Qwen/Qwen3-32B", "thinking off", "llama2-7b-chat", "Hub download"):
+                 "qwen3-32b", "Qwen/Qwen3-32B", "enable_thinking", "llama2-7b-chat", "Hub download"):
         assert text in result.output
 
 

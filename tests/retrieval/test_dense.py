@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from labeler.errors import ModelLoadError
 from labeler.paths import cache_root
 from labeler.retrieval import build_pools
-from labeler.retrieval.dense import corpus_embeddings, search
+from labeler.retrieval.dense import corpus_embeddings, load_encoder, search
 
 
 def test_each_question_finds_its_gold_chunk_at_the_top(minilm, small_sample):
@@ -37,8 +39,14 @@ def test_corpus_embeddings_are_cached_on_disk(minilm, small_sample, tmp_path, mo
                           first)
 
 
-def test_default_encoder_falls_back_offline_and_says_which(small_sample):
+def test_default_encoder_falls_back_offline_with_a_warning_and_says_which(small_sample,
+                                                                         capsys):
     pools = build_pools(small_sample, pool="rp", k=3)  # BGE-M3 is not available offline
+    said = " ".join(capsys.readouterr().err.split())  # rich wraps at the console width
+    assert said.startswith(
+        "warning: the default encoder bge-m3 cannot load (not in the local Hugging Face cache "
+        "and HF_HUB_OFFLINE is set); retrieving with the bundled minilm "
+        "(sentence-transformers/all-MiniLM-L6-v2) instead, as the manifest and card record")
     assert pools.encoder == {"name": "minilm", "model_id": "sentence-transformers/all-MiniLM-L6-v2",
                              "pooling": "mean"}
     assert pools.describe()["encoder"] == pools.encoder
@@ -48,3 +56,15 @@ def test_default_encoder_falls_back_offline_and_says_which(small_sample):
         assert [(c.source, c.rank) for c in pool] == [("retrieved", 1), ("retrieved", 2),
                                                       ("retrieved", 3)]
         assert any(c.gold for c in pool[:2])
+
+
+def test_an_encoder_asked_for_by_name_that_cannot_load_is_an_error(small_sample, capsys):
+    with pytest.raises(ModelLoadError) as caught:
+        build_pools(small_sample, pool="rp", k=3, encoder="bge-m3")
+    assert caught.value.line() == (
+        "cannot load model 'BAAI/bge-m3': not in the local Hugging Face cache and HF_HUB_OFFLINE "
+        "is set (leave --encoder unset to fall back to the bundled minilm, or pass --encoder "
+        "minilm)")
+    assert capsys.readouterr().err == ""  # no fallback, no warning
+    with pytest.raises(ModelLoadError, match="^cannot load model 'nobody/no-such-encoder': "):
+        load_encoder("nobody/no-such-encoder")

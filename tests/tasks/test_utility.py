@@ -119,12 +119,13 @@ def test_records_keep_the_rag_answers_their_statistics_need(labelled):
     _, (nobel, deadpool) = labelled
     assert [c["gold"] for c in nobel["candidates"]] == [True, False]
     assert nobel["rag"] == {
-        "all": {"answer": "Evan Morris", "correct": False},  # the distractor misleads
-        "utilitarian": {"answer": "Wilhelm Conrad Röntgen", "correct": True},
-        "human_gold": {"answer": "Wilhelm Conrad Röntgen", "correct": True},
+        "all": {"answer": "Evan Morris", "capped": False, "correct": False},  # misled
+        "utilitarian": {"answer": "Wilhelm Conrad Röntgen", "capped": False, "correct": True},
+        "human_gold": {"answer": "Wilhelm Conrad Röntgen", "capped": False, "correct": True},
     }
     # known: no utilitarian passage, so it is asked closed-book again (and right)
-    assert deadpool["rag"]["utilitarian"] == {"answer": "May 18, 2018", "correct": True}
+    assert deadpool["rag"]["utilitarian"] == {"answer": "May 18, 2018", "capped": False,
+                                              "correct": True}
 
 
 def test_statistics_of_the_build(labelled):
@@ -132,6 +133,9 @@ def test_statistics_of_the_build(labelled):
     assert UtilityTask.statistics(records) == {
         "queries": 2,
         "candidates": 4,
+        "answers": 12,  # 2 closed-book + 4 one-passage + 2 x (all, utilitarian, human gold)
+        "capped_answers": 0,
+        "capped_closed_book": 0,
         "known_share": 0.5,  # Deadpool only
         "mean_utilitarian": 0.5,  # (1 + 0) / 2
         "utilitarian_query_share": 0.5,
@@ -145,24 +149,32 @@ def test_statistics_of_the_build(labelled):
     }
 
 
-def _rag(all_: bool, useful: bool, gold: bool | None) -> dict:
-    return {"all": {"answer": "a", "correct": all_}, "utilitarian": {"answer": "u", "correct": useful},
-            "human_gold": None if gold is None else {"answer": "g", "correct": gold}}
+def _rag(all_: bool, useful: bool, gold: bool | None, capped: bool = False) -> dict:
+    return {"all": {"answer": "a", "capped": capped, "correct": all_},
+            "utilitarian": {"answer": "u", "capped": False, "correct": useful},
+            "human_gold": None if gold is None else {"answer": "g", "capped": False,
+                                                     "correct": gold}}
 
 
 def test_statistics_arithmetic_from_records_alone():
     # three queries, five candidates, two of them human gold; one query without human gold
+    # answers cut at the cap: a's second candidate, b's closed-book and its `rag.all`
     records = [
         {"qid": "a", "known": False, "utility_pids": ["p1", "p2"], "rag": _rag(True, True, True),
-         "candidates": [{"pid": "p1", "utility": 1, "gold": True},
-                        {"pid": "p2", "utility": 1, "gold": False},
-                        {"pid": "p3", "utility": 0, "gold": False}]},
-        {"qid": "b", "known": False, "utility_pids": [], "rag": _rag(False, False, False),
-         "candidates": [{"pid": "p1", "utility": 0, "gold": True}]},
+         "closed_book_capped": False,
+         "candidates": [{"pid": "p1", "utility": 1, "gold": True, "capped": False},
+                        {"pid": "p2", "utility": 1, "gold": False, "capped": True},
+                        {"pid": "p3", "utility": 0, "gold": False, "capped": False}]},
+        {"qid": "b", "known": False, "utility_pids": [], "closed_book_capped": True,
+         "rag": _rag(False, False, False, capped=True),
+         "candidates": [{"pid": "p1", "utility": 0, "gold": True, "capped": False}]},
         {"qid": "c", "known": True, "utility_pids": [], "rag": _rag(True, True, None),
-         "candidates": [{"pid": "p4", "utility": 0, "gold": False}]},
+         "closed_book_capped": False,
+         "candidates": [{"pid": "p4", "utility": 0, "gold": False, "capped": False}]},
     ]
     stats = UtilityTask.statistics(records)
+    # a: 1 + 3 + 3 answers, b: 1 + 1 + 3, c: 1 + 1 + 2 (no human gold)
+    assert (stats["answers"], stats["capped_answers"], stats["capped_closed_book"]) == (16, 3, 1)
     assert stats["known_share"] == stats["accuracy_no_passage"] == pytest.approx(1 / 3)
     assert stats["mean_utilitarian"] == pytest.approx(2 / 3)
     assert stats["utilitarian_query_share"] == pytest.approx(1 / 3)
@@ -175,7 +187,8 @@ def test_statistics_arithmetic_from_records_alone():
 
 def test_statistics_without_any_human_gold_are_none_not_zero():
     records = [{"qid": "a", "known": False, "utility_pids": [], "rag": _rag(False, False, None),
-                "candidates": [{"pid": "p1", "utility": 0, "gold": False}]}]
+                "closed_book_capped": False,
+                "candidates": [{"pid": "p1", "utility": 0, "gold": False, "capped": False}]}]
     stats = UtilityTask.statistics(records)
     assert stats["human_gold_in_pool"] == 0 and stats["human_gold_utilitarian_share"] is None
     assert stats["human_gold_queries"] == 0 and stats["accuracy_human_gold"] is None
@@ -207,8 +220,92 @@ def test_a_prompt_longer_than_the_window_fails_before_the_batch_naming_its_query
     # one-passage prompts (59 to 67 words) do not
     llm = ScriptedBackend(answer=_answer, max_context=60)
     with pytest.raises(PromptTooLongError) as error:
-        _label(llm)
+        _label(llm, max_new_tokens=32)
     assert error.value.line().startswith(
         "the prompt for 'q-nobel, passage nq-oracle-0' has 67 tokens + 32 for the answer, more "
         "than the model's 60-token context window (3 more are too long)")
     assert [len(b) for b in llm.batches("generate")] == [2]  # closed-book ran; the next did not
+
+
+def test_answers_are_capped_at_max_new_tokens_and_each_record_says_which_were_cut():
+    """A closed-book answer cut at the cap loses its gold answer: the known Deadpool query
+    turns unknown and its gold passage gets utility. The records say which answers were cut
+    (as the backend reported), and the statistics count them."""
+    def answer(text: str) -> str:
+        if not text.startswith("Information:") and "deadpool" in text:
+            return " The next Deadpool movie is released on May 18, 2018"  # 10 words
+        return _answer(text)
+
+    full = _label(ScriptedBackend(answer=answer))  # the default cap: 256
+    assert full[1]["known"] is True and full[1]["closed_book_capped"] is False
+    cut = _label(ScriptedBackend(answer=answer), max_new_tokens=7)
+    deadpool = cut[1]
+    assert deadpool["closed_book_answer"] == "The next Deadpool movie is released on"
+    assert (deadpool["known"], deadpool["closed_book_capped"]) == (False, True)
+    assert deadpool["utility_pids"] == ["nq-oracle-1"]  # false utility, made by the cut
+    assert [c["capped"] for c in deadpool["candidates"]] == [False, False]
+    assert deadpool["rag"]["utilitarian"]["capped"] is False  # "It is May 18, 2018": 5 words
+    stats = UtilityTask.statistics(cut)
+    assert (stats["capped_answers"], stats["capped_closed_book"]) == (1, 1)
+    from labeler.artifacts.schema import schema_problems
+
+    assert [schema_problems(r, "utility") for r in cut] == [[], []]  # schema version 3
+
+
+def test_the_cap_is_the_configs_and_goes_into_the_manifest():
+    assert UtilityConfig(dataset="nq-sample").max_new_tokens == utility.MAX_NEW_TOKENS == 256
+    task = UtilityTask(UtilityConfig(dataset="nq-sample", max_new_tokens=64))
+    assert task.manifest()["sampling"]["answer"]["max_tokens"] == 64
+    assert UtilityTask(UtilityConfig(dataset="nq-sample")).manifest()["sampling"]["answer"][
+        "max_tokens"] == 256
+    from labeler.errors import InputError
+
+    with pytest.raises(InputError, match="max_new_tokens must be at least 1, got 0"):
+        UtilityConfig(dataset="nq-sample", max_new_tokens=0)
+    assert UtilityConfig.from_options(dataset="nq-sample", max_new_tokens=None).max_new_tokens \
+        == 256  # an unset option keeps the default
+
+
+_PAPERS = {"source_dataset": "nq", "config": {"limit": None, "corpus": None}, "pool": "rp",
+           "k": 20, "run": None, "encoder": {"name": "bge-m3", "model_id": "BAAI/bge-m3"},
+           "corpus_passages": None, "sampling": {"answer": {"max_tokens": 4096}},
+           "stats": {"answers": 10, "capped_answers": 0}}
+
+
+def test_departures_from_the_papers_setting_come_from_the_manifest():
+    assert utility.departures(_PAPERS) == []
+    assert utility.departures({}) == []  # nothing recorded, nothing judged
+    demo = {**_PAPERS, "source_dataset": "nq-sample", "config": {"limit": 10, "corpus": None},
+            "pool": "mcp", "k": 5, "corpus_passages": 4349,
+            "encoder": {"name": "minilm", "model_id": "sentence-transformers/all-MiniLM-L6-v2"},
+            "sampling": {"answer": {"max_tokens": 256}},
+            "stats": {"answers": 1200, "capped_answers": 3}}
+    assert utility.departures(demo) == [
+        ("the queries are `nq-sample`, a 300-question sample of NQ-open bundled with labeler, "
+         "not a full query set"),
+        "only the first 10 queries are labelled, not the whole query set",
+        ("the pool is `mcp` (top-k retrieved plus the human gold passages), not the paper's "
+         "top-20 retrieved passages (`rp`)"),
+        "k = 5 retrieved passages per query, not 20",
+        "dense retrieval with minilm (`sentence-transformers/all-MiniLM-L6-v2`), not BGE-M3",
+        ("retrieval searched only the source's own 4,349 passages (those shipped with its "
+         "queries), not a full corpus as the paper's"),
+        ("answers are capped at 256 new tokens, the paper's code at 4,096 (3 of 1,200 answers "
+         "reached it)"),
+    ]
+    run = {**_PAPERS, "run": "my.trec", "encoder": None, "corpus_passages": 4349}
+    assert utility.departures(run) == [
+        ("the retrieved passages come from the run file `my.trec`, whose retriever is not "
+         "recorded (the paper retrieves with BGE-M3)")]
+    gold = {**_PAPERS, "pool": "hgp", "k": 3, "encoder": None, "corpus_passages": 4349}
+    assert utility.departures(gold) == [  # no retrieval: k, encoder and corpus do not apply
+        ("the pool is `hgp` (the human gold passages only), not the paper's top-20 retrieved "
+         "passages (`rp`)")]
+    own = {**_PAPERS, "source_dataset": "jsonl:/data/dev.jsonl",
+           "config": {"limit": None, "corpus": "/data/corpus.jsonl"}, "corpus_passages": 10}
+    assert utility.departures(own) == [
+        "the queries come from the file `/data/dev.jsonl`, not from one of the paper's query sets"]
+    tevatron = {**_PAPERS, "source_dataset": "nq-tevatron"}
+    assert utility.departures(tevatron) == [
+        "the queries are `nq-tevatron`, not one of the paper's query sets (2wiki, fever, "
+        "hotpotqa, msmarco-fqa, nq, tq)"]
