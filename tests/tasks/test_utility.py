@@ -307,5 +307,5 @@ def test_departures_from_the_papers_setting_come_from_the_manifest():
         "the queries come from the file `/data/dev.jsonl`, not from one of the paper's query sets"]
     tevatron = {**_PAPERS, "source_dataset": "nq-tevatron"}
     assert utility.departures(tevatron) == [
-        "the queries are `nq-tevatron`, not one of the paper's query sets (2wiki, fever, "
-        "hotpotqa, msmarco-fqa, nq, tq)"]
+        ("the queries are `nq-tevatron`, not one of the paper's query sets (2wiki, fever, "
+         "hotpotqa, msmarco-fqa, nq, tq)")]
