@@ -1,6 +1,7 @@
 """`hotpotqa-distractor`: HotpotQA dev, distractor setting (7,405 questions; the paper's
 `hotpotqa` is KILT's 5,600, labeler.sources.kilt). The paragraphs named by `supporting_facts`
-are the human gold; the corpus pools every context paragraph of the loaded queries. A
+are the human gold; the corpus pools every context paragraph of the whole split, whatever
+`limit` loads, so pools do not change with --limit. A
 paragraph's pid is its Wikipedia title with spaces as underscores (HotpotQA's own key)."""
 
 from __future__ import annotations
@@ -23,14 +24,16 @@ def load_hotpotqa(*, limit: int | None = None) -> Source:
 def from_dataset(dataset, *, name: str, revision: str, license: str = "unknown",
                  limit: int | None = None) -> Source:
     """HotpotQA-layout rows (`context{title,sentences}`, `supporting_facts{title,sent_id}`)."""
-    queries, pool = [], {}
-    for row in head(dataset, limit):
+    pool = {}
+    for row in dataset:
         context = row["context"]
-        paragraphs = {}
         for title, sentences in zip(context["title"], context["sentences"]):
             pid = title.replace(" ", "_")
-            paragraphs[title] = pool.setdefault(pid, Passage(pid, title, "".join(sentences).strip()))
+            pool.setdefault(pid, Passage(pid, title, "".join(sentences).strip()))
+    queries = []
+    for row in head(dataset, limit):
+        titles = set(row["context"]["title"])
         supporting = dict.fromkeys(row["supporting_facts"]["title"])
-        gold = [paragraphs[t] for t in supporting if t in paragraphs]
+        gold = [pool[t.replace(" ", "_")] for t in supporting if t in titles]
         queries.append(Query(str(row["id"]), row["question"], [row["answer"]], gold))
     return Source(name, revision, queries, Corpus(list(pool.values())), license=license)

@@ -1,6 +1,7 @@
 """`msmarco-fqa`: MS MARCO QA v1.1 validation, factoid queries only (query types LOCATION,
 NUMERIC, PERSON, ENTITY). `passages.is_selected` marks the human gold; the corpus pools the
-passages of the loaded queries, with pids `<query_id>_<position>`.
+passages of every row of the split (all query types), with pids `<query_id>_<position>`, so
+pools do not change with --limit (pass --corpus msmarco-passage for the paper's 8.8M).
 
 The answers are written sentences: `labeler build` needs `--answer-extractor MODEL` to reduce
 them to entity answers first, as the paper did with Qwen3-32B
@@ -38,15 +39,15 @@ def from_dataset(
     """MS MARCO-layout rows -> Source: queries of `query_types` that have an answer."""
     queries, pool = [], {}
     for row in dataset:
-        if limit is not None and len(queries) >= limit:
-            break
-        answers = [a for a in row["answers"] if a and a != NO_ANSWER]
-        if str(row["query_type"]).upper() not in query_types or not answers:
-            continue
         passages = rows(row["passages"])
         for i, p in enumerate(passages):
             pool.setdefault(f"{row['query_id']}_{i}", Passage(f"{row['query_id']}_{i}", "",
                                                             p["passage_text"]))
+        answers = [a for a in row["answers"] if a and a != NO_ANSWER]
+        if str(row["query_type"]).upper() not in query_types or not answers:
+            continue
+        if limit is not None and len(queries) >= limit:
+            continue  # the corpus still takes every row
         gold = [pool[f"{row['query_id']}_{i}"] for i, p in enumerate(passages) if p["is_selected"]]
         queries.append(Query(str(row["query_id"]), row["query"], answers, gold))
     return Source(name, revision, queries, Corpus(list(pool.values())), license=license,

@@ -1,8 +1,9 @@
 """`nq-tevatron` and `tq-tevatron-distant`: Natural Questions and TriviaQA in Tevatron's
 wikipedia-nq / wikipedia-trivia layout: `{query_id, query, answers, positive_passages,
 negative_passages}`, passages `{docid, title, text}` with psgs_w100 docids. The positive
-passages are the gold; the corpus pools every positive and negative passage of the loaded
-queries (pass --corpus for the full Wikipedia corpus).
+passages are the gold; the corpus pools every positive and negative passage of the whole
+split, whatever `limit` loads, so pools do not change with --limit (pass --corpus wiki-dpr
+for the paper's full Wikipedia corpus).
 
 The positives are DPR's: for NQ, the psgs_w100 chunks matched to the human-annotated gold
 context; for TriviaQA, retrieved passages that contain an answer string (distant
@@ -36,13 +37,15 @@ def load_tq(*, limit: int | None = None) -> Source:
 
 def from_dataset(dataset, *, name: str, revision: str, license: str = "unknown",
                  limit: int | None = None) -> Source:
-    """Tevatron-layout rows (a `datasets.Dataset`, Hub or local) -> Source."""
-    queries, pool = [], {}
-    for row in head(dataset, limit):
-        gold = _passages(row["positive_passages"])
-        negatives = _passages(row.get("negative_passages"))
-        pool.update((p.pid, p) for p in gold + negatives)
-        queries.append(Query(str(row["query_id"]), row["query"], list(row["answers"]), gold))
+    """Tevatron-layout rows (a `datasets.Dataset`, Hub or local) -> Source: the first `limit`
+    queries, the corpus of every row's passages."""
+    pool = {}
+    for row in dataset:
+        for p in _passages(row["positive_passages"]) + _passages(row.get("negative_passages")):
+            pool.setdefault(p.pid, p)
+    queries = [Query(str(row["query_id"]), row["query"], list(row["answers"]),
+                     [pool[p.pid] for p in _passages(row["positive_passages"])])
+               for row in head(dataset, limit)]
     return Source(name, revision, queries, Corpus(list(pool.values())), license=license)
 
 

@@ -117,7 +117,15 @@ def test_hotpotqa_supporting_paragraphs_are_the_gold(hub_from_fixtures):
     assert first.gold[0].text.startswith("Scott Derrickson (born July 16, 1966) is an American")
     assert second.answers == ["Chief of Protocol"]
     assert [p.title for p in second.gold] == ["Kiss and Tell (1945 film)", "Shirley Temple"]
-    assert len(source.corpus) == 20  # the 10 distractor-setting paragraphs of each query
+    assert len(source.corpus) == 30  # the 10 distractor paragraphs of each of the 3 rows
+
+
+@pytest.mark.parametrize("name", ["nq-tevatron", "hotpotqa-distractor"])
+def test_a_source_corpus_is_the_whole_split_whatever_the_limit(hub_from_fixtures, name):
+    # pools retrieved from it must not change with --limit
+    one, every = load_source(name, limit=1), load_source(name)
+    assert len(one.queries) == 1 < len(every.queries)
+    assert one.corpus.fingerprint == every.corpus.fingerprint
 
 
 def test_fever_claims_have_verdicts_and_provenance_references(hub_from_fixtures):
