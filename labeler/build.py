@@ -86,6 +86,12 @@ def build(
         "source_revision": source.revision,
         "license": source.license,
         "corpus_passages": None if source.corpus is None else len(source.corpus),
+        # a named corpus (--corpus wiki-dpr, ...): its name, Hub revision and licence
+        "corpus_source": None if source.corpus is None or source.corpus.name is None else {
+            "name": source.corpus.name, "revision": source.corpus.revision,
+            "license": source.corpus.license},
+        # how many of the human gold passages the corpus holds (by pid, else identical text)
+        "corpus_gold": source.gold_in_corpus(),
         **task_manifest,
         "config": asdict(config),
         "shard_size": shard_size,

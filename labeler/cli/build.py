@@ -40,8 +40,10 @@ from labeler.tasks import TASKS
               help="TREC or JSONL run file to use instead of retrieval.")
 @click.option("--encoder", help="Dense retriever for rp: bge-m3 (default, falls back to the "
               "bundled minilm offline), minilm, or an HF repo id / local folder.")
-@click.option("--corpus", type=click.Path(path_type=Path),
-              help="FlashRAG-format corpus ({id, contents}) for jsonl: datasets.")
+@click.option("--corpus", metavar="NAME|FILE",
+              help="Corpus to retrieve from instead of the dataset's own: wiki-dpr (DPR's "
+                   "100-word Wikipedia passages), msmarco-passage, kilt-wikipedia (KILT "
+                   "paragraphs), or a FlashRAG-format file ({id, contents}).")
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
               help="LLM call and embedding cache (default: $LABELER_CACHE_DIR or ~/.cache/labeler).")
 @click.option("--with-likelihood", is_flag=True,

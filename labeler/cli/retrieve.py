@@ -13,8 +13,10 @@ from rich.table import Table
 @click.option("--dataset", required=True,
               help="Source: nq-sample, nq, tq, msmarco-fqa, hotpotqa, fever, 2wiki, "
                    "nq-tevatron, tq-tevatron-distant, hotpotqa-distractor or jsonl:PATH.")
-@click.option("--corpus", type=click.Path(path_type=Path),
-              help="FlashRAG-format corpus ({id, contents}) to retrieve from instead.")
+@click.option("--corpus", metavar="NAME|FILE",
+              help="Corpus to retrieve from instead of the dataset's own: wiki-dpr (DPR's "
+                   "100-word Wikipedia passages), msmarco-passage, kilt-wikipedia (KILT "
+                   "paragraphs), or a FlashRAG-format file ({id, contents}).")
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first N queries.")
 @click.option("--k", type=click.IntRange(min=1), default=20, show_default=True,
               help="Passages per query.")

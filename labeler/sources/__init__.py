@@ -1,7 +1,8 @@
 """Dataset sources: queries with answers and human gold passages, plus a passage corpus.
 
 `load_source(name)` resolves a name through `SOURCES` (one lazy registry, adapters imported
-only when used) or `jsonl:PATH` for any FlashRAG-format dataset file.
+only when used) or `jsonl:PATH` for any FlashRAG-format dataset file; its `corpus` through
+`CORPORA` (the paper's corpora by name) or a FlashRAG-format corpus file.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 from labeler.errors import InputError, UnknownNameError
 
 __all__ = [
-    "KINDS", "SOURCES", "Corpus", "GoldRef", "Passage", "Query", "Source", "available",
+    "CORPORA", "KINDS", "SOURCES", "Corpus", "GoldRef", "Passage", "Query", "Source", "available",
     "load_source",
 ]
 
@@ -66,9 +67,12 @@ class Query:
 
 @dataclass
 class Corpus:
-    """Passages to retrieve from, addressable by pid."""
+    """Passages to retrieve from, addressable by pid (and by text, for mapping gold)."""
 
     passages: list[Passage]
+    name: str | None = field(default=None, kw_only=True)  # its `CORPORA` name; None: a source's own or a file's
+    revision: str | None = field(default=None, kw_only=True)  # the Hub commit of a named corpus
+    license: str = field(default="unknown", kw_only=True)  # Hub licence id of a named corpus
 
     def __post_init__(self) -> None:
         self._by_pid = {p.pid: p for p in self.passages}
@@ -81,6 +85,19 @@ class Corpus:
 
     def __getitem__(self, pid: str) -> Passage:
         return self._by_pid[pid]
+
+    def find(self, passage: Passage) -> Passage | None:
+        """The corpus passage that is `passage`: the same pid, else the same title and text."""
+        if passage.pid in self._by_pid:
+            return self._by_pid[passage.pid]
+        return self._by_text.get((passage.title, passage.text))
+
+    @cached_property
+    def _by_text(self) -> dict[tuple[str, str], Passage]:
+        by_text: dict[tuple[str, str], Passage] = {}
+        for p in self.passages:
+            by_text.setdefault((p.title, p.text), p)
+        return by_text
 
     @cached_property
     def fingerprint(self) -> str:
@@ -122,6 +139,27 @@ class Source:
             )
 
 
+    def gold_in_corpus(self) -> dict | None:
+        """How many of the queries' human gold passages (text or KILT paragraph references)
+        the corpus holds: {gold, in_corpus, queries_with_gold, queries_with_gold_in_corpus};
+        None without a corpus or without gold."""
+        if self.corpus is None:
+            return None
+        gold = found = queries = queries_found = 0
+        for q in self.queries:
+            pids = dict.fromkeys([p.pid for p in q.gold]
+                                 + [pid for ref in q.gold_refs for pid in ref.pids])
+            if not pids:
+                continue
+            hits = sum(pid in self.corpus for pid in pids)
+            gold, found = gold + len(pids), found + hits
+            queries, queries_found = queries + 1, queries_found + (hits > 0)
+        if not queries:
+            return None
+        return {"gold": gold, "in_corpus": found, "queries_with_gold": queries,
+                "queries_with_gold_in_corpus": queries_found}
+
+
 #: what a query can be (`Source.kind`)
 KINDS = ("question", "claim")
 
@@ -141,6 +179,15 @@ SOURCES = {
     "hotpotqa-distractor": "labeler.sources.hotpotqa:load_hotpotqa",
 }
 
+#: corpus name -> "module:function() -> Corpus"; the paper retrieves from `wiki-dpr` (NQ,
+#: TriviaQA, HotpotQA, FEVER) and `msmarco-passage` (MS MARCO); `kilt-wikipedia` holds the
+#: paragraphs KILT provenance names.
+CORPORA = {
+    "wiki-dpr": "labeler.sources.corpora:load_wiki_dpr",
+    "msmarco-passage": "labeler.sources.corpora:load_msmarco_passage",
+    "kilt-wikipedia": "labeler.sources.corpora:load_kilt_wikipedia",
+}
+
 JSONL_PREFIX = "jsonl:"
 
 
@@ -149,19 +196,36 @@ def available() -> list[str]:
     return [*SOURCES, f"{JSONL_PREFIX}PATH"]
 
 
+def load_corpus(corpus: str | Path) -> Corpus:
+    """A corpus by `CORPORA` name, else from a FlashRAG-format file (`{id, contents}`)."""
+    from labeler.sources import flashrag
+
+    if str(corpus) in CORPORA:
+        module, attr = CORPORA[str(corpus)].split(":")
+        return getattr(importlib.import_module(module), attr)()
+    path = Path(corpus)
+    if not path.exists() and len(path.parts) == 1 and not path.suffix:  # a mistyped name
+        raise UnknownNameError("corpus", str(corpus), [*CORPORA, "FILE"],
+                               hint="name one of the corpora or pass a FlashRAG corpus file")
+    return flashrag.read_corpus(path)
+
+
 def load_source(
     name: str, *, corpus: str | Path | None = None, limit: int | None = None
 ) -> Source:
-    """Load dataset `name` (first `limit` queries); `corpus` replaces its passage corpus.
+    """Load dataset `name` (first `limit` queries); `corpus` (a `CORPORA` name or a FlashRAG
+    corpus file) replaces its passage corpus. The corpus never depends on `limit`.
 
-    The corpus file (FlashRAG format, `{id, contents}`) is read first, so a bad one fails
-    before any download. A query's gold references (KILT provenance) become gold passages
-    where the corpus has their paragraphs under pids `<wikipedia_id>_<paragraph>` (a
-    paragraph-level cut of the KILT knowledge source); other corpora match none of them.
+    The corpus is read first, so a bad one fails before the queries' download. Each gold
+    passage is mapped onto the corpus passage with the same pid (DPR / psgs_w100 ids), else
+    the same title and text; one the corpus lacks stays a gold passage of its own text (an
+    `mcp` pool adds it) and `Source.gold_in_corpus()` counts it as missing. A query's gold
+    references (KILT provenance) become gold passages where the corpus has their paragraphs
+    under pids `<wikipedia_id>_<paragraph>` (`kilt-wikipedia`); other corpora match none.
     """
     from labeler.sources import flashrag
 
-    passages = flashrag.read_corpus(corpus) if corpus is not None else None
+    passages = load_corpus(corpus) if corpus is not None else None
     if name.startswith(JSONL_PREFIX):
         source = flashrag.load_jsonl(name[len(JSONL_PREFIX) :], limit=limit)
     elif name in SOURCES:
@@ -171,15 +235,21 @@ def load_source(
         raise UnknownNameError("dataset", name, available())
     if passages is not None:
         source.corpus = passages
-        source.revision = f"{source.revision}+corpus:{passages.fingerprint[:16]}"
+        pinned = (f"{passages.name}@{passages.revision}" if passages.name
+                  else passages.fingerprint[:16])
+        source.revision = f"{source.revision}+corpus:{pinned}"
         for q in source.queries:
             q.gold = _resolve(q, passages)
     return source
 
 
 def _resolve(query: Query, corpus: Corpus) -> list[Passage]:
-    """The query's gold passages plus those of its gold references the corpus holds."""
-    gold = {p.pid: p for p in query.gold}
+    """The query's gold passages, each as the corpus holds it where it does, plus those of its
+    gold references the corpus holds; distinct by pid, in order."""
+    gold: dict[str, Passage] = {}
+    for p in query.gold:
+        found = corpus.find(p) or p
+        gold.setdefault(found.pid, found)
     for ref in query.gold_refs:
         gold.update((pid, corpus[pid]) for pid in ref.pids if pid in corpus and pid not in gold)
     return list(gold.values())

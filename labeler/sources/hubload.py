@@ -11,8 +11,11 @@ def load_hub(
     config: str | None = None,
     split: str = "validation",
     data_files: str | None = None,
+    what: str = "dataset",
+    hint: str = "",
 ):
     """(rows, revision) of one split of a Hub dataset; adapters stop reading at their limit.
+    `what` names it in the error ("dataset", "corpus 'wiki-dpr'"); `hint` adds another way.
 
     The revision is the Hub commit when the Hub answers, else the `datasets` cache
     fingerprint (offline, from the local cache), so manifests always pin something.
@@ -24,8 +27,9 @@ def load_hub(
         dataset = datasets.load_dataset(repo, config, split=split, **kwargs)
     except Exception as exc:  # datasets raises many types: offline, missing, gated, ...
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise HubError(f"cannot load dataset: {reason}", repo,
-                       hint="needs network on first use; later runs read the local cache") from exc
+        first = "needs network on first use; later runs read the local cache"
+        raise HubError(f"cannot load {what}: {reason}", repo,
+                       hint=f"{first}; {hint}" if hint else first) from exc
     return dataset, _revision(repo, dataset)
 
 

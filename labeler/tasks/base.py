@@ -37,7 +37,7 @@ class TaskConfig:
     """What every task is given: the data and how its candidate pools are made."""
 
     dataset: str  # source name: nq-sample, nq, ..., or jsonl:PATH
-    corpus: str | None = None  # FlashRAG-format corpus replacing the source's own
+    corpus: str | None = None  # a CORPORA name or FlashRAG corpus file replacing the source's own
     limit: int | None = None  # only the first N queries
     pool: str = "rp"  # rp: top-k retrieved; hgp: human gold; mcp: both
     k: int = 20  # retrieved passages per query

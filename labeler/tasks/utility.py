@@ -65,6 +65,10 @@ ANSWER = Sampling(temperature=0.0, max_tokens=MAX_NEW_TOKENS)
 PAPER = {"max_new_tokens": 4096, "pool": "rp", "k": 20, "encoder": "BAAI/bge-m3"}
 #: the sources that load the paper's query sets (KILT dev, 2WikiQA dev, MS MARCO QA factoid)
 PAPER_QUERY_SETS = frozenset({"nq", "tq", "hotpotqa", "fever", "2wiki", "msmarco-fqa"})
+#: the corpora the paper retrieves from (`CORPORA` names): MS MARCO's for its MS MARCO
+#: queries, DPR's Wikipedia passages for every other query set
+PAPER_CORPORA = {"wiki-dpr": "DPR's 100-word Wikipedia passages",
+                 "msmarco-passage": "MS MARCO's 8.8M passages"}
 POOL_NAMES = {"rp": "top-k retrieved", "hgp": "the human gold passages only",
               "mcp": "top-k retrieved plus the human gold passages"}
 
@@ -278,6 +282,13 @@ def departures(manifest: dict) -> list[str]:
             found.append(f"retrieval searched only the source's own "
                          f"{manifest['corpus_passages']:,} passages (those shipped with its "
                          "queries), not a full corpus as the paper's")
+        corpus = config.get("corpus")
+        wanted = "msmarco-passage" if source.startswith("msmarco") else "wiki-dpr"
+        if not run and corpus and corpus != wanted:
+            size = manifest.get("corpus_passages")
+            size = f" ({size:,} passages)" if isinstance(size, int) else ""
+            found.append(f"retrieval searched `{corpus}`{size}, not the paper's `{wanted}` "
+                         f"({PAPER_CORPORA[wanted]})")
     cap = ((manifest.get("sampling") or {}).get("answer") or {}).get("max_tokens")
     if cap is not None and cap != PAPER["max_new_tokens"]:
         reached = ""

@@ -266,9 +266,10 @@ def test_the_cap_is_the_configs_and_goes_into_the_manifest():
         == 256  # an unset option keeps the default
 
 
-_PAPERS = {"source_dataset": "nq", "config": {"limit": None, "corpus": None}, "pool": "rp",
-           "k": 20, "run": None, "encoder": {"name": "bge-m3", "model_id": "BAAI/bge-m3"},
-           "corpus_passages": None, "sampling": {"answer": {"max_tokens": 4096}},
+_PAPERS = {"source_dataset": "nq", "config": {"limit": None, "corpus": "wiki-dpr"},
+           "pool": "rp", "k": 20, "run": None,
+           "encoder": {"name": "bge-m3", "model_id": "BAAI/bge-m3"},
+           "corpus_passages": 21_015_324, "sampling": {"answer": {"max_tokens": 4096}},
            "stats": {"answers": 10, "capped_answers": 0}}
 
 
@@ -304,7 +305,16 @@ def test_departures_from_the_papers_setting_come_from_the_manifest():
     own = {**_PAPERS, "source_dataset": "jsonl:/data/dev.jsonl",
            "config": {"limit": None, "corpus": "/data/corpus.jsonl"}, "corpus_passages": 10}
     assert utility.departures(own) == [
-        "the queries come from the file `/data/dev.jsonl`, not from one of the paper's query sets"]
+        "the queries come from the file `/data/dev.jsonl`, not from one of the paper's query sets",
+        ("retrieval searched `/data/corpus.jsonl` (10 passages), not the paper's `wiki-dpr` "
+         "(DPR's 100-word Wikipedia passages)")]
+    marco = {**_PAPERS, "source_dataset": "msmarco-fqa", "corpus_passages": 8_841_823,
+             "config": {"limit": None, "corpus": "msmarco-passage"}}
+    assert utility.departures(marco) == []
+    assert utility.departures({**marco, "config": {"limit": None, "corpus": "wiki-dpr"},
+                               "corpus_passages": 21_015_324}) == [
+        ("retrieval searched `wiki-dpr` (21,015,324 passages), not the paper's "
+         "`msmarco-passage` (MS MARCO's 8.8M passages)")]
     tevatron = {**_PAPERS, "source_dataset": "nq-tevatron"}
     assert utility.departures(tevatron) == [
         ("the queries are `nq-tevatron`, not one of the paper's query sets (2wiki, fever, "
