@@ -20,7 +20,7 @@ from labeler.errors import ArtifactError, InputError, ModelLoadError, UnknownNam
 from labeler.llm import LoglikelihoodRequest, resolve_model
 from labeler.llm.cache import CachedBackend, cache_stats
 from labeler.metrics import has_answer
-from labeler.sources import Passage
+from labeler.sources import Passage, load_source
 from labeler.tasks import utility
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -162,6 +162,35 @@ def test_the_data_does_not_depend_on_the_shard_size(tmp_path, loads, calls):
     assert [len(list(f.glob("*.jsonl"))) for f in folders] == [3, 2, 1]
     assert _data(folders[0]) == _data(folders[1]) == _data(folders[2])
     assert validate_path(folders[0]) == []
+
+
+def test_the_first_queries_get_the_same_pools_whatever_the_limit(tmp_path, loads, calls):
+    # dense retrieval with the bundled MiniLM over a small corpus file (nq-sample's first 10
+    # gold chunks and every 60th other passage, 82 passages: seconds to encode, not minutes)
+    sample = load_source("nq-sample", limit=10)
+    gold = [q.gold[0] for q in sample.queries]
+    others = [p for p in sample.corpus.passages if p not in gold][::60]
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"id": p.pid, "contents": f"{p.title}\n{p.text}"})
+                              + "\n" for p in gold + others))
+    pools, manifests = {}, {}
+    for limit in (5, 10):
+        out = tmp_path / f"out-{limit}"
+        result = _build(out, "--dataset", "nq-sample", "--llm", "smollm2-135m", "--limit", limit,
+                        "--k", 2, "--corpus", corpus, "--encoder", "minilm",
+                        "--max-new-tokens", 8, "--cache-dir", calls)
+        assert result.exit_code == 0, result.output
+        artifact = load_artifact(out / "utility" / "nq-sample" / "smollm2-135m" / "v1")
+        pools[limit] = {r["qid"]: [(c["pid"], c["rank"], c["gold"]) for c in r["candidates"]]
+                        for r in artifact.records}
+        manifests[limit] = artifact.manifest
+    assert len(pools[10]) == 10
+    assert pools[5] == {qid: pools[10][qid] for qid in pools[5]}
+    assert manifests[5]["corpus_passages"] == manifests[10]["corpus_passages"] == len(
+        gold + others)
+    assert manifests[5]["corpus_gold"] == {"gold": 5, "in_corpus": 5, "queries_with_gold": 5,
+                                           "queries_with_gold_in_corpus": 5}
+    assert manifests[5]["corpus_source"] is None  # a file, not a named corpus
 
 
 def _bad_run(tmp_path: Path) -> Path:
