@@ -155,7 +155,8 @@ def retrieve(
     if source.corpus is None:
         raise InputError(f"dataset '{source.name}' has no passage corpus to retrieve from",
                          field_name="corpus",
-                         hint="pass --corpus FILE (FlashRAG corpus jsonl) or --run FILE")
+                         hint="pass --corpus NAME (wiki-dpr, msmarco-passage, kilt-wikipedia) "
+                              "or FILE (FlashRAG corpus jsonl), or --run FILE")
     if not source.corpus.passages:
         raise InputError(f"dataset '{source.name}' has an empty corpus", field_name="corpus")
     loaded = load_encoder(encoder)
