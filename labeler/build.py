@@ -82,16 +82,7 @@ def build(
             task_manifest, extractor_config.describe(), extractor.revision)
     folder = dataset_folder(source.name)
     base = {
-        "source_dataset": source.name,
-        "source_revision": source.revision,
-        "license": source.license,
-        "corpus_passages": None if source.corpus is None else len(source.corpus),
-        # a named corpus (--corpus wiki-dpr, ...): its name, Hub revision and licence
-        "corpus_source": None if source.corpus is None or source.corpus.name is None else {
-            "name": source.corpus.name, "revision": source.corpus.revision,
-            "license": source.corpus.license},
-        # how many of the human gold passages the corpus holds (by pid, else identical text)
-        "corpus_gold": source.gold_in_corpus(),
+        **source.describe(),
         **task_manifest,
         "config": asdict(config),
         "shard_size": shard_size,

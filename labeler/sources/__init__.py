@@ -138,6 +138,19 @@ class Source:
                 hint="use one like cc-by-sa-4.0, apache-2.0, mit, other or unknown",
             )
 
+    def describe(self) -> dict:
+        """What a manifest records of the source: name, revision, licence, and its corpus
+        (size; a named corpus's name, revision and licence; how much gold it holds)."""
+        corpus = self.corpus
+        return {
+            "source_dataset": self.name,
+            "source_revision": self.revision,
+            "license": self.license,
+            "corpus_passages": None if corpus is None else len(corpus),
+            "corpus_source": None if corpus is None or corpus.name is None else {
+                "name": corpus.name, "revision": corpus.revision, "license": corpus.license},
+            "corpus_gold": self.gold_in_corpus(),
+        }
 
     def gold_in_corpus(self) -> dict | None:
         """How many of the queries' human gold passages (text or KILT paragraph references)
