@@ -7,12 +7,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from labeler.llm.base import (
+    CHOICE_TOKENS,
     Backend,
     Chat,
     ChoiceRequest,
     Completion,
     LoglikelihoodRequest,
     Sampling,
+    check_lengths,
 )
 
 
@@ -20,7 +22,8 @@ class ScriptedBackend(Backend):
     """`answer(text) -> str` for generate (every sample alike), `loglik(context, continuation)
     -> float` for loglikelihood, `probs(text, choices) -> {choice: p}` for choice_probs; text
     is the rendered prompt: its messages' contents joined by newlines. An operation without a
-    rule fails the test. Tokens are whitespace-separated words: an answer of more words than
+    rule fails the test. Like every backend it refuses, before recording or answering a call,
+    a prompt too long for `max_context`. Tokens are whitespace-separated words: an answer of more words than
     `max_tokens` is cut to its first `max_tokens` and comes back capped."""
 
     model_id, revision, alias, batch_size = "scripted", "0", "scripted", 8
@@ -42,17 +45,23 @@ class ScriptedBackend(Backend):
         return [len(t.split()) for t in texts]
 
     def generate(self, prompts: list[Chat], sampling: Sampling) -> list[list[Completion]]:
+        self._fits([self.render(p) for p in prompts], sampling.max_tokens)
         rule = self._rule("generate", prompts)
         return [[_capped(rule(self.render(p)), sampling.max_tokens)] * sampling.n
                 for p in prompts]
 
     def loglikelihood(self, requests: list[LoglikelihoodRequest]) -> list[float]:
+        self._fits([self.render(r.context) + " " + r.continuation for r in requests], 0)
         rule = self._rule("loglikelihood", requests)
         return [rule(self.render(r.context), r.continuation) for r in requests]
 
     def choice_probs(self, requests: list[ChoiceRequest]) -> list[dict[str, float]]:
+        self._fits([self.render(r.prompt) for r in requests], CHOICE_TOKENS)
         rule = self._rule("choice_probs", requests)
         return [rule(self.render(r.prompt), r.choices) for r in requests]
+
+    def _fits(self, texts: list[str], reserved: int) -> None:
+        check_lengths(self.count_tokens(texts), self.max_context, reserved=reserved)
 
     def _rule(self, op: str, requests: list) -> Callable:
         if self.rules[op] is None:

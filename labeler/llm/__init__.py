@@ -19,7 +19,6 @@ from labeler.llm.base import (
     Message,
     Sampling,
     chat,
-    check_fits,
     yes_probability,
 )
 from labeler.llm.models import ALIASES, ModelSpec, resolve_model
@@ -69,7 +68,6 @@ __all__ = [
     "ModelSpec",
     "Sampling",
     "chat",
-    "check_fits",
     "load_backend",
     "resolve_model",
     "yes_probability",

@@ -143,31 +143,16 @@ class Backend(ABC):
         must differ, and the prompt plus that token must fit `max_context`."""
 
 
-def check_fits(backend: Backend, prompts: Sequence[Chat], max_tokens: int = 0,
-               names: Sequence[str] | None = None) -> list[int]:
-    """The token count of each rendered prompt, after checking that each plus `max_tokens` fits
-    `backend.max_context`; else PromptTooLongError naming `names[i]` (e.g. the qid) of the first
-    that does not.
-
-    For the caller to check a whole job up front, before any LLM work. `max_tokens` is what the
-    answer needs: `Sampling.max_tokens` for generate, CHOICE_TOKENS for choice_probs, 0 for a
-    log-likelihood context whose continuation is a final assistant message (rendered verbatim).
-    """
-    if names is not None and len(names) != len(prompts):
-        raise InputError(f"{len(names)} names for {len(prompts)} prompts", field_name="names")
-    counts = backend.count_tokens([backend.render(p) for p in prompts])
-    check_lengths(counts, backend.max_context, reserved=max_tokens, names=names)
-    return counts
-
-
-def check_lengths(tokens: Sequence[int], window: int, *, reserved: int = 0,
-                  names: Sequence[str] | None = None) -> None:
-    """PromptTooLongError for the first request whose `tokens` plus `reserved` exceed `window`."""
+def check_lengths(tokens: Sequence[int], window: int, *, reserved: int = 0) -> None:
+    """PromptTooLongError for the first request whose `tokens` plus `reserved` exceed `window`:
+    what every backend checks before any batch runs. `reserved` is what the answer needs:
+    `Sampling.max_tokens` for generate, CHOICE_TOKENS for choice_probs, 0 for loglikelihood
+    (whose `tokens` already hold the continuation)."""
     over = [i for i, n in enumerate(tokens) if n + reserved > window]
     if over:
         i = over[0]
         raise PromptTooLongError(index=i, tokens=tokens[i], window=window, reserved=reserved,
-                                 name=None if names is None else names[i], others=len(over) - 1)
+                                 others=len(over) - 1)
 
 
 def yes_probability(probs: Mapping[str, float], yes: str = " yes", no: str = " no") -> float:

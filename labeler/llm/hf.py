@@ -2,10 +2,10 @@
 
 Rows are batched by the shared Collator: longest first, `batch_size` rows at a time, the n samples
 of a prompt always in one batch. Left padding with an attention mask and position ids from the
-mask gives each row the same answer alone or in any batch. Sampling is seeded per row (see `prompts.row_seed`): temperature, top-k and top-p
-shape the logits, then each row draws with its own generator (the exponential race, i.e.
-Gumbel-max), so a sample is a pure function of (prompt, sampling) and safe to cache. The n
-samples of a prompt share one prefill of it.
+mask gives each row the same answer alone or in any batch. Sampling is seeded per row (see
+`prompts.row_seed`): temperature, top-k and top-p shape the logits, then each row draws with
+its own generator (the exponential race, i.e. Gumbel-max), so a sample is a pure function of
+(prompt, sampling) and safe to cache. The n samples of a prompt share one prefill of it.
 """
 
 from __future__ import annotations

@@ -17,15 +17,12 @@ from typing import Any, ClassVar
 
 from labeler.errors import InputError, PromptTooLongError
 from labeler.llm.base import (
-    CHOICE_TOKENS,
     Backend,
     Chat,
     ChoiceRequest,
     Completion,
     LoglikelihoodRequest,
-    Message,
     Sampling,
-    check_fits,
 )
 from labeler.progress import info
 from labeler.retrieval import POOLS, Candidate
@@ -92,9 +89,10 @@ def make_shards(queries: Sequence[Query], pools: dict[str, list[Candidate]],
 
 
 class Calls:
-    """One model's calls for one shard: batched, checked to fit the model's window before any
-    batch runs (naming the query), and a request already made is not sent again (the call
-    cache does the same across runs; this also serves uncached backends)."""
+    """One model's calls for one shard: batched, and a request already made is not sent again
+    (the call cache does the same across runs; this also serves uncached backends). Every
+    backend refuses a prompt too long for its window before any batch runs; Calls names the
+    query in that error."""
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
@@ -106,35 +104,33 @@ class Calls:
         """`sampling.n` completions per prompt (each saying whether it stopped at the cap), in
         one batched call; `names[i]` (e.g. the qid) names prompt i in an error."""
         return self._ask(prompts, names, ("generate", sampling), what,
-                         lambda new: self.backend.generate(new, sampling),
-                         lambda new: check_fits(self.backend, new, sampling.max_tokens))
+                         lambda new: self.backend.generate(new, sampling))
 
     def loglikelihood(self, requests: list[LoglikelihoodRequest], what: str,
                       names: Sequence[str]) -> list[float]:
         """log P(continuation | context) per request, in one batched call."""
-        return self._ask(requests, names, ("loglikelihood",), what, self.backend.loglikelihood,
-                         lambda new: check_fits(self.backend, [
-                             (*r.context, Message("assistant", r.continuation)) for r in new]))
+        return self._ask(requests, names, ("loglikelihood",), what, self.backend.loglikelihood)
 
     def choice_probs(self, requests: list[ChoiceRequest], what: str,
                      names: Sequence[str]) -> list[dict[str, float]]:
         """Next-token probability of each choice per request, in one batched call."""
-        return self._ask(requests, names, ("choice_probs",), what, self.backend.choice_probs,
-                         lambda new: check_fits(self.backend, [r.prompt for r in new],
-                                                CHOICE_TOKENS))
+        return self._ask(requests, names, ("choice_probs",), what, self.backend.choice_probs)
 
-    def _ask(self, requests: list, names: Sequence[str], op: tuple, what: str, compute,
-             check) -> list:
+    def _ask(self, requests: list, names: Sequence[str], op: tuple, what: str,
+             compute) -> list:
+        if len(names) != len(requests):
+            raise InputError(f"{len(names)} names for {len(requests)} requests",
+                             field_name="names")
         keys = [(op, r) for r in requests]
         first = {k: i for i, k in reversed(list(enumerate(keys))) if k not in self._seen}
         new = sorted(first, key=first.get)
         if new:
-            try:
-                check([r for _, r in new])
-            except PromptTooLongError as error:
-                raise replace(error, name=names[first[new[error.index]]]) from None
             info(f"{what}: {len(new)} requests")
-            self._seen.update(zip(new, compute([r for _, r in new])))
+            try:
+                answers = compute([r for _, r in new])
+            except PromptTooLongError as error:  # raised before any batch: name the query
+                raise replace(error, name=names[first[new[error.index]]]) from None
+            self._seen.update(zip(new, answers))
         return [self._seen[k] for k in keys]
 
 

@@ -21,7 +21,6 @@ from labeler.llm import (
     Sampling,
     chat,
 )
-from labeler.llm.base import check_fits
 from labeler.llm.cache import CachedBackend
 
 #: backend -> (log-likelihood in nats, probability); vllm computes in bfloat16
@@ -236,17 +235,19 @@ def test_the_window_holds_the_prompt_and_its_answer_exactly(backend, monkeypatch
         backend.loglikelihood([LoglikelihoodRequest(prompt, " Yes, it is.")])
 
 
-def test_check_fits_names_the_query_before_any_work(backend, monkeypatch):
-    prompts = [chat("Hi"), chat("word " * 9000), chat("word " * 9000)]
+def test_the_task_layer_names_the_query_before_any_work(backend, monkeypatch):
+    from labeler.tasks.base import Calls
+
+    prompts = [chat("Hi"), chat("word " * 9000), chat("words " * 9000)]  # two distinct, too long
     calls = _model_calls(backend, monkeypatch)
     with pytest.raises(PromptTooLongError) as caught:
-        check_fits(backend, prompts, 16, names=["q1", "q2", "q3"])
+        Calls(backend).generate(prompts, Sampling(max_tokens=16), "answers", ["q1", "q2", "q3"])
     assert str(caught.value) == (
         f"the prompt for 'q2' has {caught.value.tokens} tokens + 16 for the answer, more than "
         "the model's 8192-token context window (1 more is too long)")
-    assert check_fits(backend, prompts[:1], 16) == [31]
-    with pytest.raises(InputError, match=r"^field 'names': 1 names for 3 prompts$"):
-        check_fits(backend, prompts, names=["q1"])
+    assert backend.count_tokens([backend.render(prompts[0])]) == [31]
+    with pytest.raises(InputError, match=r"^field 'names': 1 names for 3 requests$"):
+        Calls(backend).generate(prompts, Sampling(max_tokens=16), "answers", ["q1"])
     assert calls == []
 
 
