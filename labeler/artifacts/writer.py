@@ -94,9 +94,16 @@ class VersionWriter:
         task = load_task(self.artifact)
         names = {"artifact": self.artifact, "dataset": self.dataset, "llm": self.llm,
                  "version": self.version}
-        stats = task.statistics(r for file in files for _, r in read_jsonl(file))
-        records = sum(1 for file in files for _ in file.open("rb"))
-        final = build_manifest(manifest, **names, records=records,
+        counted = [0]  # records, counted in the one pass that computes the statistics
+
+        def records():
+            for file in files:
+                for _, record in read_jsonl(file):
+                    counted[0] += 1
+                    yield record
+
+        stats = task.statistics(records())
+        final = build_manifest(manifest, **names, records=counted[0],
                                files={f.name: file_sha256(f) for f in files}, stats=stats)
         _write_text(self.staging / MANIFEST, json.dumps(final, indent=2, ensure_ascii=False) + "\n")
         _write_text(self.staging / CARD, render_card(final, task.metadata,
