@@ -2,8 +2,9 @@
 versioned artifact per LLM.
 
 Generic over tasks: resolve the task, run its checks, load the models, make the candidates,
-then map the task's `label` over shards of queries through an executor, each shard written
-as its own data file as soon as it is done. Everything that can fail on user input fails
+then map the task's `label` over shards of queries through an executor, each shard's tables
+written as soon as it is done (or, for a task that settles build-level values first, once
+every shard is labelled). Everything that can fail on user input fails
 before the first LLM call; a killed build started again resumes at its unfinished shards
 (the call cache serves what the unfinished shard had already asked).
 """
@@ -23,7 +24,7 @@ from labeler.artifacts.writer import VersionWriter, check_caller_manifest
 from labeler.errors import InputError
 from labeler.executors import Executor, Job, load_executor
 from labeler.llm.config import LLMConfig
-from labeler.progress import info
+from labeler.progress import info, track
 from labeler.retrieval import build_pools
 from labeler.sources import JSONL_PREFIX, load_source
 from labeler.tasks import answer_extraction, load_task
@@ -105,14 +106,23 @@ def build(
     executor = executor or load_executor("local")
     built = []
     for llm, writer, manifest in writers:
-        done = writer.completed()
+        done = writer.labelled() if task.settles else writer.completed()
         if done:
             info(f"{writer.llm}: resuming {writer.staging.name}, {len(done)} of {len(shards)} "
-                 "shards already written")
+                 f"shards already {'labelled' if task.settles else 'written'}")
         job = Job(artifact, config, llm, None if cache_dir is None else str(cache_dir))
         for shard, records in executor.run(job, [s for s in shards if s.index not in done]):
-            writer.write_shard(shard.index, records)
-        path = writer.finish({**manifest, **pools.describe()})
+            if task.settles:
+                writer.stage(shard.index, records)
+            else:
+                writer.write_shard(shard.index, task.derive(records, {}))
+        settled = {}
+        if task.settles:  # the tables need what only the whole build decides
+            settled = {"settled": task.settle(writer.staged())}
+            for index in track(sorted(writer.labelled()), f"{artifact} tables for {writer.llm}"):
+                writer.write_shard(index, task.derive(list(writer.staged(index)),
+                                                      settled["settled"]))
+        path = writer.finish({**manifest, **pools.describe(), **settled})
         built.append(Built(writer.llm, path, read_manifest(path)["stats"]))
     return built
 

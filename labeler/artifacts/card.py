@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from huggingface_hub import DatasetCard, DatasetCardData
 
+from labeler.artifacts.manifest import DATA, table_of
 from labeler.resources import card_path
 
 #: The Hub's `size_categories` labels, each bucket ten times the one before.
@@ -30,7 +31,8 @@ def render_card(manifest: dict, metadata: dict, context: dict | None = None) -> 
         pretty_name=f"{metadata.get('pretty_name', artifact)}: {manifest['dataset']} × "
                     f"{manifest['llm']}",
         tags=metadata.get("tags", []),
-        configs=[{"config_name": "default", "data_files": "data-*.jsonl"}],
+        configs=[{"config_name": "default" if table == DATA else table,
+                  "data_files": f"{table}-*.jsonl"} for table in tables(files)],
     )
     card = DatasetCard.from_template(
         data, template_path=str(card_path(artifact)),
@@ -38,6 +40,11 @@ def render_card(manifest: dict, metadata: dict, context: dict | None = None) -> 
         **(context or {}),
     )
     return str(card)
+
+
+def tables(files) -> list[str]:
+    """The tables the file names `files` hold, "data" first."""
+    return sorted({t for name in files if (t := table_of(name))}, key=lambda t: (t != DATA, t))
 
 
 def size_category(n: int) -> str:

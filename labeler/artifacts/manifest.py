@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -20,14 +21,32 @@ WRITER_KEYS = ("tool_version", "artifact", "dataset", "llm", "version", "schema_
                "files", "created_at", "stats")
 
 
-def data_file(shard: int) -> str:
-    """The data file of shard `shard`, e.g. data-00000.jsonl: file-name order is shard order."""
-    return f"data-{shard:05d}.jsonl"
+#: the table every artifact has: its records, one per query
+DATA = "data"
 
 
-def data_files(folder: Path) -> list[Path]:
-    """The data files (*.jsonl) of a version folder, in file-name order."""
-    return sorted(folder.glob("*.jsonl"))
+def data_file(shard: int, table: str = DATA) -> str:
+    """The file of `table` for shard `shard`, e.g. data-00000.jsonl or pairs-00000.jsonl:
+    file-name order is shard order."""
+    return f"{table}-{shard:05d}.jsonl"
+
+
+def data_files(folder: Path, table: str = DATA) -> list[Path]:
+    """The files of `table` in a version folder, in shard order."""
+    return sorted(folder.glob(f"{table}-[0-9]*.jsonl"))
+
+
+def table_of(name: str) -> str | None:
+    """The table a file name belongs to ("data" for data-00000.jsonl), or None for a file that
+    is no shard of a table."""
+    m = re.fullmatch(r"(?P<table>[a-z][a-z0-9_]*)-\d{5,}\.jsonl", name)
+    return m["table"] if m else None
+
+
+def table_schema(artifact: str, table: str) -> str:
+    """The schema a table's records follow: `<artifact>` for the data, `<artifact>-<table>`
+    for each other table (schemas/seer-pairs.schema.json)."""
+    return artifact if table == DATA else f"{artifact}-{table}"
 
 
 def build_manifest(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from labeler.artifacts.manifest import MANIFEST, read_manifest
+from labeler.artifacts.manifest import CARD, DATA, MANIFEST, read_manifest, table_of
 from labeler.errors import ArtifactError, InputError
 from labeler.formats import read_jsonl
 from labeler.paths import file_sha256
@@ -21,7 +21,7 @@ class Artifact:
 
 
 def load_artifact(path: str | Path) -> Artifact:
-    """Load a version folder (sha256-verified first) or a `.jsonl` file.
+    """Load a version folder's data records (sha256-verified first) or a `.jsonl` file.
 
     A JSONL file inside a version folder is checked against that folder's manifest too. Raises
     ArtifactError for a missing or tampered artifact, InputError (file and line) for a bad line.
@@ -29,7 +29,8 @@ def load_artifact(path: str | Path) -> Artifact:
     path = Path(path)
     if path.is_dir():
         manifest = verify_artifact(path)
-        files = [path / name for name in sorted(manifest["files"])]  # file-name order
+        files = [path / name for name in sorted(manifest["files"])  # file-name order
+                 if table_of(name) == DATA]
     elif path.is_file() and path.suffix == ".jsonl":
         manifest = read_manifest(path.parent) if (path.parent / MANIFEST).is_file() else None
         if manifest is not None:
@@ -54,9 +55,10 @@ def verify_artifact(path: str | Path) -> dict:
     manifest = read_manifest(folder)
     for name in manifest["files"]:
         _check_file(folder / name, manifest)
-    for file in sorted(folder.glob("*.jsonl")):
-        if file.name not in manifest["files"]:
-            raise ArtifactError(f"data file not listed in {MANIFEST}", path=str(file),
+    for file in sorted(folder.iterdir()):
+        if (file.is_file() and not file.name.startswith(".") and file.name not in (MANIFEST, CARD)
+                and file.name not in manifest["files"]):
+            raise ArtifactError(f"file not listed in {MANIFEST}", path=str(file),
                                 hint="a version folder holds only the files its manifest lists")
     return manifest
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from labeler.artifacts.card import render_card
-from labeler.artifacts.manifest import CARD, MANIFEST, data_files
+from labeler.artifacts.manifest import CARD, DATA, MANIFEST, data_files, table_of, table_schema
 from labeler.artifacts.reader import sha256_problem
 from labeler.artifacts.schema import schema_problems
 from labeler.errors import ArtifactError
@@ -70,29 +70,52 @@ def _check_folder(folder: Path, root: Path, schema: str | None) -> list[FileChec
 
     manifest_check = FileCheck(shown(folder / MANIFEST), "manifest")
     manifest = _read_manifest(folder / MANIFEST, manifest_check)
-    files = manifest["files"] if manifest else {}
+    listed = manifest["files"] if manifest else {}
     name = schema or _artifact(manifest) or _infer(folder)
     checks = [manifest_check]
-    data = sorted({*files, *(f.name for f in folder.glob("*.jsonl"))})
-    for file in (folder / n for n in data):
-        if file.is_file():
-            checks.append(_check_jsonl(file, shown(file), name, manifest))
+    present = {p.name for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")
+               and p.name not in (MANIFEST, CARD)}
+    lines: dict[str, int] = {}  # table -> records over its files
+    for file in (folder / n for n in sorted({*listed, *present})):
+        table = table_of(file.name)
+        if not file.is_file():
+            checks.append(FileCheck(shown(file), None, None,
+                                    [f"{shown(file)}: listed in {MANIFEST} but missing"]))
+        elif table is None:  # a file the task adds (a TREC run, an image): its sha256 only
+            problem = sha256_problem(file, manifest) if manifest else None
+            checks.append(FileCheck(shown(file), None, None,
+                                    [f"{shown(file)}: {problem}"] if problem else []))
         else:
-            missing = f"{shown(file)}: listed in {MANIFEST} but missing"
-            checks.append(FileCheck(shown(file), name, None, [missing]))
-    if not data:
-        manifest_check.problems.append(f"{shown(folder / MANIFEST)}: no data files (*.jsonl)")
-    lines = sum(check.lines or 0 for check in checks[1:])
-    if manifest and manifest["counts"]["records"] != lines:
-        manifest_check.problems.append(
-            f"{manifest_check.name}: counts.records is {manifest['counts']['records']} but the "
-            f"data files hold {lines} lines")
+            check = _check_jsonl(file, shown(file), _table_schema(name, table), manifest)
+            if check.lines == 0:
+                check.problems.append(f"{shown(file)}: holds no records")
+            lines[table] = lines.get(table, 0) + (check.lines or 0)
+            checks.append(check)
+    if DATA not in lines:
+        manifest_check.problems.append(f"{shown(folder / MANIFEST)}: no data files (data-*.jsonl)")
+    if manifest:
+        tables = set(load_task(manifest["artifact"]).tables) if _artifact(manifest) else set()
+        for table in sorted({DATA, *tables, *lines} - {None}):
+            key = "records" if table == DATA else table
+            recorded = manifest["counts"].get(key)
+            if recorded != lines.get(table, 0):
+                manifest_check.problems.append(
+                    f"{manifest_check.name}: counts.{key} is {recorded} but the {table} files "
+                    f"hold {lines.get(table, 0)} lines")
     card = FileCheck(shown(folder / CARD))
     if not (folder / CARD).is_file():
         card.problems.append(f"{card.name}: missing (the dataset card)")
-    elif _artifact(manifest) and data and not any(check.problems for check in checks):
+    elif _artifact(manifest) and DATA in lines and not any(c.problems for c in checks):
         _check_statistics(folder, manifest, manifest_check, card)
     return [*checks, card]
+
+
+def _table_schema(name: str | None, table: str) -> str | None:
+    """The schema of `table`'s records when the data's schema is `name`."""
+    if name is None:
+        return None
+    schema = table_schema(name, table)
+    return schema if schema in schema_names() else None
 
 
 def _check_statistics(folder: Path, manifest: dict, manifest_check: FileCheck,
@@ -151,7 +174,7 @@ def _read_manifest(path: Path, check: FileCheck) -> dict | None:
 
 
 def _check_jsonl(file: Path, shown: str, schema: str | None, manifest: dict | None) -> FileCheck:
-    check = FileCheck(shown, schema, 0)
+    check = FileCheck(shown, schema, 0 if schema else None)
     if manifest and (problem := sha256_problem(file, manifest)):
         check.problems.append(f"{shown}: {problem}")
     if schema is None:

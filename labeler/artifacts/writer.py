@@ -1,10 +1,13 @@
 """Writing artifact version folders: shard by shard, resumable, appearing all at once.
 
 A version is written in a hidden folder beside its target, `.v<N>.<build id>.partial/`, one
-data file per shard (`data-00000.jsonl`, ...), each renamed into place only when complete, so a
-killed build that starts again with the same build id finds its finished shards there. When
-every shard is written, the manifest and card are added and the folder is renamed to `v<N>/`:
-the version appears complete or not at all, and is never overwritten.
+file per shard and table (`data-00000.jsonl`, and e.g. `pairs-00000.jsonl` for a task with a
+second table), each renamed into place only when complete, so a killed build that starts again
+with the same build id finds its finished shards there. A task whose final records depend on
+the whole build (SEER's weights) first stages each labelled shard (`.labelled/00000.jsonl`)
+and writes its tables once all are labelled. When every shard is written, the task's extra
+files, the manifest and the card are added and the folder is renamed to `v<N>/`: the version
+appears complete or not at all, and is never overwritten.
 """
 
 from __future__ import annotations
@@ -14,14 +17,22 @@ import os
 import re
 import shutil
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from functools import partial
 from pathlib import Path
 
 import jsonlines
 
 from labeler.artifacts.card import render_card
-from labeler.artifacts.manifest import CARD, MANIFEST, build_manifest, data_file, data_files
+from labeler.artifacts.manifest import (
+    CARD,
+    DATA,
+    MANIFEST,
+    build_manifest,
+    data_file,
+    data_files,
+    table_schema,
+)
 from labeler.artifacts.schema import schema_problems
 from labeler.errors import ArtifactError, InputError
 from labeler.formats import read_jsonl
@@ -32,6 +43,8 @@ from labeler.tasks import load_task
 _DUMPS = partial(json.dumps, ensure_ascii=False, allow_nan=False)
 #: an unfinished version's folder: `.v<version>.<build id: 32 hex digits>.partial`
 _PARTIAL = re.compile(r"\.v(?P<version>.+)\.(?P<build>[0-9a-f]{32})\.partial")
+#: the folder inside a partial version holding the labelled shards of a settling task
+_LABELLED = ".labelled"
 
 
 class VersionWriter:
@@ -54,40 +67,66 @@ class VersionWriter:
         self.staging = self.target.parent / f".{self.target.name}.{build_id}.partial"
 
     def completed(self) -> set[int]:
-        """Indices of the shards already written."""
-        if not self.staging.is_dir():
-            return set()
-        return {int(m.group(1)) for p in self.staging.iterdir()
-                if (m := re.fullmatch(r"data-(\d+)\.jsonl", p.name))}
+        """Indices of the shards whose tables are written."""
+        return _indices(self.staging, r"data-(\d+)\.jsonl")
 
-    def write_shard(self, index: int, records: Iterable[dict]) -> int:
-        """Check every record against the schema and write the shard's file; its count.
+    def labelled(self) -> set[int]:
+        """Indices of the shards staged with `stage`."""
+        return _indices(self.staging / _LABELLED, r"(\d+)\.jsonl")
+
+    def stage(self, index: int, records: Iterable[dict]) -> int:
+        """Keep one shard's labelled records until the whole build is labelled (for a task that
+        settles build-level values before writing its tables); their count."""
+        return self._write(self.staging / _LABELLED / f"{index:05d}.jsonl", records, None)
+
+    def staged(self, index: int | None = None) -> Iterator[dict]:
+        """The staged records of shard `index`, or of every staged shard in order."""
+        indices = sorted(self.labelled()) if index is None else [index]
+        for i in indices:
+            for _, record in read_jsonl(self.staging / _LABELLED / f"{i:05d}.jsonl"):
+                yield record
+
+    def write_shard(self, index: int, tables: Iterable[dict] | Mapping[str, Iterable[dict]]
+                    ) -> int:
+        """Check every record against its table's schema and write the shard's files; the count
+        of its data records. `tables` is the data records, or {table: records} with "data".
 
         The first invalid record raises InputError naming the file, line and field; nothing
-        of that shard is kept.
+        of that shard is kept. The data file is written last: it marks the shard complete.
         """
-        self.staging.parent.mkdir(parents=True, exist_ok=True)
-        self.staging.mkdir(exist_ok=True)
-        name = data_file(index)
+        if not isinstance(tables, Mapping):
+            tables = {DATA: tables}
+        if DATA not in tables:
+            raise ValueError(f"a shard's tables must include '{DATA}', got {sorted(tables)}")
+        for table in sorted(tables, key=lambda t: t == DATA):
+            count = self._write(self.staging / data_file(index, table), tables[table],
+                                table_schema(self.artifact, table))
+        return count
+
+    def _write(self, path: Path, records: Iterable[dict], schema: str | None) -> int:
+        path.parent.mkdir(parents=True, exist_ok=True)
         count = 0
-        with atomic_file(self.staging / name) as f:
+        with atomic_file(path) as f:
             writer = jsonlines.Writer(f, dumps=_DUMPS)
             for count, record in enumerate(records, 1):
-                found = schema_problems(record, self.artifact)
+                found = schema_problems(record, schema) if schema else None
                 if found:
                     field, message = found[0]
-                    raise InputError(message, path=name, line_no=count, field_name=field or None)
+                    raise InputError(message, path=path.name, line_no=count,
+                                     field_name=field or None)
                 try:
                     writer.write(record)
                 except ValueError as exc:  # NaN or infinity: not JSON
-                    raise InputError(f"not valid JSON: {exc}", path=name, line_no=count) from exc
+                    raise InputError(f"not valid JSON: {exc}", path=path.name,
+                                     line_no=count) from exc
             f.flush()
             os.fsync(f.fileno())
         return count
 
     def finish(self, manifest: dict) -> Path:
-        """Add manifest.json (statistics recomputed from the written records) and README.md,
-        then rename the folder to its version; returns the version folder."""
+        """Add the task's extra files, manifest.json (counts and statistics recomputed from
+        the written records) and README.md, then rename the folder to its version; returns
+        the version folder."""
         files = data_files(self.staging) if self.staging.is_dir() else []
         if not files:
             raise ArtifactError("no records were written", path=str(self.target))
@@ -103,8 +142,23 @@ class VersionWriter:
                     yield record
 
         stats = task.statistics(records())
-        final = build_manifest(manifest, **names, records=counted[0],
-                               files={f.name: file_sha256(f) for f in files}, stats=stats)
+        counts = {table: sum(1 for f in data_files(self.staging, table) for _ in read_jsonl(f))
+                  for table in task.tables}
+
+        def read(table: str) -> Iterator[dict]:
+            for file in data_files(self.staging, table):
+                for _, record in read_jsonl(file):
+                    yield record
+
+        for name, text in task.attachments(read).items():
+            _write_text(self.staging / name, text)
+        shutil.rmtree(self.staging / _LABELLED, ignore_errors=True)
+        listed = sorted(p for p in self.staging.iterdir()
+                        if p.is_file() and not p.name.startswith(".")
+                        and p.name not in (MANIFEST, CARD))
+        final = build_manifest({**manifest, "counts": {**manifest.get("counts", {}), **counts}},
+                               **names, records=counted[0],
+                               files={f.name: file_sha256(f) for f in listed}, stats=stats)
         _write_text(self.staging / MANIFEST, json.dumps(final, indent=2, ensure_ascii=False) + "\n")
         _write_text(self.staging / CARD, render_card(final, task.metadata,
                                                       task.card_context(final)))
@@ -187,6 +241,12 @@ def _partial_of(parent: Path, build_id: str, version: str | None) -> str | None:
         if m and m["build"] == build_id and version in (None, m["version"]):
             return m["version"]
     return None
+
+
+def _indices(folder: Path, pattern: str) -> set[int]:
+    if not folder.is_dir():
+        return set()
+    return {int(m.group(1)) for p in folder.iterdir() if (m := re.fullmatch(pattern, p.name))}
 
 
 def _write_text(path: Path, text: str) -> None:

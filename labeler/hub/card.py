@@ -27,20 +27,17 @@ def merge_card(existing: str | None, versions: list[Version], repo: str) -> str:
     card = DatasetCard(existing) if existing else DatasetCard(_new_card(repo))
     configs = list(card.data.get("configs") or [])
     for version in versions:
-        entry = {
-            "config_name": version.config,
-            "data_files": [
-                {"split": "train", "path": f"{version.prefix}/{name}"}
-                for name in version.data_files
-            ],
-        }
-        at = next(
-            (i for i, c in enumerate(configs) if c.get("config_name") == version.config), None
-        )
-        if at is None:
-            configs.append(entry)
-        else:
-            configs[at] = entry
+        for name, files in version.configs.items():
+            entry = {
+                "config_name": name,
+                "data_files": [{"split": "train", "path": f"{version.prefix}/{file}"}
+                               for file in files],
+            }
+            at = next((i for i, c in enumerate(configs) if c.get("config_name") == name), None)
+            if at is None:
+                configs.append(entry)
+            else:
+                configs[at] = entry
         _merge_metadata(
             card, DatasetCard((version.folder / "README.md").read_text(encoding="utf-8"))
         )

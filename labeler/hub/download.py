@@ -70,7 +70,7 @@ def _folder(remote: Remote, commit: str, config: str | None, revision: str | Non
         tagged = revision.rsplit(".v", 1)[0] if revision and ".v" in revision else None
         if tagged in ours:
             config = tagged
-        elif len(ours) == 1:
+        elif len(set(ours.values())) == 1:  # one version (its tables' configs share it)
             config = next(iter(ours))
         else:
             raise HubError(

@@ -6,6 +6,10 @@ path in the dataset repo. Its config and tag are
     config  = "<artifact>.<dataset>.<llm>"          e.g. utility.nq.llama3.1-8b
     tag     = "<config>.v<version>"                 e.g. utility.nq.llama3.1-8b.v1
 
+An artifact with a second table (SEER's pairs) has one more config per table, named
+"<artifact>-<table>.<dataset>.<llm>" (seer-pairs.nq.llama3.1-8b), each pointing at its own
+files of the same folder, so `load_dataset(repo, config)` loads one table.
+
 Dots separate the parts because the names themselves may hold "-" (msmarco-fqa, llama3.1-8b).
 The Hub takes dots in config names (wikimedia/wikipedia has "20231101.en"); `datasets` refuses
 only ``<>:/\\|?*``, and the folder-name rule (letters, digits, '.', '_', '+', '-') excludes those.
@@ -20,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from labeler.artifacts import verify_artifact
-from labeler.artifacts.manifest import MANIFEST, read_manifest
+from labeler.artifacts.manifest import DATA, MANIFEST, read_manifest, table_of
 from labeler.errors import HubError
 
 #: what git (and so the Hub) refuses in a ref name
@@ -36,7 +40,7 @@ class Version:
     dataset: str
     llm: str
     version: str
-    data_files: tuple[str, ...]  # data file names, as listed in manifest.json "files"
+    data_files: tuple[str, ...]  # file names, as listed in manifest.json "files"
 
     @classmethod
     def read(cls, folder: str | Path) -> Version:
@@ -61,6 +65,19 @@ class Version:
     @property
     def config(self) -> str:
         return f"{self.artifact}.{self.dataset}.{self.llm}"
+
+    @property
+    def configs(self) -> dict[str, list[str]]:
+        """Config name -> the file names of its table: `config` for the data, one more per
+        further table."""
+        found: dict[str, list[str]] = {}
+        for name in self.data_files:
+            table = table_of(name)
+            if table is not None:
+                config = self.config if table == DATA else \
+                    f"{self.artifact}-{table}.{self.dataset}.{self.llm}"
+                found.setdefault(config, []).append(name)
+        return found
 
     @property
     def tag(self) -> str:

@@ -6,12 +6,19 @@ checks that fail before any LLM work, `label(llm, shard) -> records`, `statistic
 pure function of what it wrote), the rows `labeler build` shows, its card metadata, and how
 `labeler score` reads one of its records as a reference. The base owns the LLM calls:
 batched, each distinct request asked once per shard, with a status line per kind of call.
+
+An artifact is one or more tables: "data" (one record per query) and the task's `tables`,
+each in its own files and loadable on its own. `derive` makes a shard's tables from its
+labelled records; a task whose tables depend on the whole build (SEER ranks by weights
+computed over every extraction) sets `settles` and computes those values in `settle`, which
+the build calls once every shard is labelled. `attachments` adds files made from the tables
+(e.g. a TREC run).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any, ClassVar
 
@@ -154,6 +161,12 @@ class Task(ABC):
     #: `labeler score` averages ranking metrics over the queries whose gold set is not empty
     #: (as the utility paper does), instead of over all queries (as trec_eval does)
     rank_nonempty_gold: ClassVar[bool] = False
+    #: tables beside "data", each written as `<table>-NNNNN.jsonl` per shard and following
+    #: schemas/<name>-<table>.schema.json
+    tables: ClassVar[tuple[str, ...]] = ()
+    #: whether `derive` needs `settle`'s values from the whole build (then every shard is
+    #: labelled and staged before any table is written)
+    settles: ClassVar[bool] = False
 
     def __init__(self, config: TaskConfig) -> None:
         if not isinstance(config, self.Config):
@@ -177,6 +190,21 @@ class Task(ABC):
     @abstractmethod
     def label(self, llm: Calls, shard: Shard) -> list[dict]:
         """One record per query of `shard`, in order, matching schemas/<name>.schema.json."""
+
+    def settle(self, records: Iterable[dict]) -> dict:
+        """What the whole build decides from every labelled record (e.g. SEER's criterion
+        weights), recorded in the manifest as `settled`; only called when `settles`."""
+        return {}
+
+    def derive(self, records: list[dict], settled: dict) -> dict[str, list[dict]]:
+        """One shard's tables from its labelled records: {"data": ..., and one per `tables`}."""
+        return {"data": records}
+
+    @staticmethod
+    def attachments(read: Callable[[str], Iterator[dict]]) -> dict[str, str]:
+        """Extra files of a version, {file name: text}, made from its tables once all are
+        written (`read(table)` yields a table's records in shard order)."""
+        return {}
 
     @staticmethod
     @abstractmethod

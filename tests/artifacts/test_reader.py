@@ -34,7 +34,7 @@ def test_tampered_data_file_is_detected(write, records):
 def test_missing_and_unlisted_data_files_are_named(write, records):
     path = write(records)
     (path / "extra.jsonl").write_text(json.dumps(records[0]) + "\n", encoding="utf-8")
-    with pytest.raises(ArtifactError, match=r"extra\.jsonl: data file not listed in manifest"):
+    with pytest.raises(ArtifactError, match=r"extra\.jsonl: file not listed in manifest"):
         verify_artifact(path)
 
     (path / "extra.jsonl").unlink()
