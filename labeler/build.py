@@ -75,6 +75,8 @@ def build(
                              f"both '{model.alias}': their artifacts would share one folder",
                              field_name="llm", hint="name each model once")
         loaded[model.alias] = (llm, model)
+        for name in task.extra_models().values():  # a model that cannot load fails now
+            replace(llm, name=name).load(cache_dir)
     extractor = None
     if config.answer_extractor:  # runs with the first LLM's backend settings
         extractor_config = replace(llms[0], name=config.answer_extractor)
@@ -96,6 +98,8 @@ def build(
                                version=version, build_id=_build_id(manifest, model.key()))
         check_caller_manifest(manifest, artifact=artifact, dataset=folder, llm=alias,
                               version=writer.version)
+        for stale, why in writer.abandoned():
+            info(f"{stale}: {why}")
         writers.append((llm, writer, manifest))
     if extractor is not None:  # after the cheap checks, before retrieval and labelling
         source.queries = answer_extraction.extract_answers(Calls(extractor), source.queries)

@@ -58,3 +58,23 @@ def smollm():
     from labeler.llm import load_backend
 
     return load_backend("smollm2-135m", backend="hf", use_cache=False)
+
+
+@pytest.fixture
+def loads(smollm, monkeypatch):
+    """Every backend `labeler build` loads, in order; a name of the bundled SmolLM2 gets the
+    session's model behind the real call cache (not reloaded), any other the real loader."""
+    import labeler.llm
+    from labeler.llm.cache import CachedBackend
+    from labeler.llm.models import resolve_model
+
+    made, real = [], labeler.llm.load_backend
+
+    def load(name, **options):
+        if resolve_model(name).model_id != smollm.model_id:
+            return real(name, **options)
+        made.append(CachedBackend(smollm, cache_dir=options.get("cache_dir")))
+        return made[-1]
+
+    monkeypatch.setattr(labeler.llm, "load_backend", load)
+    return made

@@ -17,8 +17,8 @@ from click.testing import CliRunner
 from labeler.artifacts import load_artifact, validate_path
 from labeler.cli import cli
 from labeler.errors import ArtifactError, InputError, ModelLoadError, UnknownNameError
-from labeler.llm import LoglikelihoodRequest, resolve_model
-from labeler.llm.cache import CachedBackend, cache_stats
+from labeler.llm import LoglikelihoodRequest
+from labeler.llm.cache import cache_stats
 from labeler.metrics import has_answer
 from labeler.sources import Passage, load_source
 from labeler.tasks import utility
@@ -33,24 +33,6 @@ def calls(tmp_path_factory) -> Path:
     """One call cache (--cache-dir) for this module: the hgp build reuses the rp build's answers
     for the same queries and gold passages instead of recomputing them."""
     return tmp_path_factory.mktemp("calls")
-
-
-@pytest.fixture
-def loads(smollm, monkeypatch):
-    """Every backend `labeler build` loads, in order; a name of the bundled SmolLM2 gets the
-    session's model behind the real call cache (not reloaded), any other the real loader."""
-    import labeler.llm
-
-    made, real = [], labeler.llm.load_backend
-
-    def load(name, **options):
-        if resolve_model(name).model_id != smollm.model_id:
-            return real(name, **options)
-        made.append(CachedBackend(smollm, cache_dir=options.get("cache_dir")))
-        return made[-1]
-
-    monkeypatch.setattr(labeler.llm, "load_backend", load)
-    return made
 
 
 def _computed(cache_dir: Path) -> int:
@@ -338,9 +320,14 @@ def test_a_build_killed_in_its_third_shard_resumes_to_the_same_data(tmp_path, lo
     assert sorted(p.name for p in partial.glob("data-*.jsonl")) == [
         "data-00000.jsonl", "data-00001.jsonl"]
     assert not (llm_dir / "v1").exists()
+    shown = partial.relative_to(out).as_posix()
+    assert validate_path(out) == [  # the parent's check names the abandoned folder
+        f"{shown}: an unfinished build whose writer is gone (its writer, process {first.pid}, "
+        "has ended): rerun its command to resume it, or delete the folder"]
 
     rerun = subprocess.run(job, capture_output=True, text=True, timeout=600, check=False)
     assert rerun.returncode == 0, rerun.stderr
+    assert not [p for p in (llm_dir / "v1").iterdir() if p.name.startswith(".")]
     said = " ".join(rerun.stderr.split())  # rich wraps lines at the terminal width
     assert "resuming" in said and "2 of 4 shards already written" in said
     stats = cache_stats(cache)

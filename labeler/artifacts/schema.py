@@ -6,8 +6,10 @@ from collections import deque
 from functools import cache
 
 from jsonschema import Draft202012Validator, ValidationError
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
 
-from labeler.resources import load_schema
+from labeler.resources import load_schema, schema_names
 
 
 def schema_problems(record: object, schema: str) -> list[tuple[str, str]]:
@@ -26,7 +28,17 @@ def schema_problems(record: object, schema: str) -> list[tuple[str, str]]:
 def _validator(schema: str) -> Draft202012Validator:
     spec = load_schema(schema)
     Draft202012Validator.check_schema(spec)
-    return Draft202012Validator(spec)
+    return Draft202012Validator(spec, registry=_registry())
+
+
+@cache
+def _registry() -> Registry:
+    """Every shipped schema by its `$id`, so one may refer to another's definitions
+    (seer-pairs uses seer's scores)."""
+    specs = [load_schema(name) for name in schema_names()]
+    return Registry().with_resources(
+        (spec["$id"], Resource.from_contents(spec, default_specification=DRAFT202012))
+        for spec in specs if "$id" in spec)
 
 
 def _field(error: ValidationError) -> str:

@@ -11,6 +11,7 @@ from labeler.artifacts.card import render_card
 from labeler.artifacts.manifest import CARD, DATA, MANIFEST, data_files, table_of, table_schema
 from labeler.artifacts.reader import sha256_problem
 from labeler.artifacts.schema import schema_problems
+from labeler.artifacts.writer import abandoned_partials
 from labeler.errors import ArtifactError
 from labeler.formats import jsonl_lines, read_jsonl
 from labeler.progress import progress_bar
@@ -59,9 +60,12 @@ def check_path(path: str | Path, *, schema: str | None = None) -> list[FileCheck
         m.parent for m in path.rglob(MANIFEST)
         if not any(part.startswith(".") for part in m.relative_to(path).parts)
     )
-    if (path / MANIFEST).is_file() or not folders:
+    stale = [FileCheck(shown, problems=[f"{shown}: {why}"])
+             for folder, why in abandoned_partials(path)
+             if (shown := folder.relative_to(path).as_posix())]
+    if (path / MANIFEST).is_file() or not (folders or stale):
         folders = [path]
-    return [check for folder in folders for check in _check_folder(folder, path, schema)]
+    return [check for folder in folders for check in _check_folder(folder, path, schema)] + stale
 
 
 def _check_folder(folder: Path, root: Path, schema: str | None) -> list[FileCheck]:

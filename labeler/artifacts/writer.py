@@ -16,6 +16,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from functools import partial
@@ -45,6 +46,8 @@ _DUMPS = partial(json.dumps, ensure_ascii=False, allow_nan=False)
 _PARTIAL = re.compile(r"\.v(?P<version>.+)\.(?P<build>[0-9a-f]{32})\.partial")
 #: the folder inside a partial version holding the labelled shards of a settling task
 _LABELLED = ".labelled"
+#: in a partial version: who writes it ({"pid", "host"}), to tell an abandoned one
+_OWNER = ".writer.json"
 
 
 class VersionWriter:
@@ -65,6 +68,25 @@ class VersionWriter:
                                    version=resumed or version)
         self.version = self.target.name[1:]
         self.staging = self.target.parent / f".{self.target.name}.{build_id}.partial"
+        self._claimed = False
+
+    def abandoned(self) -> list[tuple[Path, str]]:
+        """The other unfinished builds beside this one whose writer is gone (see
+        `abandoned_partials`)."""
+        return [(p, why) for p, why in abandoned_partials(self.target.parent)
+                if p != self.staging]
+
+    def _claim(self) -> None:
+        """Record this process as the folder's writer, and remove the temp files a killed
+        writer left in it."""
+        if self._claimed:
+            return
+        self.staging.mkdir(parents=True, exist_ok=True)
+        for tmp in self.staging.rglob(".*.tmp"):
+            tmp.unlink(missing_ok=True)
+        _write_text(self.staging / _OWNER, json.dumps({"pid": os.getpid(),
+                                                       "host": socket.gethostname()}))
+        self._claimed = True
 
     def completed(self) -> set[int]:
         """Indices of the shards whose tables are written."""
@@ -104,6 +126,7 @@ class VersionWriter:
         return count
 
     def _write(self, path: Path, records: Iterable[dict], schema: str | None) -> int:
+        self._claim()
         path.parent.mkdir(parents=True, exist_ok=True)
         count = 0
         with atomic_file(path) as f:
@@ -153,6 +176,7 @@ class VersionWriter:
         for name, text in task.attachments(read).items():
             _write_text(self.staging / name, text)
         shutil.rmtree(self.staging / _LABELLED, ignore_errors=True)
+        (self.staging / _OWNER).unlink(missing_ok=True)
         listed = sorted(p for p in self.staging.iterdir()
                         if p.is_file() and not p.name.startswith(".")
                         and p.name not in (MANIFEST, CARD))
@@ -230,6 +254,37 @@ def artifact_dir(
     if target.exists():
         raise _exists(target)
     return target
+
+
+def abandoned_partials(root: Path) -> list[tuple[Path, str]]:
+    """Unfinished version folders under `root` whose writer is gone, each with a line saying
+    why (its process no longer runs on this machine, or it names no writer) and what to do:
+    a build with the same settings resumes one; nothing else ever finishes it."""
+    found = []
+    for folder in sorted(root.rglob(".v*.partial")) if root.is_dir() else []:
+        if not (folder.is_dir() and _PARTIAL.fullmatch(folder.name)):
+            continue
+        try:
+            owner = json.loads((folder / _OWNER).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            found.append((folder, "it names no writer"))
+            continue
+        if owner.get("host") == socket.gethostname() and not _running(owner.get("pid")):
+            found.append((folder, f"its writer, process {owner.get('pid')}, has ended"))
+    return [(folder, (f"an unfinished build whose writer is gone ({why}): rerun its command to "
+                     "resume it, or delete the folder")) for folder, why in found]
+
+
+def _running(pid: object) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def _partial_of(parent: Path, build_id: str, version: str | None) -> str | None:

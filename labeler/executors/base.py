@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from labeler.llm.base import Backend
 from labeler.llm.config import LLMConfig
@@ -30,6 +30,11 @@ class Job:
 
     def load_model(self) -> Backend:
         return self.llm.load(self.cache_dir)
+
+    def load_extra_models(self, task: Task) -> dict[str, Backend]:
+        """The task's `extra_models` by role, loaded with this job's backend settings."""
+        return {role: replace(self.llm, name=name).load(self.cache_dir)
+                for role, name in task.extra_models().items()}
 
 
 class Executor(ABC):

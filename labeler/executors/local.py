@@ -16,5 +16,6 @@ class LocalExecutor(Executor):
         if not shards:
             return
         task, model = job.make_task(), job.load_model()
+        models = job.load_extra_models(task)
         for shard in track(shards, f"{job.task} shards for {model.alias}"):
-            yield shard, task.run(model, shard)
+            yield shard, task.run(model, shard, models)

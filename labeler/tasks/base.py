@@ -18,7 +18,7 @@ the build calls once every shard is labelled. `attachments` adds files made from
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any, ClassVar
 
@@ -183,8 +183,15 @@ class Task(ABC):
                              field_name="dataset")
         return dict(self.prompts)
 
-    def run(self, backend: Backend, shard: Shard) -> list[dict]:
-        """The records of one shard, one per query in order, through the base's calls."""
+    def extra_models(self) -> dict[str, str]:
+        """Models the task asks besides the build's LLM, {role: model name} (e.g. SEER's
+        extractor); each is loaded with the LLM's backend settings and given to `run`."""
+        return {}
+
+    def run(self, backend: Backend, shard: Shard,
+            models: Mapping[str, Backend] | None = None) -> list[dict]:
+        """The records of one shard, one per query in order, through the base's calls;
+        `models` holds the `extra_models` by role."""
         return self.label(Calls(backend), shard)
 
     @abstractmethod
