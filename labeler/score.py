@@ -26,6 +26,7 @@ import numpy as np
 from labeler.errors import InputError, UnknownNameError
 from labeler.formats import Qrels, is_jsonl
 from labeler.llm.config import LLMConfig
+from labeler.metrics.experts import DEFAULT_FAITHFULNESS, faithfulness_spec, load_experts
 from labeler.metrics.extraction import extraction_metrics
 from labeler.metrics.ranking import rank_metrics
 from labeler.metrics.selection import selection_metrics
@@ -108,6 +109,8 @@ def score(
     baseline: str | Path | None = None,
     include_empty: bool = False,
     llm: LLMConfig | None = None,
+    faithfulness: str = DEFAULT_FAITHFULNESS,
+    sbert: str | None = None,
     cache_dir: str | Path | None = None,
 ) -> Report:
     """Read, check and score `submission` (and `baseline`, paired) against `against`.
@@ -116,8 +119,10 @@ def score(
     (trec_eval -c); "skip" leaves them out. A ranking against a reference that averages over
     non-empty gold (a utility artifact) leaves out the queries with empty gold, counted as
     `empty_gold_left_out`, unless `include_empty`; against qrels every query counts. `llm`
-    (extraction only) loads that model to count tokens and compute SEER's helpfulness and
-    faithfulness. Every input is read and checked before any model is loaded.
+    (extraction only) loads that model to count tokens and run SEER's three experts with it
+    as the generator: faithfulness by the scorer `faithfulness` names (labeler.metrics.experts),
+    helpfulness, and conciseness with the SBERT model `sbert` (default the bundled MiniLM).
+    Every input is read and checked before any model is loaded.
     """
     if missing not in MISSING:
         raise UnknownNameError("--missing policy", missing, list(MISSING))
@@ -137,9 +142,12 @@ def score(
         raise InputError(f"--include-empty applies to rankings only, this is a {sub.kind} (a "
                          "selection already scores empty-gold queries, as accuracy)",
                          field_name="include_empty")
+    faithfulness_spec(faithfulness)
+    experts = None if llm is None else load_experts(faithfulness, sbert=sbert)
     model = None if llm is None else llm.load(cache_dir)
     with gc_paused() if model is None else nullcontext():
-        options = {"ks": ks, "missing": missing, "include_empty": include_empty, "model": model}
+        options = {"ks": ks, "missing": missing, "include_empty": include_empty, "model": model,
+                   "experts": experts}
         report = _report(sub, reference, **options)
         if base is not None:
             report.baseline = _report(base, reference, **options)
@@ -148,7 +156,7 @@ def score(
 
 
 def _report(sub: Submission, ref: Reference, *, ks, missing: str, include_empty: bool,
-            model) -> Report:
+            model, experts) -> Report:
     considered = ref.qids
     if sub.kind == "ranking" and ref.rank_nonempty_gold and not include_empty:
         considered = [q for q in considered if ref.gold[q]]
@@ -173,7 +181,9 @@ def _report(sub: Submission, ref: Reference, *, ks, missing: str, include_empty:
             questions=[r["question"] for r in records],
             answers=[r["answers"] for r in records],
             passages=[[f"{c['title']} {c['text']}" for c in r["candidates"]] for r in records],
+            qids=qids,
             backend=model,
+            experts=experts,
         )
         summary = {name: float(v.mean()) if v.size else math.nan for name, v in per_query.items()}
     return Report(sub.kind, sub.path, ref.source, qids, absent, per_query, summary, counts,

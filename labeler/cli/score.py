@@ -61,7 +61,7 @@ def score(submission: Path, against: str, kind: str | None, ks: tuple[int, ...],
     with a gold utilitarian passage only, as the utility paper does (--include-empty: over
     all); selections as the utility paper does (P, R and F1 over queries with gold, accuracy
     on the others); extractions by length, answer coverage and, with --llm, SEER's
-    helpfulness and faithfulness.
+    faithfulness (the model as judge), helpfulness and conciseness.
     """
     report = score_submission(
         submission, against, kind=kind, ks=ks, missing=missing, lenient=lenient,

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from labeler.llm.base import Backend
 from labeler.metrics.answers import has_answer
-from labeler.metrics.experts import Extraction, faithfulness, helpfulness
+from labeler.metrics.experts import EXPERTS, Extraction
+
+if TYPE_CHECKING:
+    from labeler.metrics.experts import Experts
 
 
 def extraction_metrics(
@@ -17,31 +21,40 @@ def extraction_metrics(
     questions: Sequence[str],
     answers: Sequence[Sequence[str]],
     passages: Sequence[Sequence[str]],
+    qids: Sequence[str] | None = None,
     backend: Backend | None = None,
+    experts: Experts | None = None,
 ) -> dict[str, np.ndarray]:
-    """Per-query ``tokens``, ``answer_coverage`` and, with a backend, ``helpfulness`` and
-    ``faithfulness`` (see labeler.metrics.experts); parallel sequences, one item a query.
+    """Per-query ``tokens``, ``answer_coverage`` and, with experts (which need the backend),
+    ``faithfulness``, ``helpfulness`` and ``conciseness`` (see labeler.metrics.experts);
+    parallel sequences, one item a query, `qids` naming each in an error.
 
     tokens = evidence length in the backend's tokens, else in whitespace-separated words;
-    answer_coverage = 1 iff some gold answer occurs in the evidence (has_answer). Helpfulness
-    uses the first gold answer. Evidence None (a query not submitted) scores 0 everywhere.
+    answer_coverage = 1 iff some gold answer occurs in the evidence (has_answer). The experts
+    use the first gold answer and the backend as the generator, through one `Calls`. Evidence
+    None (a query not submitted) scores 0 everywhere.
 
     >>> m = extraction_metrics(["Paris is in France."], questions=["Capital of France?"],
     ...                        answers=[["Paris"]], passages=[["Paris is the capital."]])
     >>> float(m["tokens"][0]), float(m["answer_coverage"][0])
     (4.0, 1.0)
     """
+    if experts is not None and backend is None:
+        raise TypeError("the experts need a backend: the generator they score with")
     present = [i for i, e in enumerate(evidence) if e is not None]
     texts = [evidence[i] for i in present]
-    out = {name: np.zeros(len(evidence)) for name in _names(backend)}
+    names = ["tokens", "answer_coverage"] + (list(EXPERTS) if experts is not None else [])
+    out = {name: np.zeros(len(evidence)) for name in names}
     out["tokens"][present] = token_counts(texts, backend)
     out["answer_coverage"][present] = [float(has_answer(t, answers[i])) for t, i in
                                        zip(texts, present)]
-    if backend is not None and present:
-        items = [Extraction(questions[i], answers[i][0], evidence[i], tuple(passages[i]))
-                 for i in present]
-        out["helpfulness"][present] = helpfulness(backend, items)
-        out["faithfulness"][present] = faithfulness(backend, items)
+    if experts is not None and present:
+        from labeler.tasks.base import Calls
+
+        items = [Extraction(questions[i], answers[i][0], evidence[i], tuple(passages[i]),
+                            qid="" if qids is None else qids[i]) for i in present]
+        for name, values in experts.score(Calls(backend), items).items():
+            out[name][present] = values
     return out
 
 
@@ -51,8 +64,3 @@ def token_counts(texts: Sequence[str], backend: Backend | None = None) -> np.nda
     if backend is None:
         return np.array([len(t.split()) for t in texts], dtype=np.float64)
     return np.array(backend.count_tokens(list(texts)), dtype=np.float64)
-
-
-def _names(backend: Backend | None) -> list[str]:
-    base = ["tokens", "answer_coverage"]
-    return base + ["helpfulness", "faithfulness"] if backend is not None else base

@@ -1,17 +1,29 @@
-"""SEER's experts: arithmetic and batching with the scripted backend, then the real SmolLM2."""
+"""SEER's experts: arithmetic and batching with the scripted backend, the faithfulness
+registry, then the real SmolLM2."""
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
 import pytest
-from scipy.special import expit
 from scripted import ScriptedBackend
 
+from labeler.errors import InputError, PromptTooLongError, UnknownNameError
 from labeler.llm.base import yes_probability
-from labeler.metrics.experts import ANSWER_PREFIX, Extraction, faithfulness, helpfulness
+from labeler.metrics.experts import (
+    ANSWER_PREFIX,
+    TEMPLATES,
+    Extraction,
+    LLMJudge,
+    faithfulness_spec,
+    helpfulness,
+    load_faithfulness,
+    sigmoid,
+)
+from labeler.tasks.base import Calls
 
 FIXTURES = Path(__file__).parents[1] / "score" / "fixtures"
 
@@ -19,8 +31,8 @@ FIXTURES = Path(__file__).parents[1] / "score" / "fixtures"
 def _items():
     q = "who sings does he love me with reba"
     return [
-        Extraction(q, "Linda Davis", "sung with Linda Davis", ("Does He Love You ...",)),
-        Extraction(q, "Linda Davis", "a song", ("Does He Love You ...",)),
+        Extraction(q, "Linda Davis", "sung with Linda Davis", ("Does He Love You ...",), qid="q1"),
+        Extraction(q, "Linda Davis", "a song", ("Does He Love You ...",), qid="q1"),
     ]
 
 
@@ -31,19 +43,38 @@ def test_helpfulness_is_sigmoid_of_the_loglikelihood_gain_in_one_batched_call():
         return -1.0 if "Linda Davis" in prompt else (-2.5 if "Evidence" in prompt else -3.0)
 
     backend = ScriptedBackend(loglik=loglik)
-    got = helpfulness(backend, items)
-    np.testing.assert_allclose(got, expit([2.0, 0.5]), rtol=0, atol=1e-15)
-    # one batch: 2 with evidence + 1 shared closed-book
+    got = helpfulness(Calls(backend), items)
+    # σ(−1 − (−3)) = 1 / (1 + e^−2), σ(−2.5 − (−3)) = 1 / (1 + e^−0.5)
+    np.testing.assert_allclose(got, [1 / (1 + math.exp(-2)), 1 / (1 + math.exp(-0.5))],
+                               rtol=0, atol=1e-15)
+    # one batch: 2 with evidence + 1 closed-book request the two items share
     (batch,) = backend.batches("loglikelihood")
     assert len(batch) == 3
     assert {r.continuation for r in batch} == {"Linda Davis"}
 
 
-def test_faithfulness_is_p_yes_among_yes_and_no():
+def test_sigmoid_is_stable_at_the_extremes():
+    x = np.array([-1000.0, -30.0, -1.0, 0.0, 1.0, 30.0, 1000.0])
+    with np.errstate(over="raise"):  # e^1000 would overflow: the stable form never computes it
+        got = sigmoid(x)
+    np.testing.assert_allclose(got, [1 / (1 + math.exp(-v)) if v > -700 else 0.0 for v in x],
+                               rtol=1e-15, atol=0)
+    assert got[0] == 0.0 and got[-1] == 1.0
+
+
+def test_a_too_long_prompt_names_its_query():
+    items = _items()
+    backend = ScriptedBackend(loglik=lambda p, a: 0.0, max_context=10)
+    with pytest.raises(PromptTooLongError) as raised:
+        helpfulness(Calls(backend), items)
+    assert raised.value.name == "q1" and "the prompt for 'q1'" in str(raised.value)
+
+
+def test_llm_faithfulness_is_p_yes_among_yes_and_no():
     items = _items()
     answers = iter([{" yes": 0.3, " no": 0.1}, {" yes": 0.0, " no": 0.0}])
     backend = ScriptedBackend(probs=lambda prompt, choices: next(answers))
-    got = faithfulness(backend, items)
+    got = load_faithfulness("llm")(Calls(backend), items)
     np.testing.assert_allclose(got, [0.75, 0.5])  # no mass on either: undecided
     (requests,) = backend.batches("choice_probs")
     assert requests[0].prompt[-1].role == "assistant"
@@ -54,8 +85,45 @@ def test_faithfulness_is_p_yes_among_yes_and_no():
 
 def test_no_items_no_calls():
     backend = ScriptedBackend()
-    assert helpfulness(backend, []).size == 0 and faithfulness(backend, []).size == 0
+    assert helpfulness(Calls(backend), []).size == 0
+    assert LLMJudge()(Calls(backend), []).size == 0
     assert backend.calls == []
+
+
+@pytest.mark.parametrize(("spec", "parsed"), [
+    ("llm", ("llm", None)),
+    ("alignscore", ("alignscore", None)),
+    ("alignscore:yzha/AlignScore/AlignScore-base.ckpt",
+     ("alignscore", "yzha/AlignScore/AlignScore-base.ckpt")),
+    ("nli:cross-encoder/nli-deberta-v3-base", ("nli", "cross-encoder/nli-deberta-v3-base")),
+])
+def test_faithfulness_specs(spec, parsed):
+    assert faithfulness_spec(spec) == parsed
+
+
+def test_bad_faithfulness_specs_say_what_is_available():
+    with pytest.raises(UnknownNameError) as raised:
+        load_faithfulness("alignscor")
+    assert raised.value.line().startswith(
+        "unknown faithfulness scorer 'alignscor'. Did you mean 'alignscore'? "
+        "Available: llm, alignscore, nli")
+    with pytest.raises(InputError, match="names no model after the colon"):
+        load_faithfulness("nli:")
+    with pytest.raises(InputError, match="nli needs a model: nli:MODEL"):
+        load_faithfulness("nli")
+    with pytest.raises(InputError, match="is the generator itself and takes no model"):
+        load_faithfulness("llm:qwen")
+
+
+def test_templates_name_every_prompt_of_the_experts():
+    assert set(TEMPLATES) == {"helpfulness_with_evidence", "helpfulness_without_evidence",
+                              "faithfulness", "answer_prefix", "full_answer"}
+    assert "{question}" in TEMPLATES["full_answer"] and "{answer}" in TEMPLATES["full_answer"]
+
+
+def test_yes_probability_reads_the_named_choices_and_ignores_the_rest():
+    assert yes_probability({"Yes": 0.2, "No": 0.6, " maybe": 0.2}, yes="Yes", no="No") == 0.25
+    assert yes_probability({" yes": 0.0, " no": 0.0}) == 0.5
 
 
 @pytest.mark.slow
@@ -67,12 +135,9 @@ def test_real_model_prefers_evidence_with_the_answer(smollm):
     with_answer = next(p for p in passages if answer in p)
     sentence = next(s for s in with_answer.split(". ") if answer in s)
     without = next(p for p in passages if answer not in p).split(". ")[0]
-    items = [Extraction(record["question"], answer, e, passages) for e in (sentence, without)]
-    helpful, faithful = helpfulness(smollm, items), faithfulness(smollm, items)
+    items = [Extraction(record["question"], answer, e, passages, qid=record["qid"])
+             for e in (sentence, without)]
+    llm = Calls(smollm)
+    helpful, faithful = helpfulness(llm, items), LLMJudge()(llm, items)
     assert ((helpful > 0) & (helpful < 1)).all() and ((faithful > 0) & (faithful < 1)).all()
     assert helpful[0] > helpful[1]
-
-
-def test_yes_probability_reads_the_named_choices_and_ignores_the_rest():
-    assert yes_probability({"Yes": 0.2, "No": 0.6, " maybe": 0.2}, yes="Yes", no="No") == 0.25
-    assert yes_probability({" yes": 0.0, " no": 0.0}) == 0.5

@@ -234,5 +234,7 @@ def test_extraction_with_the_real_model(tmp_path, monkeypatch, smollm):
     assert counts[0] > len(evidence[0].split())  # model tokens, not words
     for row in rows:
         assert 0 < row["helpfulness"] < 1 and 0 < row["faithfulness"] < 1
+        assert -1 <= row["conciseness"] <= 1
     assert rows[0]["answer_coverage"] == 1.0 and rows[1]["answer_coverage"] == 0.0
-    assert set(report["metrics"]) == {"tokens", "answer_coverage", "helpfulness", "faithfulness"}
+    assert set(report["metrics"]) == {"tokens", "answer_coverage", "helpfulness", "faithfulness",
+                                      "conciseness"}
