@@ -26,7 +26,7 @@ import numpy as np
 from labeler.errors import InputError, UnknownNameError
 from labeler.formats import Qrels, is_jsonl
 from labeler.llm.config import LLMConfig
-from labeler.metrics.experts import DEFAULT_FAITHFULNESS, faithfulness_spec, load_experts
+from labeler.metrics.experts import DEFAULT_FAITHFULNESS, load_experts
 from labeler.metrics.extraction import extraction_metrics
 from labeler.metrics.ranking import rank_metrics
 from labeler.metrics.selection import selection_metrics
@@ -142,7 +142,6 @@ def score(
         raise InputError(f"--include-empty applies to rankings only, this is a {sub.kind} (a "
                          "selection already scores empty-gold queries, as accuracy)",
                          field_name="include_empty")
-    faithfulness_spec(faithfulness)
     experts = None if llm is None else load_experts(faithfulness, sbert=sbert)
     model = None if llm is None else llm.load(cache_dir)
     with gc_paused() if model is None else nullcontext():

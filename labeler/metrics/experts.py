@@ -140,7 +140,7 @@ class LLMJudge:
         if argument is not None:
             raise InputError(f"the llm faithfulness judge is the generator itself and takes no "
                              f"model, got 'llm:{argument}'", field_name="faithfulness",
-                             hint="pass --faithfulness llm")
+                             hint="use 'llm'")
 
     def __call__(self, llm: Calls, items: Sequence[Extraction]) -> np.ndarray:
         if not items:
@@ -214,22 +214,5 @@ def load_experts(faithfulness: str = DEFAULT_FAITHFULNESS, *, sbert: str | None 
                  ) -> Experts:
     """The three experts: the faithfulness scorer `faithfulness` names (`load_faithfulness`)
     and the SBERT model `sbert` (default the bundled all-MiniLM-L6-v2, `load_sbert`)."""
-    faithfulness_spec(faithfulness)  # a bad spec fails before any model loads
     return Experts(load_faithfulness(faithfulness), load_sbert(sbert))
 
-
-__all__ = [
-    "DEFAULT_FAITHFULNESS",
-    "EXPERTS",
-    "FAITHFULNESS_SCORERS",
-    "TEMPLATES",
-    "Experts",
-    "Extraction",
-    "Faithfulness",
-    "LLMJudge",
-    "faithfulness_spec",
-    "helpfulness",
-    "load_experts",
-    "load_faithfulness",
-    "sigmoid",
-]
