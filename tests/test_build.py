@@ -322,8 +322,8 @@ def test_a_build_killed_in_its_third_shard_resumes_to_the_same_data(tmp_path, lo
     assert not (llm_dir / "v1").exists()
     shown = partial.relative_to(out).as_posix()
     assert validate_path(out) == [  # the parent's check names the abandoned folder
-        f"{shown}: an unfinished build whose writer is gone (its writer, process {first.pid}, "
-        "has ended): rerun its command to resume it, or delete the folder"]
+        (f"{shown}: an unfinished build whose writer is gone (its writer, process {first.pid}, "
+        "has ended): rerun its command to resume it, or delete the folder")]
 
     rerun = subprocess.run(job, capture_output=True, text=True, timeout=600, check=False)
     assert rerun.returncode == 0, rerun.stderr

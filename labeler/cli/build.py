@@ -22,8 +22,8 @@ from labeler.tasks import TASKS
               help=f"What to label: {', '.join(TASKS)}.")
 @click.option("--pool", type=click.Choice(["rp", "hgp", "mcp"]), default="rp", show_default=True,
               help="rp: top-k retrieved; hgp: human gold; mcp: both, deduplicated.")
-@click.option("--k", type=click.IntRange(min=1), default=20, show_default=True,
-              help="Retrieved passages per query.")
+@click.option("--k", type=click.IntRange(min=1),
+              help="Retrieved passages per query [default: 20; seer: 5, as SEER].")
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first N queries.")
 @click.option("--backend", default="hf", show_default=True, help="LLM backend: hf or vllm.")
 @click.option("--batch-size", type=click.IntRange(min=1),
@@ -50,18 +50,37 @@ from labeler.tasks import TASKS
               help="utility: also record log P(gold answer | q, d) per candidate.")
 @click.option("--max-new-tokens", type=click.IntRange(min=1),
               help="utility: cap on each answer's new tokens [default: 256; the paper's code: "
-                   "4096]; answers that reach it are counted in the manifest and card.")
+                   "4096]; answers that reach it are counted in the manifest and card. seer: "
+                   "cap on each extraction [default: 256].")
 @click.option("--answer-extractor", metavar="MODEL",
               help="LLM that extracts entity answers from sentence answers first; required "
                    "for msmarco-fqa (the paper used qwen3-32b).")
+@click.option("--samples", type=click.IntRange(min=1),
+              help="seer: extractions sampled per query [default: 10].")
+@click.option("--extractor", metavar="MODEL",
+              help="seer: the LLM that extracts [default: the --llm; SEER's: llama2-7b-chat].")
+@click.option("--ngram", type=click.IntRange(min=1),
+              help="seer: word n-grams compared to find near-duplicates [default: 3].")
+@click.option("--duplicate-at", type=click.FloatRange(0, 1, min_open=True),
+              help="seer: n-gram Jaccard from which an extraction is a duplicate [default: 0.8].")
+@click.option("--faithfulness", metavar="SCORER",
+              help="seer: llm (the generator as judge, default), alignscore[:CHECKPOINT] "
+                   "(SEER's) or nli:MODEL.")
+@click.option("--sbert", metavar="MODEL",
+              help="seer: sentence encoder of conciseness [default: the bundled MiniLM].")
+@click.option("--tau", type=click.FloatRange(0, min_open=True),
+              help="seer: temperature of the CoV weights' softmax [default: 1.0].")
 def build(dataset, llms, artifact, pool, k, limit, backend, batch_size, device, out, version,
           shard_size, run, encoder, corpus, cache_dir, with_likelihood, max_new_tokens,
-          answer_extractor) -> None:
+          answer_extractor, **task_options) -> None:
     """Label the candidate passages of a dataset for each LLM, and write one artifact each.
 
     utility (the default): a passage is gold utilitarian for an LLM on a query iff the LLM
     answers correctly given that passage alone and wrongly with no passage (Zhang et al.,
     LLM-specific utility).
+
+    seer: sampled evidence extractions of the top passages, scored by three experts, ranked by
+    their CoV-weighted sum and paired with lambda weights for preference training (SEER).
     """
     from labeler.build import build as build_labels
     from labeler.llm.config import LLMConfig
@@ -72,12 +91,12 @@ def build(dataset, llms, artifact, pool, k, limit, backend, batch_size, device, 
                                       encoder=encoder, corpus=corpus,
                                       with_likelihood=with_likelihood,
                                       max_new_tokens=max_new_tokens,
-                                      answer_extractor=answer_extractor)
+                                      answer_extractor=answer_extractor, **task_options)
     models = [LLMConfig(name, backend=backend, batch_size=batch_size, device=device)
               for name in llms]
     built = build_labels(artifact, config, models, out=out, version=version,
                          shard_size=shard_size, cache_dir=cache_dir)
-    table = Table(title=f"{artifact} labels: {dataset}, pool {pool}")
+    table = Table(title=f"{artifact} labels: {dataset}, pool {pool}, k {config.k}")
     table.add_column("statistic")
     for b in built:
         table.add_column(b.llm, justify="right")

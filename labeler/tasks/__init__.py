@@ -11,7 +11,10 @@ import importlib
 from labeler.errors import UnknownNameError
 
 #: artifact kind -> "module:class"; imported only when asked for.
-TASKS = {"utility": "labeler.tasks.utility:UtilityTask"}
+TASKS = {
+    "utility": "labeler.tasks.utility:UtilityTask",
+    "seer": "labeler.tasks.seer:SeerTask",
+}
 
 
 def load_task(name: str):

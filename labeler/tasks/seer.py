@@ -1,0 +1,373 @@
+"""SEER evidence-extraction preference pairs (Zhao et al., "SEER: Self-Aligned Evidence
+Extraction for Retrieval-Augmented Generation", EMNLP 2024).
+
+For each query q with gold answer a and its top-k passages P, the extractor samples M
+extractions of P; near-duplicates (word n-gram Jaccard ≥ a threshold) are dropped, keeping the
+first. Three experts score each kept extraction e: faithfulness s_f (P entails e),
+helpfulness s_h = σ(log P(a | q ⊕ e) − log P(a | q)) with the generator, and conciseness
+s_c = cos(SBERT(t), SBERT(e)) with t the generator's full-length answer. Once every shard is
+scored, the build settles the smoothing CoV weights α = softmax(CoV/τ) (CoV = σ/μ of each
+expert over all the build's extractions); s = α_f·s_f + α_h·s_h + α_c·s_c ranks each query's
+extractions, and every pair with s_w > s_l becomes a preference pair weighted by
+λ = |s_w·ΔMRR_{w,l} + s_l·ΔMRR_{l,w}|, ΔMRR_{w,l} = 1/r_w − 1/r_l.
+
+Tables: "data" (one record per query, every kept extraction ranked and scored) and "pairs"
+(TRL's preference layout: prompt, chosen, rejected, plus SEER's fields).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import ClassVar
+
+from labeler.errors import InputError
+from labeler.llm.base import Backend, Chat, Sampling, chat
+from labeler.metrics import experts
+from labeler.metrics.conciseness import REWRITE, full_answers
+from labeler.sources import Passage, Query, Source
+from labeler.tasks.base import Calls, Shard, Task, TaskConfig
+
+#: The extraction instruction (ours: SEER's code does not publish its prompt); the passages
+#: are given as "[i] {title} {text}", one per line.
+EXTRACT = (
+    "Passages:\n{passages}\n\n"
+    "Question: {question}\n\n"
+    "Extract from the passages the content that supports answering the question: copy the "
+    "relevant sentences, and nothing else. Do not answer the question and do not explain."
+)
+#: SEER's sampling setting: top_p 1.0, top_k 80, temperature 1.0, repetition penalty 1.0
+#: (the backends' default), seeded; M samples of one prompt share its prefill.
+SAMPLES = 10
+SEED = 0
+MAX_EVIDENCE_TOKENS = 256
+CRITERIA = ("faithfulness", "helpfulness", "conciseness")
+
+
+@dataclass(frozen=True)
+class SeerConfig(TaskConfig):
+    """The SEER task's config; k defaults to SEER's top-5 passages."""
+
+    k: int = 5
+    samples: int = SAMPLES  # M extractions sampled per query
+    extractor: str | None = None  # the LLM that extracts (default: the generator, --llm)
+    ngram: int = 3  # word n-grams compared to find near-duplicate extractions
+    duplicate_at: float = 0.8  # n-gram Jaccard at or above which an extraction is a duplicate
+    faithfulness: str = experts.DEFAULT_FAITHFULNESS  # llm | alignscore[:PATH] | nli:MODEL
+    sbert: str | None = None  # sentence encoder of conciseness (default: the bundled MiniLM)
+    tau: float = 1.0  # temperature of the CoV softmax (SEER tried 0.2, 0.5, 1, 2, 5)
+    max_new_tokens: int = MAX_EVIDENCE_TOKENS  # cap on each extraction's new tokens
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name, low in (("samples", 1), ("ngram", 1), ("max_new_tokens", 1)):
+            if getattr(self, name) < low:
+                raise InputError(f"{name} must be at least {low}, got {getattr(self, name)}",
+                                 field_name=name)
+        if not 0 < self.duplicate_at <= 1:
+            raise InputError(f"duplicate_at must be in (0, 1], got {self.duplicate_at}",
+                             field_name="duplicate_at")
+        if self.tau <= 0:
+            raise InputError(f"tau must be positive, got {self.tau}", field_name="tau")
+        if self.pool != "rp":
+            raise InputError("SEER extracts from the top-k retrieved passages: use --pool rp",
+                             field_name="pool")
+
+
+def extraction_prompt(question: str, passages: Sequence[Passage]) -> Chat:
+    """The extractor's input: the numbered passages, then the question."""
+    listed = "\n".join(f"[{i}] {p.contents}" for i, p in enumerate(passages, 1))
+    return chat(EXTRACT.format(passages=listed, question=question))
+
+
+def ngram_jaccard(a: str, b: str, n: int) -> float:
+    """Jaccard similarity of the word n-gram sets of `a` and `b` (lower-cased); a text shorter
+    than n words is one n-gram of all its words.
+
+    >>> ngram_jaccard("the cat sat on the mat", "the cat sat on a mat", 3)
+    0.3333333333333333
+    """
+    def grams(text: str) -> set[tuple[str, ...]]:
+        words = text.lower().split()
+        if len(words) < n:
+            return {tuple(words)}
+        return {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
+
+    x, y = grams(a), grams(b)
+    return len(x & y) / len(x | y) if x | y else 1.0
+
+
+def deduplicate(texts: Sequence[str], n: int, threshold: float) -> list[int]:
+    """Indices of the texts kept: each in order unless blank or its n-gram Jaccard with a kept
+    one is at least `threshold` (the first of near-duplicates stays)."""
+    kept: list[int] = []
+    for i, text in enumerate(texts):
+        if text.strip() and all(ngram_jaccard(text, texts[j], n) < threshold for j in kept):
+            kept.append(i)
+    return kept
+
+
+def cov_weights(scores: dict[str, Sequence[float]], tau: float) -> dict[str, dict[str, float]]:
+    """SEER's smoothing CoV weighting: per criterion CoV = σ/|μ| (population σ; 0 when μ = 0)
+    over all scored extractions, α = softmax(CoV/τ). Returns {"cov": ..., "weights": ...}.
+
+    >>> w = cov_weights({"a": [1.0, 1.0], "b": [0.0, 2.0]}, tau=1.0)
+    >>> w["cov"], round(w["weights"]["b"], 4)
+    ({'a': 0.0, 'b': 1.0}, 0.7311)
+    """
+    cov = {}
+    for name, values in scores.items():
+        n = len(values)
+        mean = sum(values) / n if n else 0.0
+        sd = math.sqrt(sum((v - mean) ** 2 for v in values) / n) if n else 0.0
+        cov[name] = sd / abs(mean) if mean else 0.0
+    top = max(cov.values(), default=0.0)
+    exp = {name: math.exp((c - top) / tau) for name, c in cov.items()}
+    total = sum(exp.values())
+    return {"cov": cov, "weights": {name: e / total for name, e in exp.items()}}
+
+
+def ranked_pairs(weighted: Sequence[float]) -> tuple[list[int], list[tuple[int, int, float]]]:
+    """Ranks (1 = best, ties broken by sample order) and the pairs (winner, loser, λ) of
+    every two items with s_w > s_l, λ = |s_w·ΔMRR_{w,l} + s_l·ΔMRR_{l,w}| with
+    ΔMRR_{w,l} = 1/r_w − 1/r_l; equal scores give no pair.
+
+    >>> ranks, pairs = ranked_pairs([0.2, 0.8, 0.5])
+    >>> ranks, [(w, l, round(lam, 4)) for w, l, lam in pairs]
+    ([3, 1, 2], [(1, 2, 0.15), (1, 0, 0.4), (2, 0, 0.05)])
+    """
+    order = sorted(range(len(weighted)), key=lambda i: -weighted[i])
+    ranks = [0] * len(weighted)
+    for r, i in enumerate(order, 1):
+        ranks[i] = r
+    pairs = []
+    for a, w in enumerate(order):
+        for loser in order[a + 1:]:
+            if weighted[w] > weighted[loser]:
+                delta = 1 / ranks[w] - 1 / ranks[loser]
+                lam = weighted[w] * delta + weighted[loser] * -delta
+                pairs.append((w, loser, abs(lam)))
+    return ranks, pairs
+
+
+class SeerTask(Task):
+    """Sampled, expert-scored, ranked extractions and their lambda-weighted preference pairs."""
+
+    name = "seer"
+    Config = SeerConfig
+    prompts: ClassVar[dict[str, str]] = {"extract": EXTRACT, **experts.TEMPLATES}
+    tables = ("pairs",)
+    settles = True
+    rows = (
+        ("queries", "queries", "count"),
+        ("skipped_queries", "queries skipped (no answer or passages)", "count"),
+        ("samples", "extractions sampled", "count"),
+        ("duplicates", "near-duplicates dropped", "count"),
+        ("extractions", "extractions scored", "count"),
+        ("pairs", "preference pairs", "count"),
+        ("mean_faithfulness", "mean faithfulness", "mean"),
+        ("mean_helpfulness", "mean helpfulness", "mean"),
+        ("mean_conciseness", "mean conciseness", "mean"),
+        ("compression", "passage tokens per evidence token", "mean"),
+    )
+    metadata: ClassVar[dict] = {
+        "pretty_name": "SEER evidence-extraction preference pairs",
+        "task_categories": ["text-generation", "question-answering"],
+        "tags": ["rag", "evidence-extraction", "preference", "dpo", "seer", "labeler"],
+    }
+
+    def __init__(self, config: TaskConfig) -> None:
+        super().__init__(config)
+        self.config: SeerConfig
+        experts.faithfulness_spec(self.config.faithfulness)  # a bad spec fails here
+
+    @cached_property
+    def scorers(self) -> experts.Experts:
+        """The three experts, their models loaded on first use."""
+        return experts.load_experts(self.config.faithfulness, sbert=self.config.sbert)
+
+    @property
+    def decoding(self) -> dict[str, Sampling]:  # type: ignore[override]
+        """The extraction sampling and the greedy full-length answer."""
+        c = self.config
+        return {
+            "extract": Sampling(n=c.samples, temperature=1.0, top_p=1.0, top_k=80,
+                                max_tokens=c.max_new_tokens, seed=SEED),
+            "full_answer": REWRITE,
+        }
+
+    def check(self, source: Source) -> None:
+        """SEER extracts for questions with answers; a source of claims has none to help."""
+        if source.kind != "question":
+            raise InputError(f"SEER extracts evidence for questions, not {source.kind}s",
+                             field_name="dataset")
+
+    def manifest(self, kind: str = "question") -> dict:
+        """The base's part plus the experts, each by name."""
+        return {**super().manifest(kind), "experts": self.scorers.describe()}
+
+    def extra_models(self) -> dict[str, str]:
+        """The extractor, when it is not the generator."""
+        return {"extractor": self.config.extractor} if self.config.extractor else {}
+
+    def run(self, backend: Backend, shard: Shard,
+            models: Mapping[str, Backend] | None = None) -> list[dict]:
+        """The shard's records, extracted by the extractor and scored with the generator."""
+        extractor = (models or {}).get("extractor")
+        llm = Calls(backend)
+        return self._label(llm, Calls(extractor) if extractor else llm, shard)
+
+    def label(self, llm: Calls, shard: Shard) -> list[dict]:
+        """Sample, deduplicate and score the extractions of every query of the shard, the
+        generator extracting too."""
+        return self._label(llm, llm, shard)
+
+    def _label(self, llm: Calls, extractor: Calls, shard: Shard) -> list[dict]:
+        c = self.config
+        skipped = {q.qid: _skip_reason(q, shard.pools[q.qid][:c.k]) for q in shard.queries}
+        todo = [q for q in shard.queries if skipped[q.qid] is None]
+        passages = {q.qid: [cand.passage for cand in shard.pools[q.qid][:c.k]] for q in todo}
+        samples = extractor.generate([extraction_prompt(q.question, passages[q.qid]) for q in todo],
+                               self.decoding["extract"], "extractions", [q.qid for q in todo])
+        texts = {q.qid: [s.text.strip() for s in out] for q, out in zip(todo, samples)}
+        kept = {q.qid: deduplicate(texts[q.qid], c.ngram, c.duplicate_at) for q in todo}
+        contents = {q.qid: tuple(p.contents for p in passages[q.qid]) for q in todo}
+        items = [experts.Extraction(q.question, q.answers[0], texts[q.qid][i], contents[q.qid],
+                                    q.qid)
+                 for q in todo for i in kept[q.qid]]
+        scores = self.scorers.score(llm, items)
+        full = dict(zip((q.qid for q in todo), full_answers(llm, [
+            experts.Extraction(q.question, q.answers[0], "", contents[q.qid], q.qid)
+            for q in todo])))  # asked already by conciseness: served by Calls
+        lengths = iter(llm.backend.count_tokens([x.evidence for x in items]
+                                                + [p.contents for q in todo
+                                                   for p in passages[q.qid]]))
+        evidence_tokens = [next(lengths) for _ in items]
+        at = 0
+        records = []
+        for q in shard.queries:
+            record = {"qid": q.qid, "question": q.question, "answers": list(q.answers),
+                      "llm": llm.alias, "extractor": extractor.alias, "skipped": skipped[q.qid]}
+            if skipped[q.qid] is not None:
+                records.append({**record, "candidates": [], "full_answer": None, "samples": 0,
+                                "duplicates": 0, "passage_tokens": 0, "extractions": [],
+                                "pairs": 0})
+                continue
+            pool = shard.pools[q.qid][:c.k]
+            n = len(kept[q.qid])
+            extractions = [
+                {"text": items[at + j].evidence, "sample": i, "tokens": evidence_tokens[at + j],
+                 "scores": {name: float(scores[name][at + j]) for name in CRITERIA}}
+                for j, i in enumerate(kept[q.qid])
+            ]
+            at += n
+            records.append({
+                **record,
+                "candidates": [{"pid": cand.passage.pid, "title": cand.passage.title,
+                                "text": cand.passage.text, "rank": cand.rank} for cand in pool],
+                "full_answer": full[q.qid],
+                "samples": len(texts[q.qid]),
+                "duplicates": len(texts[q.qid]) - n,
+                "passage_tokens": sum(next(lengths) for _ in pool),
+                "extractions": extractions,
+                "pairs": 0,
+            })
+        return records
+
+    def settle(self, records: Iterable[dict]) -> dict:
+        """The CoV weights of the three experts over every extraction of the build."""
+        scores: dict[str, list[float]] = {name: [] for name in CRITERIA}
+        for record in records:
+            for e in record["extractions"]:
+                for name in CRITERIA:
+                    scores[name].append(e["scores"][name])
+        return {"tau": self.config.tau, **cov_weights(scores, self.config.tau)}
+
+    def derive(self, records: list[dict], settled: dict) -> dict[str, list[dict]]:
+        """Weighted scores and ranks into each record; the pairs table."""
+        weights = settled["weights"]
+        pairs = []
+        for record in records:
+            extractions = record["extractions"]
+            for e in extractions:
+                e["scores"]["weighted"] = sum(weights[n] * e["scores"][n] for n in CRITERIA)
+            ranks, found = ranked_pairs([e["scores"]["weighted"] for e in extractions])
+            for e, rank in zip(extractions, ranks):
+                e["rank"] = rank
+            record["pairs"] = len(found)
+            prompt = [{"role": m.role, "content": m.content} for m in extraction_prompt(
+                record["question"], [Passage(c["pid"], c["title"], c["text"])
+                                     for c in record["candidates"]])]
+            for w, loser, lam in found:
+                chosen, rejected = extractions[w], extractions[loser]
+                pairs.append({
+                    "qid": record["qid"],
+                    "prompt": prompt,
+                    "chosen": [{"role": "assistant", "content": chosen["text"]}],
+                    "rejected": [{"role": "assistant", "content": rejected["text"]}],
+                    "lambda_weight": lam,
+                    "chosen_scores": chosen["scores"],
+                    "rejected_scores": rejected["scores"],
+                    "chosen_rank": chosen["rank"],
+                    "rejected_rank": rejected["rank"],
+                    "answer": record["answers"][0],
+                })
+            extractions.sort(key=lambda e: e["rank"])
+        return {"data": records, "pairs": pairs}
+
+    @staticmethod
+    def statistics(records: Iterable[dict]) -> dict:
+        """Counts, the mean and spread of each expert and of the weighted score, and the
+        evidence length against the passages'."""
+        import polars as pl  # only here: `labeler score` does not need it
+
+        queries, extraction_rows = [], []
+        for r in records:
+            queries.append((r["skipped"], r["samples"], r["duplicates"], r["pairs"],
+                            r["passage_tokens"], len(r["extractions"])))
+            extraction_rows += [(e["tokens"], *(e["scores"][n] for n in (*CRITERIA, "weighted")))
+                                for e in r["extractions"]]
+        q = pl.DataFrame(queries, schema={"skipped": pl.String, "samples": pl.Int64,
+                                          "duplicates": pl.Int64, "pairs": pl.Int64,
+                                          "passage_tokens": pl.Int64, "kept": pl.Int64},
+                         orient="row")
+        e = pl.DataFrame(extraction_rows, schema={"tokens": pl.Int64, **{
+            n: pl.Float64 for n in (*CRITERIA, "weighted")}}, orient="row")
+        counted = q.select(
+            queries=pl.len(),
+            skipped_queries=pl.col("skipped").is_not_null().sum(),
+            skipped_no_answer=(pl.col("skipped") == "no gold answer").sum(),
+            skipped_no_passages=(pl.col("skipped") == "no passages").sum(),
+            samples=pl.col("samples").sum(),
+            duplicates=pl.col("duplicates").sum(),
+            extractions=pl.col("kept").sum(),
+            pairs=pl.col("pairs").sum(),
+            mean_passage_tokens=pl.col("passage_tokens").filter(pl.col("skipped").is_null())
+            .mean(),
+        ).row(0, named=True)
+        spread = e.select(
+            mean_evidence_tokens=pl.col("tokens").mean(),
+            **{f"mean_{n}": pl.col(n).mean() for n in (*CRITERIA, "weighted")},
+            **{f"std_{n}": pl.col(n).std(ddof=0) for n in (*CRITERIA, "weighted")},
+        ).row(0, named=True)
+        stats = {**counted, **spread}
+        per_query = stats["mean_evidence_tokens"]
+        stats["compression"] = (stats["mean_passage_tokens"] / per_query
+                                if per_query and stats["mean_passage_tokens"] else None)
+        return {k: (float(v) if isinstance(v, float) else v) for k, v in stats.items()}
+
+    @staticmethod
+    def reference(record: dict) -> tuple[dict[str, int], list[str]]:
+        """A SEER record judges no passage: it serves `labeler score` as the questions,
+        answers and passages that extractions are scored on."""
+        return {}, []
+
+
+def _skip_reason(q: Query, pool: Sequence) -> str | None:
+    if not q.answers or not any(a.strip() for a in q.answers):
+        return "no gold answer"
+    if not pool:
+        return "no passages"
+    return None
