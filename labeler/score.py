@@ -47,6 +47,7 @@ class Reference:
     gold: dict[str, list[str]]  # qid -> gold set (utility_pids, or label > 0)
     records: dict[str, dict] = field(default_factory=dict)  # qid -> artifact record; {} for qrels
     rank_nonempty_gold: bool = False  # rankings average over queries with gold only (Task's)
+    weights: dict[str, float] | None = None  # SEER's CoV weights, from a seer artifact
 
     @property
     def qids(self) -> list[str]:
@@ -183,6 +184,7 @@ def _report(sub: Submission, ref: Reference, *, ks, missing: str, include_empty:
             qids=qids,
             backend=model,
             experts=experts,
+            weights=ref.weights,
         )
         summary = {name: float(v.mean()) if v.size else math.nan for name, v in per_query.items()}
     return Report(sub.kind, sub.path, ref.source, qids, absent, per_query, summary, counts,
@@ -260,7 +262,8 @@ def _from_artifact(path: Path, source: str) -> Reference:
     kinds = [artifact.manifest["artifact"]] if artifact.manifest else list(TASKS)
     tasks = [load_task(kind) for kind in kinds if kind in TASKS]
     task = next((t for t in tasks if _labels(t, artifact.records[0]) is not None), None)
-    ref = Reference(source, {}, {}, rank_nonempty_gold=bool(task and task.rank_nonempty_gold))
+    ref = Reference(source, {}, {}, rank_nonempty_gold=bool(task and task.rank_nonempty_gold),
+                    weights=((artifact.manifest or {}).get("settled") or {}).get("weights"))
     for i, record in enumerate(artifact.records, start=1):
         labels = None if task is None else _labels(task, record)
         if labels is None:

@@ -15,6 +15,7 @@ per kind of request; each expert returns one float per item, as a numpy array.
 from __future__ import annotations
 
 import importlib
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
@@ -182,6 +183,26 @@ def load_faithfulness(spec: str = DEFAULT_FAITHFULNESS) -> Faithfulness:
     kind, argument = faithfulness_spec(spec)
     module, attr = FAITHFULNESS_SCORERS[kind].split(":")
     return getattr(importlib.import_module(module), attr)(argument)
+
+
+def cov_weights(scores: dict[str, Sequence[float]], tau: float) -> dict[str, dict[str, float]]:
+    """SEER's smoothing CoV weighting: per criterion CoV = σ/|μ| (population σ; 0 when μ = 0)
+    over all scored extractions, α = softmax(CoV/τ). Returns {"cov": ..., "weights": ...}.
+
+    >>> w = cov_weights({"a": [1.0, 1.0], "b": [0.0, 2.0]}, tau=1.0)
+    >>> w["cov"], round(w["weights"]["b"], 4)
+    ({'a': 0.0, 'b': 1.0}, 0.7311)
+    """
+    cov = {}
+    for name, values in scores.items():
+        n = len(values)
+        mean = sum(values) / n if n else 0.0
+        sd = math.sqrt(sum((v - mean) ** 2 for v in values) / n) if n else 0.0
+        cov[name] = sd / abs(mean) if mean else 0.0
+    top = max(cov.values(), default=0.0)
+    exp = {name: math.exp((c - top) / tau) for name, c in cov.items()}
+    total = sum(exp.values())
+    return {"cov": cov, "weights": {name: e / total for name, e in exp.items()}}
 
 
 @dataclass

@@ -9,7 +9,7 @@ import numpy as np
 
 from labeler.llm.base import Backend
 from labeler.metrics.answers import has_answer
-from labeler.metrics.experts import EXPERTS, Extraction
+from labeler.metrics.experts import EXPERTS, Extraction, cov_weights
 
 if TYPE_CHECKING:
     from labeler.metrics.experts import Experts
@@ -24,6 +24,7 @@ def extraction_metrics(
     qids: Sequence[str] | None = None,
     backend: Backend | None = None,
     experts: Experts | None = None,
+    weights: dict[str, float] | None = None,
 ) -> dict[str, np.ndarray]:
     """Per-query ``tokens``, ``answer_coverage`` and, with experts (which need the backend),
     ``faithfulness``, ``helpfulness`` and ``conciseness`` (see labeler.metrics.experts);
@@ -31,8 +32,10 @@ def extraction_metrics(
 
     tokens = evidence length in the backend's tokens, else in whitespace-separated words;
     answer_coverage = 1 iff some gold answer occurs in the evidence (has_answer). The experts
-    use the first gold answer and the backend as the generator, through one `Calls`. Evidence
-    None (a query not submitted) scores 0 everywhere.
+    use the first gold answer and the backend as the generator, through one `Calls`; with
+    them, ``weighted`` = Σ α·score with SEER's CoV weights `weights` (a SEER artifact's), else
+    with the CoV weights of these extractions' own scores (τ = 1). Evidence None (a query not
+    submitted) scores 0 everywhere.
 
     >>> m = extraction_metrics(["Paris is in France."], questions=["Capital of France?"],
     ...                        answers=[["Paris"]], passages=[["Paris is the capital."]])
@@ -53,8 +56,12 @@ def extraction_metrics(
 
         items = [Extraction(questions[i], answers[i][0], evidence[i], tuple(passages[i]),
                             qid="" if qids is None else qids[i]) for i in present]
-        for name, values in experts.score(Calls(backend), items).items():
+        scores = experts.score(Calls(backend), items)
+        for name, values in scores.items():
             out[name][present] = values
+        weights = weights or cov_weights({n: v.tolist() for n, v in scores.items()},
+                                         tau=1.0)["weights"]
+        out["weighted"] = sum(weights[n] * out[n] for n in EXPERTS)
     return out
 
 

@@ -17,7 +17,6 @@ Tables: "data" (one record per query, every kept extraction ranked and scored) a
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -27,6 +26,7 @@ from labeler.errors import InputError
 from labeler.llm.base import Backend, Chat, Sampling, chat
 from labeler.metrics import experts
 from labeler.metrics.conciseness import REWRITE, full_answers
+from labeler.metrics.experts import cov_weights
 from labeler.sources import Passage, Query, Source
 from labeler.tasks.base import Calls, Shard, Task, TaskConfig
 
@@ -107,26 +107,6 @@ def deduplicate(texts: Sequence[str], n: int, threshold: float) -> list[int]:
         if text.strip() and all(ngram_jaccard(text, texts[j], n) < threshold for j in kept):
             kept.append(i)
     return kept
-
-
-def cov_weights(scores: dict[str, Sequence[float]], tau: float) -> dict[str, dict[str, float]]:
-    """SEER's smoothing CoV weighting: per criterion CoV = σ/|μ| (population σ; 0 when μ = 0)
-    over all scored extractions, α = softmax(CoV/τ). Returns {"cov": ..., "weights": ...}.
-
-    >>> w = cov_weights({"a": [1.0, 1.0], "b": [0.0, 2.0]}, tau=1.0)
-    >>> w["cov"], round(w["weights"]["b"], 4)
-    ({'a': 0.0, 'b': 1.0}, 0.7311)
-    """
-    cov = {}
-    for name, values in scores.items():
-        n = len(values)
-        mean = sum(values) / n if n else 0.0
-        sd = math.sqrt(sum((v - mean) ** 2 for v in values) / n) if n else 0.0
-        cov[name] = sd / abs(mean) if mean else 0.0
-    top = max(cov.values(), default=0.0)
-    exp = {name: math.exp((c - top) / tau) for name, c in cov.items()}
-    total = sum(exp.values())
-    return {"cov": cov, "weights": {name: e / total for name, e in exp.items()}}
 
 
 def ranked_pairs(weighted: Sequence[float]) -> tuple[list[int], list[tuple[int, int, float]]]:

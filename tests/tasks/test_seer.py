@@ -137,6 +137,22 @@ def test_seer_build_on_two_nq_sample_queries(tmp_path, loads):
     rerun = tmp_path / "again" / "seer" / "nq-sample" / "smollm2-135m" / "v1"
     assert (rerun / "pairs-00000.jsonl").read_bytes() == (folder / "pairs-00000.jsonl").read_bytes()
 
+    # the best extraction of each query, scored as a submission: the same experts and
+    # weights give it the artifact's own scores
+    from labeler.llm.config import LLMConfig
+    from labeler.score import score
+
+    kept = [r for r in records if r["extractions"]]
+    evidence = tmp_path / "evidence.jsonl"
+    evidence.write_text("".join(json.dumps({"qid": r["qid"], "evidence": r["extractions"][0][
+        "text"]}) + "\n" for r in kept))
+    report = score(evidence, folder, llm=LLMConfig("smollm2-135m"), cache_dir=cache)
+    for i, r in enumerate(kept):
+        best = r["extractions"][0]["scores"]
+        for name in ("faithfulness", "helpfulness", "conciseness", "weighted"):
+            assert report.per_query[name][report.qids.index(r["qid"])] == pytest.approx(
+                best[name], abs=1e-6), name
+
     from datasets import load_dataset
 
     loaded = load_dataset("json", data_files=str(folder / "pairs-*.jsonl"), split="train")
