@@ -51,9 +51,12 @@ def jsonl_lines(
 ) -> Iterator[tuple[int, dict | None, str | None]]:
     """Yield (line number, record, None) per good line, (line number, None, problem) per bad one.
 
-    A line is bad when it is not UTF-8, not JSON, empty (unless `skip_blank`), or not a JSON
-    object, e.g. ``(3, None, "invalid JSON: Expecting ',' delimiter (column 15)")``.
+    A line is bad when it is not UTF-8, not JSON, empty (unless `skip_blank`), nested too
+    deeply for Python's parser, or not a JSON object, e.g. ``(3, None, "invalid JSON: Expecting
+    ',' delimiter (column 15)")``. A first line that opens a JSON array or object without
+    closing it is a pretty-printed JSON document, and is named as such.
     """
+    first = True
     for line_no, text, problem in _text_lines(path):
         if problem is None:
             if not text or text.isspace():
@@ -64,14 +67,20 @@ def jsonl_lines(
                 try:
                     record = _DECODER.decode(text)
                 except json.JSONDecodeError as exc:
-                    problem = f"invalid JSON: {exc.msg} (column {exc.colno})"
+                    problem = (_pretty_printed(text) if first else None) or \
+                        f"invalid JSON: {exc.msg} (column {exc.colno})"
                 except ValueError as exc:  # NaN or Infinity
                     problem = f"invalid JSON: {exc}"
+                except RecursionError:
+                    problem = "invalid JSON: nested too deeply"
                 else:
                     if type(record) is dict:
                         yield line_no, record, None
+                        first = False
                         continue
-                    problem = f"expected a JSON object, got {type(record).__name__}"
+                    problem = (_pretty_printed(text) if first and type(record) is list
+                               else None) or f"expected a JSON object, got {type(record).__name__}"
+            first = False
         yield line_no, None, problem
 
 
@@ -84,12 +93,13 @@ def read_jsonl(path: str | Path, *, skip_blank: bool = False) -> Iterator[tuple[
 
 
 def is_jsonl(path: str | Path) -> bool:
-    """Whether the first non-blank line is JSON or starts like an object (else TREC, or empty)."""
+    """Whether the first non-blank line is JSON or starts like an object or an array (else
+    TREC, or empty): a pretty-printed JSON array is then refused as one by the JSONL reader."""
     with _open(path) as f:
         for line_no, raw in enumerate(f, 1):
             text = _strip_bom(raw, line_no).decode("utf-8", errors="replace").strip()
             if text:
-                return text.startswith("{") or _parses(text)
+                return text.startswith(("{", "[")) or _parses(text)
     return False
 
 
@@ -198,9 +208,13 @@ class Qrels(dict[str, dict[str, int]]):
             qid, _, docid, label = fields
             try:
                 value = int(label)
+                float(value)  # scored as a float64 gain
             except ValueError:
                 raise InputError(f"label '{label}' is not an integer", str(path), line_no,
                                  "label") from None
+            except OverflowError:
+                raise InputError(f"label {_short(label, 40)} is too large for a float",
+                                 str(path), line_no, "label") from None
             judged = qrels.setdefault(qid, {})
             if docid in judged:
                 raise InputError(f"duplicate judgment of '{docid}' for qid '{qid}'", str(path),
@@ -242,11 +256,7 @@ def ranking_entry(record: dict) -> tuple[str, dict[str, float]]:
         if len(set(ids)) < len(ids):
             raise InputError("duplicate passage ids", field_name="ranking")
         return qid, {p: float(len(ids) - i) for i, p in enumerate(ids)}
-    scores = {str(p): float(s) for p, s in record["scores"].items()}
-    bad = next((p for p, s in scores.items() if not math.isfinite(s)), None)
-    if bad is not None:
-        raise InputError(f"score {scores[bad]} is not a finite number", field_name=f"scores.{bad}")
-    return qid, scores
+    return qid, {str(p): _finite(s, f"scores.{p}") for p, s in record["scores"].items()}
 
 
 def check_record(record: dict, schema: str) -> None:
@@ -282,8 +292,24 @@ def _fast_ranking(record: dict) -> tuple[str, dict[str, float]] | None:
 
 
 def _numbers(values) -> bool:
-    """All ints or floats (not bools) with a finite sum, so none is NaN or infinite."""
-    return set(map(type, values)) <= {int, float} and math.isfinite(sum(values))
+    """All ints or floats (not bools) with a finite sum, so none is NaN, infinite or an int too
+    large for a float."""
+    try:
+        return set(map(type, values)) <= {int, float} and math.isfinite(sum(values))
+    except OverflowError:  # an int sum beyond float range
+        return False
+
+
+def _finite(value: float, field_name: str) -> float:
+    """`value` as a finite float, else InputError at `field_name`."""
+    try:
+        number = float(value)
+    except OverflowError:  # an int beyond a float's range
+        raise InputError(f"score {_short(str(value), 40)} is too large for a float",
+                         field_name=field_name) from None
+    if not math.isfinite(number):
+        raise InputError(f"score {number} is not a finite number", field_name=field_name)
+    return number
 
 
 def _with_known_docids(docids: Container[str]) -> Callable[[dict], tuple[str, dict[str, float]]]:
@@ -366,6 +392,8 @@ def _open(path: str | Path) -> IO[bytes]:
         return gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")
     except FileNotFoundError:
         raise InputError("no such file", str(path)) from None
+    except IsADirectoryError:
+        raise InputError("is a folder, expected a file", str(path)) from None
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror or exc}", str(path)) from None
 
@@ -386,6 +414,18 @@ def _placer(
         problems.append(error)
 
     return place
+
+
+def _pretty_printed(text: str) -> str | None:
+    """The problem of a first line that opens a JSON array or object and leaves it open."""
+    start = text.strip()[:1]
+    if start == "[":
+        return ("a JSON array, not JSON Lines: write one JSON object per line "
+                "(e.g. jq -c '.[]' FILE)")
+    if start == "{" and not text.rstrip().endswith("}"):
+        return "a pretty-printed JSON object, not JSON Lines: write each object on one line " \
+               "(e.g. jq -c . FILE)"
+    return None
 
 
 def _parses(text: str) -> bool:
