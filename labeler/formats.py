@@ -30,10 +30,11 @@ __all__ = [
     "are_ids",
     "check_record",
     "is_jsonl",
+    "iter_query_records",
+    "iter_run",
     "jsonl_lines",
     "ranking_entry",
     "read_jsonl",
-    "read_query_records",
 ]
 
 T = TypeVar("T")
@@ -78,8 +79,7 @@ def jsonl_lines(
                         yield line_no, record, None
                         first = False
                         continue
-                    problem = (_pretty_printed(text) if first and type(record) is list
-                               else None) or f"expected a JSON object, got {type(record).__name__}"
+                    problem = f"expected a JSON object, got {type(record).__name__}"
             first = False
         yield line_no, None, problem
 
@@ -103,21 +103,21 @@ def is_jsonl(path: str | Path) -> bool:
     return False
 
 
-def read_query_records(
+def iter_query_records(
     path: str | Path,
     parse: Callable[[dict], tuple[str, T]],
     *,
     qids: Container[str] | None = None,
     problems: list[InputError] | None = None,
-) -> dict[str, T]:
-    """qid -> entry from a JSONL file of one record per query; blank lines are skipped.
+) -> Iterator[tuple[str, T]]:
+    """(qid, entry) per record of a JSONL file of one record per query, one line at a time;
+    blank lines are skipped.
 
     `parse` turns a record into (qid, entry) or raises InputError (message and field). Each qid
     comes once and, when `qids` is given, is one of them. A bad line raises InputError at its
     file and line, or, when `problems` is a list, is appended to it and skipped.
     """
     place = _placer(path, problems)
-    entries: dict[str, T] = {}
     first: dict[str, int] = {}
     for line_no, record, problem in jsonl_lines(path, skip_blank=True):
         try:
@@ -126,15 +126,30 @@ def read_query_records(
             qid, entry = parse(record)
             if qids is not None and qid not in qids:
                 raise InputError(f"unknown qid '{qid}'", field_name="qid")
-            if qid in entries:
+            if qid in first:
                 raise InputError(f"duplicate qid '{qid}' (first on line {first[qid]})",
                                  field_name="qid")
         except InputError as error:
             place(error, line_no)
             continue
-        entries[qid] = entry
         first[qid] = line_no
-    return entries
+        yield qid, entry
+
+
+def iter_run(
+    path: str | Path,
+    *,
+    qids: Container[str] | None = None,
+    docids: Container[str] | None = None,
+    problems: list[InputError] | None = None,
+) -> Iterator[tuple[str, dict[str, float]]]:
+    """`Run.from_file`'s (qid, {docid: score}) pairs, a JSONL run's one line at a time (a TREC
+    run's lines of one query need not be together, so it is read whole first)."""
+    if is_jsonl(path):
+        parse = ranking_entry if docids is None else _with_known_docids(docids)
+        yield from iter_query_records(path, parse, qids=qids, problems=problems)
+    else:
+        yield from _read_trec_run(path, qids, docids, problems).items()
 
 
 class Run(dict[str, dict[str, float]]):
@@ -160,10 +175,7 @@ class Run(dict[str, dict[str, float]]):
         """Read a TREC or JSONL run (told apart by the first line); every qid must be one of
         `qids` and every docid one of `docids` where given. A bad line raises InputError at its
         file and line, or, when `problems` is a list, is appended to it and skipped."""
-        if is_jsonl(path):
-            parse = ranking_entry if docids is None else _with_known_docids(docids)
-            return cls(read_query_records(path, parse, qids=qids, problems=problems))
-        return cls(_read_trec_run(path, qids, docids, problems))
+        return cls(iter_run(path, qids=qids, docids=docids, problems=problems))
 
     def ranking(self, qid: str) -> list[tuple[str, float]]:
         """(docid, score) of `qid`, best first, ties in the order read; [] for an absent qid."""
