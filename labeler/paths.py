@@ -44,7 +44,7 @@ def atomic_file(path: str | Path, mode: str = "w") -> Iterator[IO]:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     except OSError as error:
-        raise StorageError.from_os(error, str(path)) from error
+        raise _unwritable(error, path, path.parent) from error
     try:
         with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as f:
             yield f
@@ -64,13 +64,11 @@ def check_writable(folder: str | Path) -> None:
     in the nearest folder above it that exists (where the missing ones would be made): a
     read-only, forbidden or full place fails before any work. Nothing is left behind."""
     folder = Path(folder)
-    base = next((p for p in (folder, *folder.absolute().parents) if p.exists()), Path("/"))
-    if not base.is_dir():
-        raise StorageError(str(folder), f"{base} is a file, not a folder")
+    base = _nearest(folder)
     try:
         fd, probe = tempfile.mkstemp(dir=base, prefix=".labeler-probe.", suffix=".tmp")
     except OSError as error:
-        raise StorageError.from_os(error, str(folder)) from error
+        raise _unwritable(error, folder, folder) from error
     try:
         os.write(fd, bytes(PROBE_BYTES))
         os.fsync(fd)
@@ -79,6 +77,20 @@ def check_writable(folder: str | Path) -> None:
     finally:
         os.close(fd)
         os.unlink(probe)
+
+
+def _nearest(folder: Path) -> Path:
+    """`folder`, or the nearest folder above it that exists (a file where one is in the way)."""
+    return next((p for p in (folder, *folder.absolute().parents) if p.exists()), Path("/"))
+
+
+def _unwritable(error: OSError, path: Path, folder: Path) -> StorageError:
+    """The StorageError of `error` when writing `path` in `folder`: a file in the way of the
+    folder is named as such (the system says "File exists" or "Not a directory")."""
+    base = _nearest(folder)
+    if not base.is_dir():
+        return StorageError(str(path), f"{base} is a file, not a folder")
+    return StorageError.from_os(error, str(path))
 
 
 def file_sha256(path: Path) -> str:
