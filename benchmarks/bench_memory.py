@@ -35,7 +35,8 @@ def write_data(folder: Path, queries: int, candidates: int) -> tuple[Path, Path]
             scores = ", ".join(f'"{p}": {rng.uniform(5, 30):.2f}' for p in pids)
             r.write(f'{{"qid": "{qid}", "scores": {{{scores}}}}}\n')
             relevant = rng.sample(pids, 1) if rng.random() < 0.5 else []
-            relevant += [rng.randrange(PASSAGES) for _ in range(rng.choice((1, 1, 2)) - len(relevant))]
+            unretrieved = rng.choice((1, 1, 2)) - len(relevant)
+            relevant += [rng.randrange(PASSAGES) for _ in range(unretrieved)]
             q.writelines(f"{qid} 0 {p} 1\n" for p in relevant)
     return run, qrels
 
@@ -62,12 +63,12 @@ def main() -> None:
         run, qrels = write_data(Path(tmp), args.queries, args.candidates)
         size = run.stat().st_size
         seconds, cpu, rss = peak([sys.executable, "-m", "labeler", "-q", "score", str(run),
-                             "--against", str(qrels), "--json"])
+                                  "--against", str(qrels), "--json"])
     mib = 1 << 20
     ratio = rss / size
     print(f"score {args.queries:,} queries x {args.candidates} ({size / mib:.1f} MiB JSONL run) "
-          f"against qrels: {seconds:.2f} s wall, {cpu:.2f} s CPU, peak RSS {rss / mib:.0f} MiB = {ratio:.2f}x the "
-          f"file (target {TARGET:g}x)")
+          f"against qrels: {seconds:.2f} s wall, {cpu:.2f} s CPU, peak RSS {rss / mib:.0f} MiB = "
+          f"{ratio:.2f}x the file (target {TARGET:g}x)")
     if ratio > TARGET:
         raise SystemExit(f"missed the target: {ratio:.2f}x > {TARGET:g}x")
 

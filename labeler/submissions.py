@@ -42,7 +42,8 @@ class Submission:
 
     path: str
     kind: str  # "selection" | "ranking" | "extraction"
-    #: qid -> selected pids (list) | {pid: score} (dict) | evidence (str); ids are strings
+    #: qid -> selected pids (list) | {pid: score} (dict) | evidence (str); ids are strings;
+    #: None for a ranking read with `consume`, which got its documents
     entries: dict[str, object] = field(default_factory=dict)
     #: bad lines skipped under `lenient`, each as the error it would have raised
     skipped: list[InputError] = field(default_factory=list)

@@ -267,8 +267,8 @@ def _check_jsonl(queries: list[Query], path: str) -> None:
     for i, query in enumerate(queries):
         if query.qid in first:
             lines = _record_lines(path, i + 1)
-            raise InputError(f"duplicate qid '{query.qid}' (first on line {lines[first[query.qid]]})",
-                             path, lines[i], "id")
+            raise InputError(f"duplicate qid '{query.qid}' (first on line "
+                             f"{lines[first[query.qid]]})", path, lines[i], "id")
         first[query.qid] = i
         blank = next((j for j, answer in enumerate(query.answers) if not answer.strip()), None)
         if blank is not None:

@@ -150,7 +150,8 @@ def _dataset(tmp_path: Path, case: str) -> tuple[list, str]:
             lines[0] + b'\n{"id": "\xff"}\n', ["--dataset", f"jsonl:{path}"],
             f"{path}:2: not UTF-8: invalid start byte at byte 8"),
         "non-UTF-8 corpus": (
-            b'{"id": "1", "contents": "\xe9"}\n', ["--dataset", f"jsonl:{DATASET}", "--corpus", path],
+            b'{"id": "1", "contents": "\xe9"}\n',
+            ["--dataset", f"jsonl:{DATASET}", "--corpus", path],
             f"{path}:1: not UTF-8: invalid continuation byte at byte 25"),
         "pretty-printed dataset": (
             pretty, ["--dataset", f"jsonl:{path}"],
@@ -180,7 +181,8 @@ def test_a_bad_dataset_or_corpus_fails_before_any_llm_work(tmp_path, monkeypatch
 def test_an_out_that_cannot_be_written_fails_before_any_llm_work(tmp_path, monkeypatch, capsys,
                                                                  bundled, disk, case):
     if case == "read-only":
-        out, reason = disk(4, read_only=True) / "out", "Read-only file system (write somewhere else)"
+        out = disk(4, read_only=True) / "out"
+        reason = "Read-only file system (write somewhere else)"
     elif case == "no room for a probe":
         out, reason = disk(4, free=0) / "out", FULL
     else:
@@ -250,7 +252,8 @@ def _score_case(tmp_path: Path, case: str) -> tuple[list, str]:
             reference, f"{tmp_path / 'data.jsonl'}:2: not UTF-8: invalid start byte at byte 3"),
         "per-query under a file": (
             lambda: [sub, "--against", QRELS, "--per-query", sub / "rows.jsonl"],
-            f"cannot write {sub / 'rows.jsonl'}: {sub} is a file, not a folder (write somewhere else)"),
+            (f"cannot write {sub / 'rows.jsonl'}: {sub} is a file, not a folder (write "
+             "somewhere else)")),
     }
     args, line = cases[case]
     return args(), line
@@ -331,9 +334,10 @@ def test_a_ranking_scored_in_chunks_matches_one_scored_whole(tmp_path, monkeypat
     rows = {}
     for chunk in (labeler.submissions.CHUNK, 7):  # one chunk, then eight of them
         monkeypatch.setattr(labeler.submissions, "CHUNK", chunk)
-        code, out, err = _main(monkeypatch, capsys, *args, "--per-query", tmp_path / f"{chunk}.jsonl")
+        rows_file = tmp_path / f"{chunk}.jsonl"
+        code, out, err = _main(monkeypatch, capsys, *args, "--per-query", rows_file)
         assert code == 0, err
-        rows[chunk] = (json.loads(out), (tmp_path / f"{chunk}.jsonl").read_text())
+        rows[chunk] = (json.loads(out), rows_file.read_text())
     (whole, whole_rows), (chunked, chunked_rows) = rows.values()
     assert chunked == whole and chunked_rows == whole_rows
     assert whole["counts"]["missing"] == len(judged) // 3
