@@ -24,6 +24,7 @@ from labeler.artifacts.writer import VersionWriter, check_caller_manifest
 from labeler.errors import InputError
 from labeler.executors import Executor, Job, load_executor
 from labeler.llm.config import LLMConfig
+from labeler.paths import check_writable
 from labeler.progress import info, track
 from labeler.retrieval import build_pools
 from labeler.sources import JSONL_PREFIX, load_source
@@ -63,6 +64,7 @@ def build(
     task = load_task(artifact)(config)
     if not llms:
         raise InputError("name at least one LLM", field_name="llm")
+    check_writable(out)  # a read-only or full --out fails now, not after the LLM phase
     source = load_source(config.dataset, corpus=config.corpus, limit=config.limit)
     task.check(source)
     answer_extraction.check(source, config.answer_extractor)

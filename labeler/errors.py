@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 from dataclasses import dataclass, field
 from difflib import get_close_matches
 
@@ -128,3 +129,37 @@ class HubError(LabelerError):
 
     def __str__(self) -> str:
         return f"{self.repo}: {self.message}" if self.repo else self.message
+
+
+@dataclass
+class StorageError(LabelerError):
+    """A file or folder that cannot be written: a full disk, a read-only or forbidden place."""
+
+    path: str | None
+    reason: str  # the system's words, e.g. "No space left on device"
+    hint: str = "write somewhere else"
+
+    def __str__(self) -> str:
+        return f"cannot write {self.path}: {self.reason}" if self.path else \
+            f"cannot write: {self.reason}"
+
+    @classmethod
+    def from_os(cls, error: OSError, path: str | None = None) -> StorageError:
+        """The StorageError of `error`, at `path` or the file `error` names."""
+        where = path or error.filename
+        full = error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+        return cls(None if where is None else str(where), error.strerror or str(error),
+                   "free some space or write somewhere else, then run the same command again"
+                   if full else "write somewhere else")
+
+
+@dataclass
+class CacheError(LabelerError):
+    """The LLM call cache's database cannot be used: corrupt, locked, or on a full disk."""
+
+    path: str
+    message: str
+    hint: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}"

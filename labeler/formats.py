@@ -30,10 +30,11 @@ __all__ = [
     "are_ids",
     "check_record",
     "is_jsonl",
+    "iter_query_records",
+    "iter_run",
     "jsonl_lines",
     "ranking_entry",
     "read_jsonl",
-    "read_query_records",
 ]
 
 T = TypeVar("T")
@@ -51,9 +52,12 @@ def jsonl_lines(
 ) -> Iterator[tuple[int, dict | None, str | None]]:
     """Yield (line number, record, None) per good line, (line number, None, problem) per bad one.
 
-    A line is bad when it is not UTF-8, not JSON, empty (unless `skip_blank`), or not a JSON
-    object, e.g. ``(3, None, "invalid JSON: Expecting ',' delimiter (column 15)")``.
+    A line is bad when it is not UTF-8, not JSON, empty (unless `skip_blank`), nested too
+    deeply for Python's parser, or not a JSON object, e.g. ``(3, None, "invalid JSON: Expecting
+    ',' delimiter (column 15)")``. A first line that opens a JSON array or object without
+    closing it is a pretty-printed JSON document, and is named as such.
     """
+    first = True
     for line_no, text, problem in _text_lines(path):
         if problem is None:
             if not text or text.isspace():
@@ -64,14 +68,19 @@ def jsonl_lines(
                 try:
                     record = _DECODER.decode(text)
                 except json.JSONDecodeError as exc:
-                    problem = f"invalid JSON: {exc.msg} (column {exc.colno})"
+                    problem = (_pretty_printed(text) if first else None) or \
+                        f"invalid JSON: {exc.msg} (column {exc.colno})"
                 except ValueError as exc:  # NaN or Infinity
                     problem = f"invalid JSON: {exc}"
+                except RecursionError:
+                    problem = "invalid JSON: nested too deeply"
                 else:
                     if type(record) is dict:
                         yield line_no, record, None
+                        first = False
                         continue
                     problem = f"expected a JSON object, got {type(record).__name__}"
+            first = False
         yield line_no, None, problem
 
 
@@ -84,30 +93,31 @@ def read_jsonl(path: str | Path, *, skip_blank: bool = False) -> Iterator[tuple[
 
 
 def is_jsonl(path: str | Path) -> bool:
-    """Whether the first non-blank line is JSON or starts like an object (else TREC, or empty)."""
+    """Whether the first non-blank line is JSON or starts like an object or an array (else
+    TREC, or empty): a pretty-printed JSON array is then refused as one by the JSONL reader."""
     with _open(path) as f:
         for line_no, raw in enumerate(f, 1):
             text = _strip_bom(raw, line_no).decode("utf-8", errors="replace").strip()
             if text:
-                return text.startswith("{") or _parses(text)
+                return text.startswith(("{", "[")) or _parses(text)
     return False
 
 
-def read_query_records(
+def iter_query_records(
     path: str | Path,
     parse: Callable[[dict], tuple[str, T]],
     *,
     qids: Container[str] | None = None,
     problems: list[InputError] | None = None,
-) -> dict[str, T]:
-    """qid -> entry from a JSONL file of one record per query; blank lines are skipped.
+) -> Iterator[tuple[str, T]]:
+    """(qid, entry) per record of a JSONL file of one record per query, one line at a time;
+    blank lines are skipped.
 
     `parse` turns a record into (qid, entry) or raises InputError (message and field). Each qid
     comes once and, when `qids` is given, is one of them. A bad line raises InputError at its
     file and line, or, when `problems` is a list, is appended to it and skipped.
     """
     place = _placer(path, problems)
-    entries: dict[str, T] = {}
     first: dict[str, int] = {}
     for line_no, record, problem in jsonl_lines(path, skip_blank=True):
         try:
@@ -116,15 +126,30 @@ def read_query_records(
             qid, entry = parse(record)
             if qids is not None and qid not in qids:
                 raise InputError(f"unknown qid '{qid}'", field_name="qid")
-            if qid in entries:
+            if qid in first:
                 raise InputError(f"duplicate qid '{qid}' (first on line {first[qid]})",
                                  field_name="qid")
         except InputError as error:
             place(error, line_no)
             continue
-        entries[qid] = entry
         first[qid] = line_no
-    return entries
+        yield qid, entry
+
+
+def iter_run(
+    path: str | Path,
+    *,
+    qids: Container[str] | None = None,
+    docids: Container[str] | None = None,
+    problems: list[InputError] | None = None,
+) -> Iterator[tuple[str, dict[str, float]]]:
+    """`Run.from_file`'s (qid, {docid: score}) pairs, a JSONL run's one line at a time (a TREC
+    run's lines of one query need not be together, so it is read whole first)."""
+    if is_jsonl(path):
+        parse = ranking_entry if docids is None else _with_known_docids(docids)
+        yield from iter_query_records(path, parse, qids=qids, problems=problems)
+    else:
+        yield from _read_trec_run(path, qids, docids, problems).items()
 
 
 class Run(dict[str, dict[str, float]]):
@@ -150,10 +175,7 @@ class Run(dict[str, dict[str, float]]):
         """Read a TREC or JSONL run (told apart by the first line); every qid must be one of
         `qids` and every docid one of `docids` where given. A bad line raises InputError at its
         file and line, or, when `problems` is a list, is appended to it and skipped."""
-        if is_jsonl(path):
-            parse = ranking_entry if docids is None else _with_known_docids(docids)
-            return cls(read_query_records(path, parse, qids=qids, problems=problems))
-        return cls(_read_trec_run(path, qids, docids, problems))
+        return cls(iter_run(path, qids=qids, docids=docids, problems=problems))
 
     def ranking(self, qid: str) -> list[tuple[str, float]]:
         """(docid, score) of `qid`, best first, ties in the order read; [] for an absent qid."""
@@ -198,9 +220,13 @@ class Qrels(dict[str, dict[str, int]]):
             qid, _, docid, label = fields
             try:
                 value = int(label)
+                float(value)  # scored as a float64 gain
             except ValueError:
                 raise InputError(f"label '{label}' is not an integer", str(path), line_no,
                                  "label") from None
+            except OverflowError:
+                raise InputError(f"label {_short(label, 40)} is too large for a float",
+                                 str(path), line_no, "label") from None
             judged = qrels.setdefault(qid, {})
             if docid in judged:
                 raise InputError(f"duplicate judgment of '{docid}' for qid '{qid}'", str(path),
@@ -242,11 +268,7 @@ def ranking_entry(record: dict) -> tuple[str, dict[str, float]]:
         if len(set(ids)) < len(ids):
             raise InputError("duplicate passage ids", field_name="ranking")
         return qid, {p: float(len(ids) - i) for i, p in enumerate(ids)}
-    scores = {str(p): float(s) for p, s in record["scores"].items()}
-    bad = next((p for p, s in scores.items() if not math.isfinite(s)), None)
-    if bad is not None:
-        raise InputError(f"score {scores[bad]} is not a finite number", field_name=f"scores.{bad}")
-    return qid, scores
+    return qid, {str(p): _finite(s, f"scores.{p}") for p, s in record["scores"].items()}
 
 
 def check_record(record: dict, schema: str) -> None:
@@ -282,8 +304,24 @@ def _fast_ranking(record: dict) -> tuple[str, dict[str, float]] | None:
 
 
 def _numbers(values) -> bool:
-    """All ints or floats (not bools) with a finite sum, so none is NaN or infinite."""
-    return set(map(type, values)) <= {int, float} and math.isfinite(sum(values))
+    """All ints or floats (not bools) with a finite sum, so none is NaN, infinite or an int too
+    large for a float."""
+    try:
+        return set(map(type, values)) <= {int, float} and math.isfinite(sum(values))
+    except OverflowError:  # an int sum beyond float range
+        return False
+
+
+def _finite(value: float, field_name: str) -> float:
+    """`value` as a finite float, else InputError at `field_name`."""
+    try:
+        number = float(value)
+    except OverflowError:  # an int beyond a float's range
+        raise InputError(f"score {_short(str(value), 40)} is too large for a float",
+                         field_name=field_name) from None
+    if not math.isfinite(number):
+        raise InputError(f"score {number} is not a finite number", field_name=field_name)
+    return number
 
 
 def _with_known_docids(docids: Container[str]) -> Callable[[dict], tuple[str, dict[str, float]]]:
@@ -366,6 +404,8 @@ def _open(path: str | Path) -> IO[bytes]:
         return gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")
     except FileNotFoundError:
         raise InputError("no such file", str(path)) from None
+    except IsADirectoryError:
+        raise InputError("is a folder, expected a file", str(path)) from None
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror or exc}", str(path)) from None
 
@@ -386,6 +426,18 @@ def _placer(
         problems.append(error)
 
     return place
+
+
+def _pretty_printed(text: str) -> str | None:
+    """The problem of a first line that opens a JSON array or object and leaves it open."""
+    start = text.strip()[:1]
+    if start == "[":
+        return ("a JSON array, not JSON Lines: write one JSON object per line "
+                "(e.g. jq -c '.[]' FILE)")
+    if start == "{" and not text.rstrip().endswith("}"):
+        return "a pretty-printed JSON object, not JSON Lines: write each object on one line " \
+               "(e.g. jq -c . FILE)"
+    return None
 
 
 def _parses(text: str) -> bool:

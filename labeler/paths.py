@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import tempfile
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import IO
 
 from labeler import settings
+from labeler.errors import StorageError
 
 
 def cache_root(cache_dir: str | Path | None = None) -> Path:
@@ -22,20 +24,73 @@ def cache_root(cache_dir: str | Path | None = None) -> Path:
     return root
 
 
+#: what a disk that cannot take a file says: full, over quota, read-only, forbidden, too large
+STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM,
+                            errno.EFBIG})
+
+#: bytes `check_writable` writes and removes again: one block
+PROBE_BYTES = 4096
+
+
 @contextmanager
 def atomic_file(path: str | Path, mode: str = "w") -> Iterator[IO]:
     """Open a temp file beside `path` for writing; rename it into place only if the block
-    succeeds, so readers never see a half-written file (it is removed on any failure)."""
+    succeeds, so readers never see a half-written file (it is removed on any failure).
+
+    A place that cannot be written (a full or read-only disk, a missing or forbidden folder)
+    raises StorageError naming `path`."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as error:
+        raise _unwritable(error, path, path.parent) from error
     try:
         with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as f:
             yield f
         os.replace(tmp, path)
+    except OSError as error:
+        Path(tmp).unlink(missing_ok=True)
+        if error.errno not in STORAGE_ERRNOS:
+            raise
+        raise StorageError.from_os(error, str(path)) from error
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def check_writable(folder: str | Path) -> None:
+    """StorageError unless a PROBE_BYTES file can be written, synced and removed in `folder`, or
+    in the nearest folder above it that exists (where the missing ones would be made): a
+    read-only, forbidden or full place fails before any work. Nothing is left behind."""
+    folder = Path(folder)
+    base = _nearest(folder)
+    try:
+        fd, probe = tempfile.mkstemp(dir=base, prefix=".labeler-probe.", suffix=".tmp")
+    except OSError as error:
+        raise _unwritable(error, folder, folder) from error
+    try:
+        os.write(fd, bytes(PROBE_BYTES))
+        os.fsync(fd)
+    except OSError as error:
+        raise StorageError.from_os(error, str(folder)) from error
+    finally:
+        os.close(fd)
+        os.unlink(probe)
+
+
+def _nearest(folder: Path) -> Path:
+    """`folder`, or the nearest folder above it that exists (a file where one is in the way)."""
+    return next((p for p in (folder, *folder.absolute().parents) if p.exists()), Path("/"))
+
+
+def _unwritable(error: OSError, path: Path, folder: Path) -> StorageError:
+    """The StorageError of `error` when writing `path` in `folder`: a file in the way of the
+    folder is named as such (the system says "File exists" or "Not a directory")."""
+    base = _nearest(folder)
+    if not base.is_dir():
+        return StorageError(str(path), f"{base} is a file, not a folder")
+    return StorageError.from_os(error, str(path))
 
 
 def file_sha256(path: Path) -> str:

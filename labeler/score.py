@@ -129,10 +129,13 @@ def score(
         raise UnknownNameError("--missing policy", missing, list(MISSING))
     reference = against if isinstance(against, Reference) else load_reference(against)
     known = set(reference.qrels)
-    sub = read_submission(submission, kind=kind, known=known, lenient=lenient)
-    base = None
+    ranked = _Ranked(reference.qrels, ks)
+    sub = read_submission(submission, kind=kind, known=known, lenient=lenient, consume=ranked)
+    base = base_ranked = None
     if baseline is not None:
-        base = read_submission(baseline, kind=sub.kind, known=known, lenient=lenient)
+        base_ranked = _Ranked(reference.qrels, ks)
+        base = read_submission(baseline, kind=sub.kind, known=known, lenient=lenient,
+                               consume=base_ranked)
     if sub.kind == "extraction" and not reference.records:
         raise InputError("extraction is scored against a reference with questions and answers "
                          "(a utility artifact), not qrels", reference.source)
@@ -146,17 +149,17 @@ def score(
     experts = None if llm is None else load_experts(faithfulness, sbert=sbert)
     model = None if llm is None else llm.load(cache_dir)
     with gc_paused() if model is None else nullcontext():
-        options = {"ks": ks, "missing": missing, "include_empty": include_empty, "model": model,
+        options = {"missing": missing, "include_empty": include_empty, "model": model,
                    "experts": experts}
-        report = _report(sub, reference, **options)
+        report = _report(sub, reference, ranked, **options)
         if base is not None:
-            report.baseline = _report(base, reference, **options)
+            report.baseline = _report(base, reference, base_ranked, **options)
             report.tests = _paired(report, report.baseline)
     return report
 
 
-def _report(sub: Submission, ref: Reference, *, ks, missing: str, include_empty: bool,
-            model, experts) -> Report:
+def _report(sub: Submission, ref: Reference, ranked: _Ranked, *, missing: str,
+            include_empty: bool, model, experts) -> Report:
     considered = ref.qids
     if sub.kind == "ranking" and ref.rank_nonempty_gold and not include_empty:
         considered = [q for q in considered if ref.gold[q]]
@@ -168,7 +171,7 @@ def _report(sub: Submission, ref: Reference, *, ks, missing: str, include_empty:
         per_query, summary = scores.per_query(), scores.summary()
         counts |= scores.counts()
     elif sub.kind == "ranking":
-        per_query = rank_metrics(sub.entries, ref.qrels, ks=ks, qids=qids)
+        per_query = ranked.per_query(qids)
         summary = {name: float(v.mean()) if v.size else math.nan for name, v in per_query.items()}
         counts["queries_without_relevant"] = sum(
             1 for q in qids if max(ref.qrels[q].values(), default=0) < 1
@@ -189,6 +192,32 @@ def _report(sub: Submission, ref: Reference, *, ks, missing: str, include_empty:
         summary = {name: float(v.mean()) if v.size else math.nan for name, v in per_query.items()}
     return Report(sub.kind, sub.path, ref.source, qids, absent, per_query, summary, counts,
                   sub.skipped)
+
+
+class _Ranked:
+    """A ranking's per-query metrics, computed chunk by chunk as `read_submission` reads it (its
+    `consume`), so that its documents are never all in memory at once."""
+
+    def __init__(self, qrels: dict[str, dict[str, int]], ks: Sequence[int]) -> None:
+        self.qrels, self.ks = qrels, ks
+        self.qids: list[str] = []  # the queries scored so far, in the order of `parts`
+        self.parts: list[dict[str, np.ndarray]] = []  # rank_metrics of each chunk
+
+    def __call__(self, chunk: dict[str, dict[str, float]]) -> None:
+        self.parts.append(rank_metrics(chunk, self.qrels, ks=self.ks, qids=list(chunk)))
+        self.qids += chunk
+
+    def per_query(self, qids: list[str]) -> dict[str, np.ndarray]:
+        """metric -> value per query of `qids`; those the ranking lacks score as rank_metrics
+        scores a query absent from the run."""
+        where = {q: i for i, q in enumerate(self.qids)}
+        absent = [q for q in qids if q not in where]
+        parts = self.parts
+        if absent:
+            parts = [*parts, rank_metrics({}, self.qrels, ks=self.ks, qids=absent)]
+            where.update((q, len(self.qids) + i) for i, q in enumerate(absent))
+        index = np.fromiter((where[q] for q in qids), dtype=np.int64, count=len(qids))
+        return {name: np.concatenate([part[name] for part in parts])[index] for name in parts[0]}
 
 
 def _paired(a: Report, b: Report) -> dict[str, PairedTest]:

@@ -9,9 +9,10 @@ TREC) are read as `labeler.formats.Run`s.
 from __future__ import annotations
 
 import gc
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import chain, islice
 from pathlib import Path
 
 from labeler.errors import InputError, UnknownNameError
@@ -21,11 +22,15 @@ from labeler.formats import (
     are_ids,
     check_record,
     is_jsonl,
+    iter_query_records,
+    iter_run,
     ranking_entry,
-    read_query_records,
 )
 
 KINDS = ("selection", "ranking", "extraction")
+
+#: queries of a ranking handed on at once by `read_submission(consume=...)`
+CHUNK = 4096
 
 #: The fields that say which kind a JSONL line is.
 MARKERS = {"selection": ("selected",), "ranking": ("ranking", "scores"), "extraction": ("evidence",)}
@@ -37,7 +42,8 @@ class Submission:
 
     path: str
     kind: str  # "selection" | "ranking" | "extraction"
-    #: qid -> selected pids (list) | {pid: score} (dict) | evidence (str); ids are strings
+    #: qid -> selected pids (list) | {pid: score} (dict) | evidence (str); ids are strings;
+    #: None for a ranking read with `consume`, which got its documents
     entries: dict[str, object] = field(default_factory=dict)
     #: bad lines skipped under `lenient`, each as the error it would have raised
     skipped: list[InputError] = field(default_factory=list)
@@ -63,6 +69,7 @@ def read_submission(
     kind: str | None = None,
     known: Collection[str] | None = None,
     lenient: bool = False,
+    consume: Callable[[Run], None] | None = None,
 ) -> Submission:
     """Parse a submission; the kind comes from the fields of its lines unless `kind` is given.
 
@@ -70,6 +77,11 @@ def read_submission(
     once; ranking scores must be finite. A file whose first line is not JSON is read as a
     TREC run (`qid Q0 docid rank score tag`), a ranking. The first bad line raises InputError
     with its line number, unless `lenient`, which skips and records it.
+
+    `consume`, for a ranking, is handed its queries' documents as a Run of CHUNK queries at a
+    time, as they are read; `entries` then maps each qid to None, so that at most one chunk's
+    documents are held at once (a TREC run is read whole first: its lines of one query need
+    not be together).
     """
     if kind is not None and kind not in KINDS:
         raise UnknownNameError("submission kind", kind, list(KINDS))
@@ -77,17 +89,39 @@ def read_submission(
     skipped: list[InputError] = []
     problems = skipped if lenient else None
     if kind == "ranking" or (kind is None and not is_jsonl(path)):
-        sub = Submission(str(path), "ranking", Run.from_file(path, qids=known, problems=problems))
+        pairs, kinds = iter_run(path, qids=known, problems=problems), _Kinds("ranking")
     else:
         kinds = _Kinds(kind)
-        entries = read_query_records(path, kinds.parse, qids=known, problems=problems)
-        sub = Submission(str(path), kinds.kind, entries)
+        pairs = iter_query_records(path, kinds.parse, qids=known, problems=problems)
+    head = list(islice(pairs, 1))  # its first good line fixes the kind
+    pairs = chain(head, pairs)
+    if consume is not None and kinds.kind == "ranking":
+        entries = _consumed(pairs, consume)
+    else:
+        entries = Run(pairs) if kinds.kind == "ranking" else dict(pairs)
+    sub = Submission(str(path), kinds.kind, entries)
     sub.skipped = skipped
     if not sub.entries:
         if not skipped:
             raise InputError("empty submission: no records", str(path))
         raise InputError(f"no valid records ({len(skipped)} bad lines skipped)", str(path))
     return sub
+
+
+def _consumed(pairs: Iterator[tuple[str, dict[str, float]]],
+              consume: Callable[[Run], None]) -> dict[str, None]:
+    """Hand `pairs` to `consume` CHUNK queries at a time; qid -> None for each."""
+    entries: dict[str, None] = {}
+    chunk = Run()
+    for qid, docs in pairs:
+        entries[qid] = None
+        chunk[qid] = docs
+        if len(chunk) == CHUNK:
+            consume(chunk)
+            chunk = Run()
+    if chunk:
+        consume(chunk)
+    return entries
 
 
 class _Kinds:

@@ -11,7 +11,8 @@ huggingface_hub 0.36. Every upload is answered `regular` (inline content, no LFS
 Faults: `inject(at=N, kind=...)` makes the Nth request from now fail with an HTTP error status
 (`"500"`, `"503"`, `"429"`, ...), a connection closed before the request is handled (`"drop"`),
 or one closed after it was handled, so its effect stays but the answer is lost
-(`"drop-after"`); `times=None` keeps failing every later request too (an outage).
+(`"drop-after"`), or an HTTP 400 whose message echoes the request's Authorization header, as a
+careless proxy does (`"echo"`); `times=None` keeps failing every later request too (an outage).
 
     with HubServer(tokens={"hf_secret"}) as hub:
         os.environ["HF_ENDPOINT"] = hub.url
@@ -125,8 +126,9 @@ class HubServer:
     def inject(self, *, at: int, kind: str = "500", times: int | None = 1) -> None:
         """Fail the `at`-th request from now (1 = the next one), `times` times in a row
         (None = every request from then on)."""
-        if not (kind in ("drop", "drop-after") or (kind.isdigit() and len(kind) == 3)):
-            raise ValueError(f"unknown fault kind {kind!r}: an HTTP status, 'drop' or 'drop-after'")
+        if not (kind in ("drop", "drop-after", "echo") or (kind.isdigit() and len(kind) == 3)):
+            raise ValueError(f"unknown fault kind {kind!r}: an HTTP status, 'drop', 'drop-after' "
+                             "or 'echo'")
         with self._lock:
             self._faults.append((self._counter + at, kind, times))
 
@@ -483,6 +485,9 @@ def _handler(server: HubServer) -> type[BaseHTTPRequestHandler]:
                 return
             if fault is not None and fault.isdigit():
                 status, headers, payload = _json(int(fault), {"error": f"injected HTTP {fault}"})
+            elif fault == "echo":
+                echo = f"bad request with Authorization: {self.headers.get('Authorization')}"
+                status, headers, payload = _json(400, {"error": echo + "\nsee the logs"})
             else:
                 try:
                     status, headers, payload = server.handle(method, self.path, self.headers, body)

@@ -10,7 +10,8 @@ import traceback
 import click
 
 from labeler import __version__, settings
-from labeler.errors import LabelerError
+from labeler.errors import LabelerError, StorageError
+from labeler.paths import STORAGE_ERRNOS
 
 # torch's OpenMP threads busy-wait between ops by default; on a few shared CPU cores that made
 # one prompt 3-4x slower under load (measured on the demo build). Set before torch is imported.
@@ -53,7 +54,8 @@ def cli(quiet: bool, verbose: bool, debug: bool) -> None:
 
 
 def main() -> None:
-    """Console entry point: every `LabelerError` becomes one line on stderr and exit 1.
+    """Console entry point: every `LabelerError`, and an OSError of a full, read-only or
+    forbidden disk, becomes one line on stderr and exit 1.
 
     With --debug (or LABELER_DEBUG=1) its full traceback comes first. Any other exception is
     a bug and is never hidden: Python prints its traceback and exits 1.
@@ -71,7 +73,16 @@ def main() -> None:
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except LabelerError as exc:
-        if settings.debug():
-            traceback.print_exc()
-        click.echo(f"error: {exc.line()}", err=True)
-        sys.exit(1)
+        _fail(exc)
+    except OSError as exc:  # a disk that cannot take what a command writes is not a bug
+        if exc.errno not in STORAGE_ERRNOS:
+            raise
+        _fail(StorageError.from_os(exc))
+
+
+def _fail(error: LabelerError) -> None:
+    """Exit 1 with the error's one line (after the traceback with --debug)."""
+    if settings.debug():
+        traceback.print_exc()
+    click.echo(f"error: {error.line()}", err=True)
+    sys.exit(1)

@@ -9,6 +9,7 @@ into request headers by huggingface_hub itself.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -44,6 +45,8 @@ from labeler.progress import info
 T = TypeVar("T")
 ATTEMPTS = 5
 _NETWORK = (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError)
+#: what `redact` hides: a Hugging Face token, or whatever follows "Bearer"
+_TOKEN = re.compile(r"(?P<bearer>\bBearer\s+)\S+|\bhf_[A-Za-z0-9_-]+", re.IGNORECASE)
 
 
 @dataclass
@@ -136,7 +139,7 @@ class Remote:
             if not str(exc).startswith("Invalid metadata"):
                 raise
             raise HubError(
-                f"the Hub refuses the merged README.md: {' '.join(str(exc).split())}",
+                f"the Hub refuses the merged README.md: {redact(str(exc))}",
                 repo=self.repo,
                 hint="fix the YAML block of the repo's README.md",
             ) from exc
@@ -237,14 +240,25 @@ def transient(exc: BaseException | None) -> bool:
 
 
 def describe(exc: BaseException) -> str:
-    """A short, token-free account of a failure."""
+    """A short, token-free account of a failure, on one line: whatever the server says is
+    `redact`ed, for a server may echo the request's Authorization header."""
     if isinstance(exc, HfHubHTTPError):
-        return f"HTTP {_status(exc)}" + (f" ({exc.server_message})" if exc.server_message else "")
+        return redact(f"HTTP {_status(exc)}" +
+                      (f" ({exc.server_message})" if exc.server_message else ""))
     if isinstance(exc, _NETWORK):
         return f"connection failed ({type(exc).__name__})"
     if exc.__cause__ is not None:
         return describe(exc.__cause__)
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return redact(str(exc).splitlines()[0]) if str(exc) else type(exc).__name__
+
+
+def redact(text: str) -> str:
+    r"""`text` on one line, every token in it (`hf_…`, `Bearer …`) replaced by `***`.
+
+    >>> redact("401: Authorization: Bearer hf_abcdefgh\nretry")
+    '401: Authorization: Bearer *** retry'
+    """
+    return _TOKEN.sub(lambda m: (m["bearer"] or "") + "***", " ".join(text.split()))
 
 
 @contextmanager

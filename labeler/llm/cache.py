@@ -18,12 +18,13 @@ import hashlib
 import json
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from labeler.errors import PromptTooLongError
+from labeler.errors import CacheError, PromptTooLongError
 from labeler.llm.base import (
     CHOICE_TOKENS,
     Backend,
@@ -174,7 +175,8 @@ class CachedBackend(Backend):
                 self.backend_calls += len(chunk)
                 found.update(zip(chunk, values))
                 now = time.time()
-                with self.db:  # one transaction per chunk: committed as soon as it is done
+                # one transaction per chunk: committed as soon as it is done
+                with _database(self.path), self.db:
                     self.db.executemany(
                         "INSERT OR REPLACE INTO calls VALUES (?, ?, ?, ?, ?)",
                         [(k, op, self.alias, json.dumps(v), now) for k, v in zip(chunk, values)])
@@ -184,16 +186,18 @@ class CachedBackend(Backend):
 
     def _lookup(self, keys: set[str]) -> dict[str, Any]:
         found, keys = {}, list(keys)
-        for start in range(0, len(keys), 500):
-            part = keys[start:start + 500]
-            rows = self.db.execute(
-                f"SELECT key, value FROM calls WHERE key IN ({','.join('?' * len(part))})", part)
-            found.update((k, json.loads(v)) for k, v in rows)
+        with _database(self.path):
+            for start in range(0, len(keys), 500):
+                part = keys[start:start + 500]
+                rows = self.db.execute(
+                    f"SELECT key, value FROM calls WHERE key IN ({','.join('?' * len(part))})",
+                    part)
+                found.update((k, json.loads(v)) for k, v in rows)
         return found
 
     def _count(self, hits: int) -> None:
         if hits:
-            with self.db:
+            with _database(self.path), self.db:
                 _add(self.db, "hits", hits)
 
 
@@ -221,10 +225,11 @@ def cache_stats(cache_dir: str | Path | None = None) -> CacheStats:
         return CacheStats(path, 0, 0, 0, 0, [])
     db = _connect(path)
     try:
-        entries = db.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
-        counters = dict(db.execute("SELECT name, value FROM counters"))
-        by_model = db.execute("SELECT model, op, COUNT(*) FROM calls "
-                              "GROUP BY model, op ORDER BY model, op").fetchall()
+        with _database(path):
+            entries = db.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
+            counters = dict(db.execute("SELECT name, value FROM counters"))
+            by_model = db.execute("SELECT model, op, COUNT(*) FROM calls "
+                                  "GROUP BY model, op ORDER BY model, op").fetchall()
     finally:
         db.close()
     size = sum(p.stat().st_size for p in path.parent.glob(FILE + "*"))
@@ -233,11 +238,32 @@ def cache_stats(cache_dir: str | Path | None = None) -> CacheStats:
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    db = sqlite3.connect(path, timeout=60)  # writes open a transaction; `with db` commits it
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL survives a killed process
-    migrate(db)
+    with _database(path):
+        db = sqlite3.connect(path, timeout=60)  # writes open a transaction; `with db` commits it
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL survives a killed process
+            migrate(db)
+        except BaseException:
+            db.close()
+            raise
     return db
+
+
+@contextmanager
+def _database(path: Path) -> Iterator[None]:
+    """The sqlite3 errors of the cache at `path` as one CacheError; a corrupt file is to be
+    moved aside, after which the next run starts an empty cache."""
+    try:
+        yield
+    except sqlite3.OperationalError as error:  # locked, disk full, I/O, read-only
+        raise CacheError(str(path), f"the call cache cannot be used: {error}") from error
+    except sqlite3.DatabaseError as error:  # not a database, or a malformed one
+        raise CacheError(
+            str(path), f"the call cache is corrupt: {error}",
+            hint=f"move it and any -wal and -shm file beside it aside, e.g. mv {path} "
+                 f"{path}.corrupt, then run again with a new, empty cache",
+        ) from error
 
 
 def _add(db: sqlite3.Connection, name: str, amount: int) -> None:

@@ -12,9 +12,11 @@ import importlib
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import islice
 from pathlib import Path
 
 from labeler.errors import InputError, UnknownNameError
+from labeler.formats import read_jsonl
 
 __all__ = [
     "CORPORA", "KINDS", "SOURCES", "Corpus", "GoldRef", "Passage", "Query", "Source", "available",
@@ -241,6 +243,7 @@ def load_source(
     passages = load_corpus(corpus) if corpus is not None else None
     if name.startswith(JSONL_PREFIX):
         source = flashrag.load_jsonl(name[len(JSONL_PREFIX) :], limit=limit)
+        _check_jsonl(source.queries, name[len(JSONL_PREFIX) :])
     elif name in SOURCES:
         module, attr = SOURCES[name].split(":")
         source = getattr(importlib.import_module(module), attr)(limit=limit)
@@ -254,6 +257,28 @@ def load_source(
         for q in source.queries:
             q.gold = _resolve(q, passages)
     return source
+
+
+def _check_jsonl(queries: list[Query], path: str) -> None:
+    """Each qid once and no empty or blank gold answer (it would match every output), checked
+    before any LLM work; InputError at the bad query's line of `path`, whose records are the
+    queries in order."""
+    first: dict[str, int] = {}
+    for i, query in enumerate(queries):
+        if query.qid in first:
+            lines = _record_lines(path, i + 1)
+            raise InputError(f"duplicate qid '{query.qid}' (first on line "
+                             f"{lines[first[query.qid]]})", path, lines[i], "id")
+        first[query.qid] = i
+        blank = next((j for j, answer in enumerate(query.answers) if not answer.strip()), None)
+        if blank is not None:
+            raise InputError("empty or blank gold answer", path, _record_lines(path, i + 1)[i],
+                             f"golden_answers[{blank}]")
+
+
+def _record_lines(path: str, count: int) -> list[int]:
+    """The line numbers of the first `count` records of a JSONL file (blank lines skipped)."""
+    return [line_no for line_no, _ in islice(read_jsonl(path, skip_blank=True), count)]
 
 
 def _resolve(query: Query, corpus: Corpus) -> list[Passage]:
