@@ -103,7 +103,11 @@ class EmbeddingIndex:
             best_ids = np.empty((len(block), 0), dtype=np.int64)
             best_scores = np.empty((len(block), 0), dtype=np.float32)
             for shard in range(self.shards):
-                scores = block @ np.asarray(self.shard(shard)).T
+                # in float64, then float32: BLAS picks kernels by the block's shape, and only
+                # the wider sum rounds to the same float32 whichever queries share the block
+                scores = (block.astype(np.float64) @ np.asarray(self.shard(shard),
+                                                                dtype=np.float64).T
+                          ).astype(np.float32)
                 take = min(k, scores.shape[1])
                 top = np.argpartition(-scores, take - 1, axis=1)[:, :take]
                 best_ids = np.concatenate([best_ids, top + self.span(shard).start], axis=1)
