@@ -189,23 +189,22 @@ def _rag_setting(sub: Submission, ref: Reference) -> tuple:
 
 
 def _add_rag(report: Report, sub: Submission, ref: Reference, llm, kind: str, sampling) -> None:
-    """Per scored query: `rag_accuracy` with the selected candidates only (0 for a missing
-    query), and the artifact's own `rag_all_accuracy` and `rag_utilitarian_accuracy`."""
+    """`rag_accuracy` per scored query, with the selected candidates only (0 for a missing
+    query); its mean, and the artifact's own `rag_all_accuracy` and
+    `rag_utilitarian_accuracy` over the same queries, in the summary."""
     from labeler.rag import rag_correct
 
     asked = [q for q in report.qids if q in sub.entries]
     correct = dict(zip(asked, rag_correct(
         llm, [ref.records[q] for q in asked], [sub.entries[q] for q in asked], kind=kind,
         sampling=sampling, what=f"answers with the selection of {Path(sub.path).name}")))
+    report.per_query["rag_accuracy"] = np.array([float(correct.get(q, False))
+                                                 for q in report.qids])
     rag = [ref.records[q]["rag"] for q in report.qids]
-    report.per_query |= {
-        "rag_accuracy": np.array([float(correct.get(q, False)) for q in report.qids]),
-        "rag_all_accuracy": np.array([float(r["all"]["correct"]) for r in rag]),
-        "rag_utilitarian_accuracy": np.array([float(r["utilitarian"]["correct"]) for r in rag]),
-    }
-    for name in ("rag_accuracy", "rag_all_accuracy", "rag_utilitarian_accuracy"):
-        values = report.per_query[name]
-        report.summary[name] = float(values.mean()) if values.size else math.nan
+    for name, values in (("rag_accuracy", report.per_query["rag_accuracy"]),
+                         ("rag_all_accuracy", [r["all"]["correct"] for r in rag]),
+                         ("rag_utilitarian_accuracy", [r["utilitarian"]["correct"] for r in rag])):
+        report.summary[name] = float(np.mean(values)) if len(values) else math.nan
 
 
 def _report(sub: Submission, ref: Reference, *, ks, missing: str, include_empty: bool,

@@ -16,8 +16,10 @@ from labeler.score import MISSING, Report, write_per_query
 from labeler.score import score as score_submission
 from labeler.submissions import KINDS
 
-#: the utility paper's table of each submission kind's scores (--baseline prints that layout)
-PAPER_TABLES = {"selection": "Table 4", "ranking": "Table 5"}
+#: the utility paper's table of each submission kind's scores and its columns (--baseline
+#: prints that layout); a selection's RAG accuracy (--rag) is its Table 6
+PAPER_TABLES = {"selection": ("Table 4", ("precision", "recall", "f1", "rag_accuracy")),
+                "ranking": ("Table 5", ("ndcg@5", "ndcg@10", "mrr@5", "recall@5"))}
 
 
 @click.command()
@@ -116,14 +118,16 @@ def _metrics_table(report: Report) -> Table:
 def _paper_table(report: Report) -> Table:
     """The paper's Table 4 (selection) / Table 5 (ranking) layout: a row per method (the
     submission, then the baseline), a column per metric, in percent."""
-    table = Table(title=f"{report.kind}, the paper's {PAPER_TABLES[report.kind]} layout (%): "
-                        f"vs {report.reference}", title_justify="left")
+    number, wanted = PAPER_TABLES[report.kind]
+    columns = [name for name in wanted if name in report.summary]
+    table = Table(title=f"{report.kind}, the paper's {number} layout (%): vs {report.reference}",
+                  title_justify="left")
     table.add_column("method")
-    for name in report.summary:
+    for name in columns:
         table.add_column(name, justify="right")
     for run in (report, report.baseline):
         table.add_row(Path(run.submission).stem,
-                      *(_fmt(100 * run.summary.get(name, math.nan), 2) for name in report.summary))
+                      *(_fmt(100 * run.summary.get(name, math.nan), 2) for name in columns))
     return table
 
 
