@@ -29,6 +29,7 @@ import jsonlines
 from labeler.artifacts import load_artifact
 from labeler.artifacts.card import render_card
 from labeler.artifacts.manifest import CARD, MANIFEST, build_manifest, data_file
+from labeler.artifacts.schema import schema_problems
 from labeler.errors import ArtifactError, InputError
 from labeler.llm.base import Backend
 from labeler.paths import file_sha256
@@ -195,6 +196,10 @@ def _write(records: list[dict], transfer, overlap, artifacts: list, aliases: lis
     staging.mkdir(parents=True)
     try:
         name = data_file(0)
+        for i, record in enumerate(records, 1):  # the schema is the format's one source
+            problems = schema_problems(record, ARTIFACT)
+            if problems:
+                raise InputError(problems[0][1], name, i, problems[0][0] or None)
         with jsonlines.open(staging / name, "w") as writer:
             writer.write_all(records)
         images = [_heatmap(table, title, staging / f"{image}.png")
@@ -251,6 +256,8 @@ def _heatmap(table, title: str, path: Path) -> str:
     for (i, j), v in np.ndenumerate(values):
         axes.text(j, i, "n/a" if np.isnan(v) else f"{100 * v:.1f}", ha="center", va="center",
                   color="white" if np.isnan(v) or v < 0.6 else "black")
+    axes.set_xlabel("passages of")
+    axes.set_ylabel("reader")
     axes.set_title(title, fontsize=9)
     figure.colorbar(image, ax=axes)
     figure.tight_layout()
