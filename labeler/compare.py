@@ -23,6 +23,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import jsonlines
 
@@ -34,9 +35,12 @@ from labeler.errors import ArtifactError, InputError
 from labeler.llm.base import Backend
 from labeler.paths import file_sha256
 from labeler.progress import track
-from labeler.rag import artifact_llm, artifact_setting, rag_correct
+from labeler.rag import artifact_setting, load_reader, rag_correct
 from labeler.tasks.base import Calls
 from labeler.tasks.utility import TEMPLATES_BY_KIND
+
+if TYPE_CHECKING:
+    import polars as pl
 
 HUMAN = "human gold"
 ARTIFACT = "compare"
@@ -56,8 +60,8 @@ class Compared:
 
     llms: list[str]
     records: list[dict]  # one per (reader, passages_of), schemas/compare.schema.json
-    transfer: object  # polars DataFrame: reader x (llms + human gold), accuracy
-    overlap: object  # polars DataFrame: reader x (llms + human gold), mean Jaccard
+    transfer: pl.DataFrame  # reader x (llms + human gold): accuracy
+    overlap: pl.DataFrame  # reader x (llms + human gold): mean Jaccard
     path: Path
 
 
@@ -69,18 +73,19 @@ def compare(paths: Sequence[str | Path], *, out: str | Path = "out",
 
     Each reader is the LLM its manifest names (`llms[alias]` overrides the model name; a
     loaded backend in `backends[alias]` is used as it is). Everything is read and checked
-    before any model is loaded.
+    before any model is loaded, and every model is loaded before any is asked.
     """
     artifacts = _read(paths)
     aliases = [a.manifest["llm"] for a in artifacts]
     settings = [artifact_setting(a.manifest, str(a.path)) for a in artifacts]
     qids = [r["qid"] for r in artifacts[0].records]
     by_llm = {alias: {r["qid"]: r for r in a.records} for alias, a in zip(aliases, artifacts)}
+    models = {alias: (backends or {}).get(alias)
+              or load_reader(a.manifest, (llms or {}).get(alias), cache_dir=cache_dir)
+              for alias, a in zip(aliases, artifacts)}  # all loaded before any is asked
     rows = []
-    for reader, artifact, (kind, sampling) in track(
-            list(zip(aliases, artifacts, settings)), "readers"):
-        backend = (backends or {}).get(reader) or artifact_llm(
-            artifact.manifest, (llms or {}).get(reader)).load(cache_dir)
+    for reader, (kind, sampling) in track(list(zip(aliases, settings)), "readers"):
+        backend = models[reader]
         own = by_llm[reader]
         correct = rag_correct(Calls(backend), [own[q] for _ in aliases for q in qids],
                               [by_llm[b][q]["utility_pids"] for b in aliases for q in qids],
@@ -93,7 +98,7 @@ def compare(paths: Sequence[str | Path], *, out: str | Path = "out",
         rows += _pair(reader, HUMAN, qids, own, {q: {"utility_pids": _gold(own[q])} for q in qids},
                       [None if h is None else h["correct"] for h in human])
     records, transfer, overlap = _tables(rows, aliases)
-    path = _write(records, transfer, overlap, artifacts, aliases, Path(out))
+    path = _write(records, transfer, overlap, artifacts, settings[0][0], Path(out))
     return Compared(aliases, records, transfer, overlap, path)
 
 
@@ -181,15 +186,15 @@ def _tables(rows: list[dict], aliases: list[str]):
     return pairs.to_dicts(), table("accuracy"), table("overlap")
 
 
-def _write(records: list[dict], transfer, overlap, artifacts: list, aliases: list[str],
-           out: Path) -> Path:
+def _write(records: list[dict], transfer: pl.DataFrame, overlap: pl.DataFrame, artifacts: list,
+           kind: str, out: Path) -> Path:
     """The comparison's version folder, written hidden and renamed into place when whole."""
     first = artifacts[0].manifest
+    aliases = [a.manifest["llm"] for a in artifacts]
     dataset, llm = first["dataset"], "+".join(aliases)
     parent = out / ARTIFACT / dataset / llm
     version = str(1 + max((int(m[1]) for p in parent.glob("v*")
                            if (m := re.fullmatch(r"v(\d+)", p.name))), default=0))
-    kind, _ = artifact_setting(first, str(artifacts[0].path))
     stats = {"llms": aliases, "columns": [*aliases, HUMAN], "transfer": transfer.to_dicts(),
              "overlap": overlap.to_dicts()}
     staging = parent / f".v{version}.{uuid.uuid4().hex}.partial"
@@ -238,7 +243,7 @@ def _write(records: list[dict], transfer, overlap, artifacts: list, aliases: lis
     return target
 
 
-def _heatmap(table, title: str, path: Path) -> str:
+def _heatmap(table: pl.DataFrame, title: str, path: Path) -> str:
     """Draw a reader x columns table of shares as a heatmap PNG; its file name."""
     import matplotlib
 

@@ -10,9 +10,10 @@ own `rag.utilitarian` answers (from the call cache, or recomputed alike).
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from pathlib import Path
 
-from labeler.errors import InputError
-from labeler.llm.base import Sampling
+from labeler.errors import InputError, ModelLoadError, UnknownNameError
+from labeler.llm.base import Backend, Sampling
 from labeler.llm.config import LLMConfig
 from labeler.metrics.answers import has_answer
 from labeler.sources import Passage
@@ -20,16 +21,28 @@ from labeler.tasks.base import Calls
 from labeler.tasks.utility import TEMPLATES_BY_KIND, evidence_prompt
 
 
-def artifact_llm(manifest: dict, name: str | None = None) -> LLMConfig:
-    """The LLM that labelled the artifact: `name` (--llm) if given, else its alias when that
-    is a known alias, else its model id; with the backend and settings it ran with."""
+def load_reader(manifest: dict, name: str | None = None, *,
+                cache_dir: str | Path | None = None) -> Backend:
+    """Load the LLM that labelled the artifact, behind the call cache: `name` (--llm) if given,
+    else its alias when that is a known alias, else its model id; with the backend settings
+    it ran with. A model the manifest names that is not found here is an InputError that
+    says to pass --llm."""
     from labeler.llm.models import ALIASES
 
     settings = manifest.get("llm_config") or {}
-    if name is None:
+    given = name is not None
+    if not given:
         name = manifest["llm"] if manifest["llm"] in ALIASES else manifest["model_id"]
-    return LLMConfig(name, backend=settings.get("backend", "hf"),
-                     batch_size=settings.get("batch_size"), device=settings.get("device"))
+    config = LLMConfig(name, backend=settings.get("backend", "hf"),
+                       batch_size=settings.get("batch_size"), device=settings.get("device"))
+    try:
+        return config.load(cache_dir)
+    except (UnknownNameError, ModelLoadError) as error:
+        if given:
+            raise
+        raise InputError(f"the artifact's LLM '{name}' is not found here: {error}",
+                         field_name="llm", hint="name the model to answer with: --llm MODEL, "
+                         "for labeler compare --llm ALIAS=MODEL") from None
 
 
 def artifact_setting(manifest: dict, where: str) -> tuple[str, Sampling]:

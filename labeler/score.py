@@ -151,11 +151,12 @@ def score(
                          "selection already scores empty-gold queries, as accuracy)",
                          field_name="include_empty")
     experts = None if llm is None or rag else load_experts(faithfulness, sbert=sbert)
-    if setting is not None:
-        from labeler.rag import artifact_llm
+    if setting is not None and llm is None:
+        from labeler.rag import load_reader
 
-        llm = artifact_llm(reference.manifest) if llm is None else llm
-    model = None if llm is None else llm.load(cache_dir)
+        model = load_reader(reference.manifest, cache_dir=cache_dir)
+    else:
+        model = None if llm is None else llm.load(cache_dir)
     with gc_paused() if model is None else nullcontext():
         options = {"ks": ks, "missing": missing, "include_empty": include_empty,
                    "model": None if setting else model, "experts": experts}

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from hub.conftest import TOKEN, hub  # noqa: F401  (the local Hub server fixture)
 from scripted import ScriptedBackend
 
-from labeler.artifacts import load_artifact, write_artifact
+from labeler.artifacts import load_artifact, validate_path, write_artifact
 from labeler.build import config_pools, config_source
 from labeler.cli import cli
 from labeler.compare import HUMAN, compare, jaccard
@@ -116,6 +116,7 @@ def test_images_are_written_shown_by_the_card_and_pushed(artifacts, hub, monkeyp
     folder = compare([smol, other], out=out, backends={"scripted": scripted},
                      cache_dir=calls).path
 
+    assert validate_path(folder) == []  # records, manifest and card as `labeler validate` reads
     card = (folder / "README.md").read_text()
     for image in ("transfer.png", "overlap.png"):
         assert (folder / image).read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
@@ -163,4 +164,10 @@ def test_bad_input_is_refused_before_any_llm_work(artifacts, tmp_path):
         compare([smol, smol], out=tmp_path)
     result = CliRunner().invoke(cli, ["compare", str(smol), str(other), "--llm", "nope"])
     assert result.exit_code == 2 and "expected ALIAS=MODEL" in result.output
+    result = CliRunner().invoke(cli, ["compare", str(smol), str(other), "--out", str(tmp_path)])
+    line = result.exception.line()  # the scripted artifact's model is nowhere here
+    assert line.startswith("field 'llm': the artifact's LLM 'scripted' is not found here: "
+                           "unknown model 'scripted'.")
+    assert line.endswith("(name the model to answer with: --llm MODEL, for labeler compare "
+                         "--llm ALIAS=MODEL)")
     assert not (tmp_path / "compare").exists()
