@@ -227,7 +227,7 @@ def _write(records: list[dict], transfer: pl.DataFrame, overlap: pl.DataFrame, a
                          for a in artifacts],
             "images": images,
         }, artifact=ARTIFACT, dataset=dataset, llm=llm, version=version, records=len(records),
-            files={name: file_sha256(staging / name)}, stats=stats)
+            files={f: file_sha256(staging / f) for f in (name, *images)}, stats=stats)
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
                                         encoding="utf-8")
         context = {"images": [{"name": image, "title": title, "file": f"{image}.png"}
