@@ -26,8 +26,8 @@ from labeler.executors import Executor, Job, load_executor
 from labeler.llm.config import LLMConfig
 from labeler.paths import check_writable
 from labeler.progress import info, track
-from labeler.retrieval import build_pools
-from labeler.sources import JSONL_PREFIX, load_source
+from labeler.retrieval import Pools, build_pools
+from labeler.sources import JSONL_PREFIX, Source, load_source
 from labeler.tasks import answer_extraction, load_task
 from labeler.tasks.base import Calls, TaskConfig, make_shards
 
@@ -65,7 +65,7 @@ def build(
     if not llms:
         raise InputError("name at least one LLM", field_name="llm")
     check_writable(out)  # a read-only or full --out fails now, not after the LLM phase
-    source = load_source(config.dataset, corpus=config.corpus, limit=config.limit)
+    source = config_source(config)
     task.check(source)
     answer_extraction.check(source, config.answer_extractor)
     task_manifest = task.manifest(source.kind)  # a kind of query the task cannot label fails here
@@ -106,8 +106,7 @@ def build(
     if extractor is not None:  # after the cheap checks, before retrieval and labelling
         source.queries = answer_extraction.extract_answers(Calls(extractor), source.queries)
     # retrieval comes after the cheap checks: a mistyped --llm fails before minutes of encoding
-    pools = build_pools(source, pool=config.pool, k=config.k, run=config.run,
-                        encoder=config.encoder, cache_dir=cache_dir)
+    pools = config_pools(source, config, cache_dir)
     shards = make_shards(source.queries, pools, shard_size, kind=source.kind)
     executor = executor or load_executor("local")
     built = []
@@ -131,6 +130,18 @@ def build(
         path = writer.finish({**manifest, **pools.describe(), **settled})
         built.append(Built(writer.llm, path, read_manifest(path)["stats"]))
     return built
+
+
+def config_source(config: TaskConfig) -> Source:
+    """The queries and corpus `config` names: the first step of `build` and `judge`."""
+    return load_source(config.dataset, corpus=config.corpus, limit=config.limit)
+
+
+def config_pools(source: Source, config: TaskConfig, cache_dir: str | Path | None = None) -> Pools:
+    """The candidate pools `config` asks for over `source`'s queries: the second step, so that
+    `judge` ranks exactly the candidates `build` labels for the same options."""
+    return build_pools(source, pool=config.pool, k=config.k, run=config.run,
+                       encoder=config.encoder, cache_dir=cache_dir)
 
 
 def dataset_folder(name: str) -> str:

@@ -47,7 +47,7 @@ class Reference:
     gold: dict[str, list[str]]  # qid -> gold set (utility_pids, or label > 0)
     records: dict[str, dict] = field(default_factory=dict)  # qid -> artifact record; {} for qrels
     rank_nonempty_gold: bool = False  # rankings average over queries with gold only (Task's)
-    weights: dict[str, float] | None = None  # SEER's CoV weights, from a seer artifact
+    manifest: dict | None = None  # the artifact's manifest; None for qrels or a bare .jsonl
 
     @property
     def qids(self) -> list[str]:
@@ -113,6 +113,7 @@ def score(
     faithfulness: str = DEFAULT_FAITHFULNESS,
     sbert: str | None = None,
     cache_dir: str | Path | None = None,
+    rag: bool = False,
 ) -> Report:
     """Read, check and score `submission` (and `baseline`, paired) against `against`.
 
@@ -123,6 +124,11 @@ def score(
     (extraction only) loads that model to count tokens and run SEER's three experts with it
     as the generator: faithfulness by the scorer `faithfulness` names (labeler.metrics.experts),
     helpfulness, and conciseness with the SBERT model `sbert` (default the bundled MiniLM).
+    `rag` (selections against a utility artifact): the artifact's LLM (`llm` overrides it)
+    answers each query with only the selected candidates, as the artifact's own `rag` answers
+    are asked (`labeler.rag`); `rag_accuracy` is reported beside the artifact's
+    `rag_all_accuracy` (all candidates) and `rag_utilitarian_accuracy` (its gold utilitarian
+    ones), over the same queries (a missing one scores 0 under "zero").
     Every input is read and checked before any model is loaded.
     """
     if missing not in MISSING:
@@ -139,23 +145,70 @@ def score(
     if sub.kind == "extraction" and not reference.records:
         raise InputError("extraction is scored against a reference with questions and answers "
                          "(a utility artifact), not qrels", reference.source)
-    if llm is not None and sub.kind != "extraction":
+    if llm is not None and sub.kind != "extraction" and not rag:
         raise InputError(f"--llm scores extraction submissions only, this is a {sub.kind}",
                          field_name="llm")
+    setting = _rag_setting(sub, reference) if rag else None
     if include_empty and sub.kind != "ranking":
         raise InputError(f"--include-empty applies to rankings only, this is a {sub.kind} (a "
                          "selection already scores empty-gold queries, as accuracy)",
                          field_name="include_empty")
-    experts = None if llm is None else load_experts(faithfulness, sbert=sbert)
-    model = None if llm is None else llm.load(cache_dir)
+    experts = None if llm is None or rag else load_experts(faithfulness, sbert=sbert)
+    if setting is not None and llm is None:
+        from labeler.rag import load_reader
+
+        model = load_reader(reference.manifest, cache_dir=cache_dir)
+    else:
+        model = None if llm is None else llm.load(cache_dir)
     with gc_paused() if model is None else nullcontext():
-        options = {"missing": missing, "include_empty": include_empty, "model": model,
-                   "experts": experts}
+        options = {"missing": missing, "include_empty": include_empty,
+                   "model": None if setting else model, "experts": experts}
         report = _report(sub, reference, ranked, **options)
         if base is not None:
             report.baseline = _report(base, reference, base_ranked, **options)
+        if setting is not None:
+            from labeler.tasks.base import Calls
+
+            calls = Calls(model)
+            for run, entries in ((report, sub), (report.baseline, base)):
+                if run is not None:
+                    _add_rag(run, entries, reference, calls, *setting)
+        if base is not None:
             report.tests = _paired(report, report.baseline)
     return report
+
+
+def _rag_setting(sub: Submission, ref: Reference) -> tuple:
+    """(kind, sampling) of the reference's `rag` answers; InputError where --rag cannot apply."""
+    from labeler.rag import artifact_setting
+
+    if sub.kind != "selection":
+        raise InputError(f"--rag answers with a selection's passages, this is a {sub.kind}",
+                         field_name="rag")
+    if ref.manifest is None:
+        raise InputError("--rag needs the utility artifact's manifest (its LLM, prompts and "
+                         "decoding): give its version folder or a hub: reference", ref.source,
+                         field_name="against")
+    return artifact_setting(ref.manifest, ref.source)
+
+
+def _add_rag(report: Report, sub: Submission, ref: Reference, llm, kind: str, sampling) -> None:
+    """`rag_accuracy` per scored query, with the selected candidates only (0 for a missing
+    query); its mean, and the artifact's own `rag_all_accuracy` and
+    `rag_utilitarian_accuracy` over the same queries, in the summary."""
+    from labeler.rag import rag_correct
+
+    asked = [q for q in report.qids if q in sub.entries]
+    correct = dict(zip(asked, rag_correct(
+        llm, [ref.records[q] for q in asked], [sub.entries[q] for q in asked], kind=kind,
+        sampling=sampling, what=f"answers with the selection of {Path(sub.path).name}")))
+    report.per_query["rag_accuracy"] = np.array([float(correct.get(q, False))
+                                                 for q in report.qids])
+    rag = [ref.records[q]["rag"] for q in report.qids]
+    for name, values in (("rag_accuracy", report.per_query["rag_accuracy"]),
+                         ("rag_all_accuracy", [r["all"]["correct"] for r in rag]),
+                         ("rag_utilitarian_accuracy", [r["utilitarian"]["correct"] for r in rag])):
+        report.summary[name] = float(np.mean(values)) if len(values) else math.nan
 
 
 def _report(sub: Submission, ref: Reference, ranked: _Ranked, *, missing: str,
@@ -187,7 +240,7 @@ def _report(sub: Submission, ref: Reference, ranked: _Ranked, *, missing: str,
             qids=qids,
             backend=model,
             experts=experts,
-            weights=ref.weights,
+            weights=((ref.manifest or {}).get("settled") or {}).get("weights"),
         )
         summary = {name: float(v.mean()) if v.size else math.nan for name, v in per_query.items()}
     return Report(sub.kind, sub.path, ref.source, qids, absent, per_query, summary, counts,
@@ -292,7 +345,7 @@ def _from_artifact(path: Path, source: str) -> Reference:
     tasks = [load_task(kind) for kind in kinds if kind in TASKS]
     task = next((t for t in tasks if _labels(t, artifact.records[0]) is not None), None)
     ref = Reference(source, {}, {}, rank_nonempty_gold=bool(task and task.rank_nonempty_gold),
-                    weights=((artifact.manifest or {}).get("settled") or {}).get("weights"))
+                    manifest=artifact.manifest)
     for i, record in enumerate(artifact.records, start=1):
         labels = None if task is None else _labels(task, record)
         if labels is None:

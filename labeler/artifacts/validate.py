@@ -75,7 +75,7 @@ def _check_folder(folder: Path, root: Path, schema: str | None) -> list[FileChec
     manifest_check = FileCheck(shown(folder / MANIFEST), "manifest")
     manifest = _read_manifest(folder / MANIFEST, manifest_check)
     listed = manifest["files"] if manifest else {}
-    name = schema or _artifact(manifest) or _infer(folder)
+    name = schema or _artifact(manifest) or _record_schema(manifest) or _infer(folder)
     checks = [manifest_check]
     present = {p.name for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")
                and p.name not in (MANIFEST, CARD)}
@@ -213,6 +213,12 @@ def _manifest_near(file: Path) -> dict | None:
 
 def _artifact(manifest: dict | None) -> str | None:
     return manifest["artifact"] if manifest and manifest["artifact"] in TASKS else None
+
+
+def _record_schema(manifest: dict | None) -> str | None:
+    """The manifest's artifact kind when it names a record schema without being a task's
+    (`compare`: labeler compare's tables)."""
+    return manifest["artifact"] if manifest and manifest["artifact"] in schema_names() else None
 
 
 def _infer(path: Path) -> str | None:

@@ -27,6 +27,8 @@ COMMANDS = {
     "push": "labeler.cli.hub:push",
     "pull": "labeler.cli.hub:pull",
     "score": "labeler.cli.score:score",
+    "judge": "labeler.cli.judge:judge",
+    "compare": "labeler.cli.compare:compare",
 }
 
 

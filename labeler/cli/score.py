@@ -16,6 +16,11 @@ from labeler.score import MISSING, Report, write_per_query
 from labeler.score import score as score_submission
 from labeler.submissions import KINDS
 
+#: the utility paper's table of each submission kind's scores and its columns (--baseline
+#: prints that layout); a selection's RAG accuracy (--rag) is its Table 6
+PAPER_TABLES = {"selection": ("Table 4", ("precision", "recall", "f1", "rag_accuracy")),
+                "ranking": ("Table 5", ("ndcg@5", "ndcg@10", "mrr@5", "recall@5"))}
+
 
 @click.command()
 @click.argument("submission", type=click.Path(exists=True, dir_okay=False, path_type=Path))
@@ -34,7 +39,12 @@ from labeler.submissions import KINDS
 @click.option("--baseline", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Another submission of the same kind: paired t-test and win/tie/loss.")
 @click.option("--lenient", is_flag=True, help="Skip bad lines (and count them) instead of failing.")
-@click.option("--llm", help="Extraction: count tokens and run SEER's experts with this model.")
+@click.option("--rag", is_flag=True,
+              help="Selection against a utility artifact: the artifact's LLM answers with only "
+                   "the selected passages; accuracy beside the artifact's with all its "
+                   "candidates and with its gold utilitarian ones (the paper's Table 6).")
+@click.option("--llm", help="Extraction: count tokens and run SEER's experts with this model. "
+                            "--rag: answer with this model instead of the artifact's.")
 @click.option("--backend", default="hf", show_default=True, help="LLM backend for --llm.")
 @click.option("--batch-size", type=click.IntRange(min=1),
               help="Prompts per forward pass for --llm (default: 8 for hf, 256 per call for vllm).")
@@ -47,7 +57,7 @@ from labeler.submissions import KINDS
 def score(submission: Path, against: str, kind: str | None, ks: tuple[int, ...], missing: str,
           include_empty: bool, baseline: Path | None, lenient: bool, llm: str | None,
           backend: str, batch_size: int | None, device: str | None, cache_dir: Path | None,
-          as_json: bool, per_query: Path | None) -> None:
+          as_json: bool, per_query: Path | None, rag: bool) -> None:
     """Score SUBMISSION against reference labels.
 
     SUBMISSION is JSONL, one query a line: a selection {qid, selected: [pid, ...]}, a ranking
@@ -65,7 +75,7 @@ def score(submission: Path, against: str, kind: str | None, ks: tuple[int, ...],
     """
     report = score_submission(
         submission, against, kind=kind, ks=ks, missing=missing, lenient=lenient,
-        baseline=baseline, include_empty=include_empty, cache_dir=cache_dir,
+        baseline=baseline, include_empty=include_empty, cache_dir=cache_dir, rag=rag,
         llm=None if llm is None else LLMConfig(llm, backend=backend, batch_size=batch_size,
                                                device=device),
     )
@@ -81,6 +91,8 @@ def score(submission: Path, against: str, kind: str | None, ks: tuple[int, ...],
         return
     console = Console()
     console.print(_metrics_table(report))
+    if report.baseline is not None and report.kind in PAPER_TABLES:
+        console.print(_paper_table(report))
     if report.tests:
         console.print(_tests_table(report))
 
@@ -100,6 +112,22 @@ def _metrics_table(report: Report) -> Table:
     for name, count in report.counts.items():
         extra = [str(base.counts.get(name, ""))] if base is not None else []
         table.add_row(name.replace("_", " "), str(count), *extra, style="dim")
+    return table
+
+
+def _paper_table(report: Report) -> Table:
+    """The paper's Table 4 (selection) / Table 5 (ranking) layout: a row per method (the
+    submission, then the baseline), a column per metric, in percent."""
+    number, wanted = PAPER_TABLES[report.kind]
+    columns = [name for name in wanted if name in report.summary]
+    table = Table(title=f"{report.kind}, the paper's {number} layout (%): vs {report.reference}",
+                  title_justify="left")
+    table.add_column("method")
+    for name in columns:
+        table.add_column(name, justify="right")
+    for run in (report, report.baseline):
+        table.add_row(Path(run.submission).stem,
+                      *(_fmt(100 * run.summary.get(name, math.nan), 2) for name in columns))
     return table
 
 

@@ -99,6 +99,13 @@ def passage_prompt(question: str, passages: Sequence[Passage], kind: str = "ques
                                                                question=question))
 
 
+def evidence_prompt(question: str, passages: Sequence[Passage], kind: str = "question") -> Chat:
+    """L(q, D) as the `rag` answers ask it: with the passages, or closed-book when there are
+    none (a query without candidates, or without utilitarian ones)."""
+    return (passage_prompt(question, passages, kind) if passages
+            else closed_book_prompt(question, kind))
+
+
 class UtilityTask(Task):
     """Label every candidate of every query's pool as gold utilitarian for one LLM, or not."""
 
@@ -344,16 +351,13 @@ def _add_rag(llm: Calls, sampling: Sampling, queries: Sequence[Query],
              pools: dict[str, list[Candidate]], records: list[dict], kind: str) -> None:
     """`rag` of each record: the answer and its correctness with all candidates, with the
     utilitarian ones, and with the human gold ones (null for a query without)."""
-    def evidence_prompt(q: Query, passages: list[Passage]) -> Chat:
-        return (passage_prompt(q.question, passages, kind) if passages
-                else closed_book_prompt(q.question, kind))
-
     all_prompts, util_prompts = [], []
     for q, r in zip(queries, records):
         passages = [c.passage for c in pools[q.qid]]
         useful = set(r["utility_pids"])
-        all_prompts.append(evidence_prompt(q, passages))
-        util_prompts.append(evidence_prompt(q, [p for p in passages if p.pid in useful]))
+        all_prompts.append(evidence_prompt(q.question, passages, kind))
+        util_prompts.append(evidence_prompt(q.question, [p for p in passages if p.pid in useful],
+                                            kind))
     qids = [q.qid for q in queries]
     gold = [q for q in queries if q.gold]
     answers = {

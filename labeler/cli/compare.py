@@ -1,0 +1,51 @@
+"""`labeler compare`: parse, call `labeler.compare.compare`, render its two tables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+
+@click.command()
+@click.argument("artifacts", nargs=-1, required=True,
+                type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default="out",
+              show_default=True,
+              help="Artifacts root: the comparison goes to <out>/compare/<dataset>/<llms>/v<N>/ "
+                   "(publish it with `labeler push`).")
+@click.option("--llm", "llms", multiple=True, metavar="ALIAS=MODEL",
+              help="Answer for the artifact of LLM ALIAS with MODEL instead of the model its "
+                   "manifest names (repeat for several).")
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="LLM call cache (default: $LABELER_CACHE_DIR or ~/.cache/labeler).")
+def compare(artifacts: tuple[Path, ...], out: Path, llms: tuple[str, ...],
+            cache_dir: Path | None) -> None:
+    """Compare utility ARTIFACTS of one dataset by several LLMs (version folders).
+
+    For every pair (A, B): the RAG accuracy of A answering with only B's gold utilitarian
+    passages (the diagonal is A's own gold-utilitarian accuracy) and with the human gold ones,
+    and the mean Jaccard overlap of their gold utilitarian sets and with the human gold. Writes
+    the tables, heatmaps and a card as one version folder.
+    """
+    from labeler.compare import IMAGES
+    from labeler.compare import compare as run_compare
+
+    overrides = {}
+    for item in llms:
+        alias, equals, model = item.partition("=")
+        if not equals or not alias or not model:
+            raise click.BadParameter(f"expected ALIAS=MODEL, got {item!r}", param_hint="--llm")
+        overrides[alias] = model
+    compared = run_compare(list(artifacts), out=out, llms=overrides, cache_dir=cache_dir)
+    console = Console()
+    for (_, title), frame in zip(IMAGES, (compared.transfer, compared.overlap)):
+        table = Table(title=title, title_justify="left")
+        for column in frame.columns:
+            table.add_column(column, justify="left" if column == "reader" else "right")
+        for row in frame.rows():
+            table.add_row(row[0], *("n/a" if v is None else f"{v:.1%}" for v in row[1:]))
+        console.print(table)
+    console.print(str(compared.path), soft_wrap=True, highlight=False)

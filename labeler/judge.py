@@ -1,0 +1,93 @@
+"""`labeler judge`: one judge method over the same pools as `labeler build` -> a submission.
+
+The source and pools come from the same two steps as the labels' (`labeler.build`), the
+judgments from `labeler.tasks.judge` shard by shard under one progress bar. The submission
+(selection or ranking, one schema-valid line per query) and, beside it, `<name>.manifest.json`
+(method, LLM, prompt templates with their sha256, pools, statistics) are each written
+atomically, after every judgment is made: nothing is left half-written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from labeler import __version__
+from labeler.build import DEFAULT_SHARD_SIZE, config_pools, config_source
+from labeler.errors import InputError
+from labeler.formats import check_record
+from labeler.llm.config import LLMConfig
+from labeler.paths import atomic_file
+from labeler.progress import track
+from labeler.tasks.base import make_shards
+from labeler.tasks.judge import JudgeConfig, JudgeTask
+
+
+@dataclass
+class Judged:
+    """A written submission: its kind, file, manifest file and statistics."""
+
+    kind: str
+    path: Path
+    manifest_path: Path
+    stats: dict
+
+
+def manifest_path(out: str | Path) -> Path:
+    """`FILE.manifest.json` beside the submission `FILE.jsonl`."""
+    out = Path(out)
+    return out.with_name(out.name.removesuffix(".jsonl") + ".manifest.json")
+
+
+def judge(config: JudgeConfig, llm: LLMConfig | None, *, out: str | Path,
+          shard_size: int = DEFAULT_SHARD_SIZE, cache_dir: str | Path | None = None) -> Judged:
+    """Judge the pools `config` names with `llm` (None only for `retrieval`) and write the
+    submission to `out` (a .jsonl file) with its manifest beside it.
+
+    Everything that can fail on user input fails before the model is loaded; the model is
+    loaded before retrieval, so a mistyped --llm fails before minutes of encoding.
+    """
+    out = Path(out)
+    if out.suffix != ".jsonl":
+        raise InputError("the submission is JSONL: name a .jsonl file", str(out),
+                         field_name="out")
+    task = JudgeTask(config)
+    if llm is None and task.templates():
+        raise InputError(f"{config.method} asks an LLM: name one", field_name="llm")
+    source = config_source(config)
+    templates = task.templates(source.kind)  # the judge prompts are for questions
+    model = None if llm is None or not templates else llm.load(cache_dir)
+    pools = config_pools(source, config, cache_dir)
+    records = []
+    for shard in track(make_shards(source.queries, pools, shard_size, kind=source.kind),
+                       f"{config.method} judgments"):
+        records += task.run(model, shard)
+    for i, record in enumerate(records, 1):  # the task's bug, not the user's: still one line
+        try:
+            check_record(record, f"submission-{task.kind}")
+        except InputError as error:
+            raise InputError(error.message, str(out), i, error.field_name) from None
+    stats = task.statistics(records)
+    manifest = {
+        "tool_version": __version__,
+        "kind": task.kind,
+        "method": config.method,
+        "with_answer": task.asks_answer,
+        "llm": None if model is None else {**llm.describe(), "alias": model.alias,
+                                           "revision": model.revision},
+        "prompt_templates": {name: {"sha256": hashlib.sha256(text.encode()).hexdigest(),
+                                    "text": text} for name, text in templates.items()},
+        "sampling": {name: s.key() for name, s in task.decoding.items()},
+        **source.describe(),
+        **pools.describe(),
+        "config": asdict(config),
+        "stats": stats,
+    }
+    with atomic_file(out) as f:
+        for record in records:
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+    with atomic_file(manifest_path(out)) as f:
+        f.write(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+    return Judged(task.kind, out, manifest_path(out), stats)

@@ -1,0 +1,78 @@
+"""RAG accuracy of a utility artifact's LLM with a chosen set of its candidates per query.
+
+`labeler score --rag` (a selection's passages) and `labeler compare` (another LLM's gold
+utilitarian passages) ask exactly what the utility task's `rag` answers ask: the artifact's
+with-passage prompt over the chosen candidates in pool order, closed-book when none is chosen,
+with the artifact's answer decoding; so the artifact's own gold utilitarian set gets back its
+own `rag.utilitarian` answers (from the call cache, or recomputed alike).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from pathlib import Path
+
+from labeler.errors import InputError, ModelLoadError, UnknownNameError
+from labeler.llm.base import Backend, Sampling
+from labeler.llm.config import LLMConfig
+from labeler.metrics.answers import has_answer
+from labeler.sources import Passage
+from labeler.tasks.base import Calls
+from labeler.tasks.utility import TEMPLATES_BY_KIND, evidence_prompt
+
+
+def load_reader(manifest: dict, name: str | None = None, *,
+                cache_dir: str | Path | None = None) -> Backend:
+    """Load the LLM that labelled the artifact, behind the call cache: `name` (--llm) if given,
+    else its alias when that is a known alias, else its model id; with the backend settings
+    it ran with. A model the manifest names that is not found here is an InputError that
+    says to pass --llm."""
+    from labeler.llm.models import ALIASES
+
+    settings = manifest.get("llm_config") or {}
+    given = name is not None
+    if not given:
+        name = manifest["llm"] if manifest["llm"] in ALIASES else manifest["model_id"]
+    config = LLMConfig(name, backend=settings.get("backend", "hf"),
+                       batch_size=settings.get("batch_size"), device=settings.get("device"))
+    try:
+        return config.load(cache_dir)
+    except (UnknownNameError, ModelLoadError) as error:
+        if given:
+            raise
+        raise InputError(f"the artifact's LLM '{name}' is not found here: {error}",
+                         field_name="llm", hint="name the model to answer with: --llm MODEL, "
+                         "for labeler compare --llm ALIAS=MODEL") from None
+
+
+def artifact_setting(manifest: dict, where: str) -> tuple[str, Sampling]:
+    """(kind of query, answer decoding) of a utility artifact: the kind whose prompt pair its
+    manifest records, and its `answer` sampling. InputError for another artifact kind, or
+    prompts this labeler no longer asks (its answers would not be comparable)."""
+    if manifest.get("artifact") != "utility":
+        raise InputError(f"expected a utility artifact, this is a {manifest.get('artifact')}",
+                         where, field_name="artifact")
+    texts = {name: t.get("text") for name, t in manifest["prompt_templates"].items()}
+    kind = next((kind for kind, pair in TEMPLATES_BY_KIND.items()
+                 if all(texts.get(name) == text for name, text in pair.items())), None)
+    if kind is None:
+        raise InputError("the artifact's prompts are not the utility prompts of this labeler: "
+                         "its RAG answers cannot be asked again alike", where,
+                         field_name="prompt_templates", hint="rebuild it with this version")
+    answer = dict(manifest["sampling"]["answer"])
+    return kind, Sampling(**{**answer, "stop": tuple(answer.get("stop", ()))})
+
+
+def rag_correct(llm: Calls, records: Sequence[dict], chosen: Sequence[Collection[str]], *,
+                kind: str, sampling: Sampling, what: str) -> list[bool]:
+    """Per utility record, whether the LLM answers right (`has_answer`) with only the
+    candidates whose pid is in `chosen[i]`, in pool order; chosen pids outside the pool are
+    not shown. One batched call."""
+    prompts = []
+    for record, pids in zip(records, chosen):
+        keep = set(pids)
+        passages = [Passage(c["pid"], c["title"], c["text"]) for c in record["candidates"]
+                    if c["pid"] in keep]
+        prompts.append(evidence_prompt(record["question"], passages, kind))
+    outputs = llm.generate(prompts, sampling, what, [r["qid"] for r in records])
+    return [has_answer(out[0].text.strip(), r["answers"]) for out, r in zip(outputs, records)]

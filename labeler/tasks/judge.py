@@ -1,0 +1,309 @@
+"""Utility judgments by the LLM itself (Zhang et al., "LLM-Specific Utility for RAG", §5): how
+well existing methods estimate which passages are gold utilitarian for it.
+
+One task, one method table: each method says only its prompts and how it reads the answers.
+
+- `pvs`: pointwise verbalized selection, one prompt per passage; yes iff the lower-cased
+  output holds ": yes" or " yes" (the paper's evaluation/set-evaluation.py); P(yes) is recorded
+  beside it (`choice_probs` after "Utility judgment:").
+- `lvs`: listwise verbalized selection, one multi-turn chat per query; the ids `[i]` of the
+  answer, first mention first, those outside 1..k dropped.
+- `lvr`: listwise verbalized ranking, the same turns; the ids named, then the passages not
+  named in retrieval order.
+- `likelihood`: log P(pseudo-answer | with-passage prompt) per passage, ranked.
+- `retrieval`: the pool's own order, the baseline.
+
+The prompts are the paper's (src/dataset.py), verbatim: "youself", "the ranked the passages"
+and "passages' utility" in the ranking prompt with an answer are its own. With `with_answer`
+(and always for `likelihood`) the LLM's own greedy answer with all top-k passages, asked with
+the utility task's with-passage prompt, is the pseudo-answer. Passages are shown as
+"{title} {text}". A selection record is {qid, selected}, a ranking {qid, ranking} or
+{qid, scores}; both keep what the LLM said.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+
+from labeler.errors import InputError, UnknownNameError
+from labeler.llm.base import (
+    Backend,
+    ChoiceRequest,
+    LoglikelihoodRequest,
+    Message,
+    Sampling,
+    chat,
+    yes_probability,
+)
+from labeler.retrieval import Candidate
+from labeler.sources import Query
+from labeler.tasks.base import Calls, Shard, Task, TaskConfig
+from labeler.tasks.utility import ANSWER, MAX_NEW_TOKENS, WITH_PASSAGE, evidence_prompt
+
+#: the two criteria every verbalized prompt states
+CRITERIA = (
+    "Determine if the passage has utility based on two strict criteria: \n 1. Usefulness: The "
+    "passage should not only be relevant to the question but also be useful in generating a "
+    "correct, reasonable, and perfect answer to the question.\n 2. Novelty: Is the useful "
+    "information new to you? This means it must NOT be part of your pre-existing knowledge.\n"
+)
+POINTWISE = ("Question: {question} \n Passage: {passage} \n " + CRITERIA
+             + "Directly output your response. The format of the output is: "
+               "'Utility judgment: Yes/No.'")
+POINTWISE_ANSWER = ("Question: {question} \n Passage: {passage} \n The reference answer: "
+                    "{answer} " + CRITERIA + "Directly output your response. The format of the "
+                    "output is: 'Utility judgment: Yes/No.'")
+#: the assistant prefix after which P(yes) is read (the paper's `_prob` prompts)
+JUDGMENT_PREFIX = "Utility judgment:"
+YES_NO = (" Yes", " No")
+_INTRO = "I will provide you with {num} passages, each indicated by number identifier []. "
+SELECT_INTRO = (_INTRO + "\nSelect the passages that have utility for youself in answering the "
+                "question: {question}.")
+SELECT_INTRO_ANSWER = (_INTRO + "I will also give you a reference answer. \nSelect the passages "
+                       "that have utility for youself in answering the question: {question}.")
+RANK_INTRO = (_INTRO + "\nRank the passages based on the passages utility for youself in "
+              "answering the question: {question}.")
+RANK_INTRO_ANSWER = (_INTRO + "I will also give you a reference answer. \nRank the passages "
+                     "based on the passages' utility for youself in answering the question: "
+                     "{question}.")
+READY = "Okay, please provide the passages."
+READY_ANSWER = "Okay, please provide the passages and the reference answer."
+PASSAGE_TURN = "[{rank}] {passage}"
+RECEIVED = "Received passage [{rank}]."
+SELECT_INSTRUCT = (
+    "Directly output the passages you selected that have utility for yourself in answering the "
+    "question. The format of the output is: 'My selection:[[i],[j],...].'. Only response the "
+    "selection results, do not say any word or explain."
+)
+RANK_INSTRUCT = (
+    "Directly output the ranked the passages in descending order of utility for yourself in "
+    "answering the question. The format of the output is: '[i]>[j]>...'. Only response the "
+    "ranked results, do not say any word or explain."
+)
+LAST = "Question: {question}.\n\n " + CRITERIA
+LAST_ANSWER = "Question: {question}.\n\n Reference answer: {answer}\n\n " + CRITERIA
+
+
+@dataclass(frozen=True)
+class Method:
+    """One judge method: what it submits, its prompt templates, and whether it takes (or
+    always needs) the pseudo-answer."""
+
+    kind: str  # "selection" | "ranking"
+    label: Callable  # (task, llm, shard, pseudo-answers by qid) -> one record per query
+    templates: dict[str, str] = field(default_factory=dict)  # name -> text, no pseudo-answer
+    with_answer: dict[str, str] | None = None  # the same with it; None: no such variant
+    needs_answer: bool = False  # asks with the pseudo-answer whatever `with_answer` says
+
+
+def _listwise(intro: str, ready: str, last: str, instruct: str) -> dict[str, str]:
+    return {"intro": intro, "ready": ready, "passage": PASSAGE_TURN, "received": RECEIVED,
+            "question": last + instruct}
+
+
+@dataclass(frozen=True)
+class JudgeConfig(TaskConfig):
+    """The judge's config: the pools are the labels' (`TaskConfig`), then the method."""
+
+    method: str = "pvs"  # a key of METHODS
+    with_answer: bool = False  # pvs, lvs, lvr: show the LLM's own pseudo-answer in the prompt
+    max_new_tokens: int = MAX_NEW_TOKENS  # cap on each generated judgment and pseudo-answer
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.method not in METHODS:
+            raise UnknownNameError("judge method", self.method, list(METHODS))
+        if self.with_answer and METHODS[self.method].with_answer is None:
+            why = ("always scores the pseudo-answer" if METHODS[self.method].needs_answer
+                   else "asks the LLM nothing")
+            raise InputError(f"--with-answer does not apply to {self.method}, which {why}",
+                             field_name="with_answer")
+        if self.max_new_tokens < 1:
+            raise InputError(f"max_new_tokens must be at least 1, got {self.max_new_tokens}",
+                             field_name="max_new_tokens")
+        if self.answer_extractor:
+            raise InputError("--answer-extractor does not apply to judge: no judgment reads the "
+                             "gold answers", field_name="answer_extractor")
+
+
+class JudgeTask(Task):
+    """Judge every query's pool with one method; one submission record per query."""
+
+    name = "judge"
+    Config = JudgeConfig
+    rows = (
+        ("queries", "queries", "count"),
+        ("candidates", "candidate passages judged", "count"),
+        ("mean_selected", "selected passages / query", "mean"),
+        ("empty_selections", "queries with nothing selected", "count"),
+        ("unparsed", "answers that named no passage", "count"),
+    )
+
+    def __init__(self, config: JudgeConfig) -> None:
+        super().__init__(config)
+        self.method = METHODS[config.method]
+        self.asks_answer = self.method.needs_answer or config.with_answer
+        #: pseudo-answers: the utility task's greedy answers; judgments: greedy, same cap
+        self.answer = replace(ANSWER, max_tokens=config.max_new_tokens)
+        self.decoding = ({"answer": self.answer} if self.asks_answer else {}) | (
+            {"judgment": self.answer} if self.method.templates else {})
+
+    @property
+    def kind(self) -> str:
+        """What this method submits: "selection" or "ranking"."""
+        return self.method.kind
+
+    def templates(self, kind: str = "question") -> dict[str, str]:
+        """The method's templates (with the pseudo-answer's when it asks with one)."""
+        super().templates(kind)  # the paper's judge prompts are for questions
+        chosen = self.method.with_answer if self.config.with_answer else self.method.templates
+        return {**chosen, **({"pseudo_answer": WITH_PASSAGE} if self.asks_answer else {})}
+
+    def run(self, backend: Backend | None, shard: Shard) -> list[dict]:
+        """The base's `run`; `retrieval` asks no LLM, so it takes none."""
+        return self.label(None if backend is None else Calls(backend), shard)
+
+    def label(self, llm: Calls | None, shard: Shard) -> list[dict]:
+        """One submission record per query; the pseudo-answers first, in one batched call."""
+        answers = pseudo_answers(llm, shard, self.answer) if self.asks_answer else {}
+        records = self.method.label(self, llm, shard, answers)
+        for record in records:
+            if record["qid"] in answers:
+                record["pseudo_answer"] = answers[record["qid"]]
+        return records
+
+    @staticmethod
+    def statistics(records: Iterable[dict]) -> dict:
+        """`queries`, `candidates` judged; for selections `mean_selected` and
+        `empty_selections`; `unparsed`: listwise answers from which no id was read."""
+        records = list(records)
+        selected = [len(set(r["selected"])) for r in records if "selected" in r]
+        return {
+            "queries": len(records),
+            "candidates": sum(r["candidates"] for r in records),
+            "mean_selected": sum(selected) / len(selected) if selected else None,
+            "empty_selections": sum(1 for n in selected if n == 0) if selected else None,
+            "unparsed": (sum(1 for r in records if r["parsed"] == 0)
+                         if records and "parsed" in records[0] else None),
+        }
+
+
+def says_yes(output: str) -> bool:
+    """The paper's reading of a pointwise judgment: yes iff the lower-cased output holds
+    ": yes" or " yes".
+
+    >>> says_yes("Utility judgment: Yes."), says_yes("Utility judgment: No."), says_yes("Yes")
+    (True, False, False)
+    """
+    text = output.lower()
+    return ": yes" in text or " yes" in text
+
+
+def named_passages(output: str, k: int) -> list[int]:
+    """0-based positions of the passages `[i]` an answer names, first mention first, each
+    once; ids outside 1..k are dropped.
+
+    >>> named_passages("My selection:[[3],[1],[3],[9]].", 3)
+    [2, 0]
+    """
+    positions = dict.fromkeys(int(n) - 1 for n in re.findall(r"\[(\d+)\]", output))
+    return [i for i in positions if 0 <= i < k]
+
+
+def pseudo_answers(llm: Calls, shard: Shard, sampling: Sampling) -> dict[str, str]:
+    """qid -> the LLM's greedy answer with all of its candidates (the utility task's prompt,
+    so a utility build with the same cap has it cached)."""
+    qids = [q.qid for q in shard.queries]
+    prompts = [evidence_prompt(q.question, [c.passage for c in shard.pools[q.qid]])
+               for q in shard.queries]
+    outputs = llm.generate(prompts, sampling, "pseudo-answers", qids)
+    return {qid: out[0].text.strip() for qid, out in zip(qids, outputs)}
+
+
+def _pointwise(task: JudgeTask, llm: Calls, shard: Shard, answers: dict[str, str]) -> list[dict]:
+    pairs = [(q, c) for q in shard.queries for c in shard.pools[q.qid]]
+    names = [f"{q.qid}, passage {c.passage.pid}" for q, c in pairs]
+    template = task.templates()["judgment"]
+    prompts = [chat(template.format(question=q.question, passage=c.passage.contents,
+                                    answer=answers.get(q.qid, ""))) for q, c in pairs]
+    outputs = llm.generate(prompts, task.answer, "pointwise judgments", names)
+    probs = llm.choice_probs([ChoiceRequest(p + (Message("assistant", JUDGMENT_PREFIX),), YES_NO)
+                              for p in prompts], "pointwise P(yes)", names)
+    judged: dict[str, list[dict]] = {q.qid: [] for q in shard.queries}
+    for (q, c), out, prob in zip(pairs, outputs, probs):
+        judged[q.qid].append({"pid": c.passage.pid, "output": out[0].text,
+                              "yes": says_yes(out[0].text),
+                              "p_yes": yes_probability(prob, *YES_NO)})
+    return [{"qid": qid, "selected": [j["pid"] for j in rows if j["yes"]],
+             "candidates": len(rows), "judgments": rows} for qid, rows in judged.items()]
+
+
+def _listwise_label(task: JudgeTask, llm: Calls, shard: Shard,
+                    answers: dict[str, str]) -> list[dict]:
+    asked = [q for q in shard.queries if shard.pools[q.qid]]
+    templates = task.templates()
+    prompts = [_listwise_chat(templates, q, shard.pools[q.qid], answers.get(q.qid, ""))
+               for q in asked]
+    what = "listwise selections" if task.kind == "selection" else "listwise rankings"
+    outputs = dict(zip((q.qid for q in asked),
+                       llm.generate(prompts, task.answer, what, [q.qid for q in asked])))
+    records = []
+    for q in shard.queries:
+        pool = shard.pools[q.qid]
+        output = outputs[q.qid][0].text if q.qid in outputs else ""
+        named = named_passages(output, len(pool))
+        pids = [pool[i].passage.pid for i in named]
+        record = {"qid": q.qid, "candidates": len(pool), "output": output, "parsed": len(named)}
+        if task.kind == "selection":
+            record["selected"] = pids
+        else:  # the named ones, then the others in retrieval order: score k - position
+            record["ranking"] = pids + [c.passage.pid for c in pool if c.passage.pid not in pids]
+        records.append(record)
+    return records
+
+
+def _listwise_chat(templates: dict[str, str], q: Query, pool: list[Candidate],
+                   answer: str) -> tuple[Message, ...]:
+    turns = [Message("user", templates["intro"].format(num=len(pool), question=q.question)),
+             Message("assistant", templates["ready"])]
+    for rank, c in enumerate(pool, 1):
+        turns += [Message("user", templates["passage"].format(rank=rank,
+                                                             passage=c.passage.contents)),
+                  Message("assistant", templates["received"].format(rank=rank))]
+    turns.append(Message("user", templates["question"].format(question=q.question,
+                                                              answer=answer)))
+    return tuple(turns)
+
+
+def _likelihood(task: JudgeTask, llm: Calls, shard: Shard, answers: dict[str, str]) -> list[dict]:
+    pairs = [(q, c) for q in shard.queries for c in shard.pools[q.qid]]
+    scores = llm.loglikelihood(
+        [LoglikelihoodRequest(evidence_prompt(q.question, [c.passage]), answers[q.qid])
+         for q, c in pairs], "pseudo-answer likelihoods",
+        [f"{q.qid}, passage {c.passage.pid}" for q, c in pairs])
+    by_qid: dict[str, dict[str, float]] = {q.qid: {} for q in shard.queries}
+    for (q, c), score in zip(pairs, scores):
+        by_qid[q.qid][c.passage.pid] = score
+    return [{"qid": qid, "scores": s, "candidates": len(s)} for qid, s in by_qid.items()]
+
+
+def _retrieval(task: JudgeTask, llm: Calls | None, shard: Shard,
+               answers: dict[str, str]) -> list[dict]:
+    return [{"qid": q.qid, "ranking": [c.passage.pid for c in shard.pools[q.qid]],
+             "candidates": len(shard.pools[q.qid])} for q in shard.queries]
+
+
+#: method name -> Method; the one list of judge methods
+METHODS: dict[str, Method] = {
+    "pvs": Method("selection", _pointwise, {"judgment": POINTWISE},
+                  {"judgment": POINTWISE_ANSWER}),
+    "lvs": Method("selection", _listwise_label,
+                  _listwise(SELECT_INTRO, READY, LAST, SELECT_INSTRUCT),
+                  _listwise(SELECT_INTRO_ANSWER, READY_ANSWER, LAST_ANSWER, SELECT_INSTRUCT)),
+    "lvr": Method("ranking", _listwise_label, _listwise(RANK_INTRO, READY, LAST, RANK_INSTRUCT),
+                  _listwise(RANK_INTRO_ANSWER, READY_ANSWER, LAST_ANSWER, RANK_INSTRUCT)),
+    "likelihood": Method("ranking", _likelihood, needs_answer=True),
+    "retrieval": Method("ranking", _retrieval),
+}
