@@ -63,7 +63,8 @@ def build(
     task = load_task(artifact)(config)
     if not llms:
         raise InputError("name at least one LLM", field_name="llm")
-    source = load_source(config.dataset, corpus=config.corpus, limit=config.limit)
+    source = load_source(config.dataset, corpus=config.corpus, limit=config.limit,
+                         qrels=config.qrels)
     task.check(source)
     answer_extraction.check(source, config.answer_extractor)
     task_manifest = task.manifest(source.kind)  # a kind of query the task cannot label fails here
