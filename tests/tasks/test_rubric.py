@@ -113,3 +113,53 @@ def test_rubric_build_on_cisi_sample(loads, tmp_path):  # noqa: F811
     assert json.dumps(report).count("ndcg@10") >= 1
     assert stats["ndcg@10_fused"] == pytest.approx(
         sum(q["ndcg@10"]["fused"] for q in queries) / 2)
+
+
+def test_label_retries_scores_and_fuses_with_a_scripted_llm():
+    from labeler.retrieval import build_pools
+    from labeler.sources import load_source
+    from labeler.tasks.base import Calls, make_shards
+    from labeler.tasks.rubric import RubricTask
+    from tests.scripted import ScriptedBackend
+
+    source = load_source("cisi-sample", limit=2)
+    pools = build_pools(source, pool="rp", k=5, encoder="bm25")
+    [shard] = make_shards(source.queries, pools, 2)
+    asked: dict[str, int] = {}
+
+    def answer(text: str) -> str:
+        # query 1 lists two questions (one a near repeat); query 2 says nothing usable, twice
+        asked[text] = asked.get(text, 0) + 1
+        if "descriptive titles" in text:
+            return ("1. Does the document discuss titles?\n2. Does the document discuss "
+                    "titles?\n3. Is the document about libraries?")
+        return "I cannot help with that."
+
+    def probs(text: str, choices) -> dict[str, float]:
+        # "Yes" 0.6 and "No" 0.2 when the document mentions titles, the reverse otherwise
+        yes, no = (0.6, 0.2) if "title" in text.split("Answer yes or no.")[0] else (0.2, 0.6)
+        return {c: {"Yes": yes, "No": no}.get(c, 0.05) for c in choices}
+
+    task = RubricTask(RubricConfig(dataset="cisi-sample", k=5, rerank_k=3, weight=2.0))
+    records = task.label(Calls(ScriptedBackend(answer=answer, probs=probs)), shard)
+    tables = task.derive(records, {})
+    first, second = tables["data"]
+    assert [q["text"] for q in first["questions"]] == [
+        "Does the document discuss titles?", "Is the document about libraries?"]
+    assert not first["retried"] and second["retried"] and second["questions"] == []
+    assert sorted(asked.values()) == [1, 2]  # query 2 asked once more, query 1 once
+    rows = [r for r in tables["candidates"] if r["qid"] == "1"]
+    for row in rows:
+        if row["bm25_rank"] <= 3:
+            titled = "title" in source.corpus[row["pid"]].contents
+            # the four variants summed: yes 0.6 + 3 · 0.05, no 0.2 + 3 · 0.05 (or the reverse)
+            p = (0.75 if titled else 0.35) / 1.1
+            assert row["p_yes"] == pytest.approx([p, p])
+            assert row["fused"] == pytest.approx(row["bm25"] + 2.0 * 2 * p)
+        else:
+            assert row["p_yes"] == [] and row["rubric"] is None and row["fused"] == row["bm25"]
+    assert [r["bm25_rank"] for r in sorted(rows, key=lambda r: r["rank"])][3:] == [4, 5]
+    empty = [r for r in tables["candidates"] if r["qid"] == "2"]
+    assert all(r["rubric"] == 0 for r in empty if r["bm25_rank"] <= 3)
+    stats = task.statistics(tables["data"])
+    assert (stats["queries"], stats["questions"], stats["retried"], stats["empty"]) == (2, 2, 1, 1)
