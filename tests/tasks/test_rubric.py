@@ -14,7 +14,6 @@ from labeler.errors import InputError
 from labeler.formats import Qrels, Run, read_jsonl
 from labeler.tasks.base import TaskConfig
 from labeler.tasks.rubric import RubricConfig, parse_questions
-from tests.test_build import loads  # noqa: F401  (the fixture: the session's SmolLM2, cached)
 
 NUMBERED = """Here are some yes/no questions to determine if a document is relevant:
 
@@ -71,7 +70,7 @@ def test_rubric_options_are_checked_and_refused_elsewhere():
 
 
 @pytest.mark.slow
-def test_rubric_build_on_cisi_sample(loads, tmp_path):  # noqa: F811
+def test_rubric_build_on_cisi_sample(loads, tmp_path):
     out = tmp_path / "out"
     result = CliRunner().invoke(cli, [
         "build", "--artifact", "rubric", "--dataset", "cisi-sample", "--llm", "smollm2-135m",
