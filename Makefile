@@ -29,6 +29,7 @@ bench: install
 	$(BIN)/python benchmarks/bench_score.py
 	$(BIN)/python benchmarks/bench_memory.py
 	$(BIN)/python benchmarks/bench_build.py
+	$(BIN)/python benchmarks/bench_rubric.py
 
 lint: install
 	$(BIN)/ruff check labeler tests benchmarks

@@ -15,7 +15,8 @@ from labeler.tasks import TASKS
 @click.command()
 @click.option("--dataset", required=True,
               help="Source: nq-sample, nq, tq, msmarco-fqa, hotpotqa, fever, 2wiki, "
-                   "nq-tevatron, tq-tevatron-distant, hotpotqa-distractor or jsonl:PATH.")
+                   "nq-tevatron, tq-tevatron-distant, hotpotqa-distractor, cisi-sample, "
+                   "jsonl:PATH or search:PATH (queries TSV or JSONL).")
 @click.option("--llm", "llms", multiple=True, required=True,
               help="Model alias, HF repo id, local folder or .gguf; repeat to label for several.")
 @click.option("--artifact", default="utility", show_default=True,
@@ -38,12 +39,23 @@ from labeler.tasks import TASKS
                    "the unfinished ones.")
 @click.option("--run", type=click.Path(dir_okay=False, path_type=Path),
               help="TREC or JSONL run file to use instead of retrieval.")
-@click.option("--encoder", help="Dense retriever for rp: bge-m3 (default, falls back to the "
-              "bundled minilm offline), minilm, or an HF repo id / local folder.")
+@click.option("--encoder", help="Retriever for rp: bm25, or a dense bge-m3 (default, falls back "
+              "to the bundled minilm offline), minilm, or an HF repo id / local folder "
+              "[rubric: bm25].")
 @click.option("--corpus", metavar="NAME|FILE",
               help="Corpus to retrieve from instead of the dataset's own: wiki-dpr (DPR's "
                    "100-word Wikipedia passages), msmarco-passage, kilt-wikipedia (KILT "
                    "paragraphs), or a FlashRAG-format file ({id, contents}).")
+@click.option("--qrels", type=click.Path(dir_okay=False, path_type=Path),
+              help="TREC qrels with the queries' graded human judgments (rubric: for NDCG).")
+@click.option("--max-questions", type=click.IntRange(min=1),
+              help="rubric: questions kept per query [default: 10].")
+@click.option("--weight", type=float, help="rubric: w in fused = BM25 + w · rubric [default: 10].")
+@click.option("--rerank-k", type=click.IntRange(min=1),
+              help="rubric: the BM25 top K the LLM scores [default: 100].")
+@click.option("--single-question", is_flag=True,
+              help="rubric: also score the single-question baseline (\"Is this document "
+                   "relevant to this query?\").")
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
               help="LLM call and embedding cache (default: $LABELER_CACHE_DIR or ~/.cache/labeler).")
 @click.option("--with-likelihood", is_flag=True,
@@ -81,6 +93,10 @@ def build(dataset, llms, artifact, pool, k, limit, backend, batch_size, device, 
 
     seer: sampled evidence extractions of the top passages, scored by three experts, ranked by
     their CoV-weighted sum and paired with lambda weights for preference training (SEER).
+
+    rubric: the LLM writes yes/no questions per query; each BM25 top-K document scores
+    Σ P(yes) over them, fused with BM25 (bag-of-decisions reranking); search data:
+    cisi-sample, or search:QUERIES (TSV or JSONL) with --corpus and --qrels.
     """
     from labeler.build import build as build_labels
     from labeler.llm.config import LLMConfig

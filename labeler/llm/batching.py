@@ -3,7 +3,8 @@
 Items are sorted longest first and cut into batches of `batch_size`; items that share a group
 key (the n samples of one prompt, the choices of one prompt, the continuations of one context)
 always land in the same batch, so a backend can compute their common prefix once; results
-computed batch by batch are put back into the caller's order.
+computed batch by batch are put back into the caller's order. `chat_prefix` is that key for
+chats that continue one conversation (a document, then one of its questions).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
 from labeler.errors import InputError
+from labeler.llm.base import Chat
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -63,3 +65,17 @@ class Collator(Generic[T]):
         for index, result in zip(self.order, results, strict=True):
             out[index] = result
         return out
+
+
+def chat_prefix(prompt: Chat) -> Chat:
+    """The group key of a chat whose turns but the last are shared with others: those turns,
+    when they hold more than a system prompt (a document before its question); else the whole
+    chat, a group of its own (and of its exact repeats).
+
+    >>> from labeler.llm.base import Message
+    >>> doc, ask = Message("user", "Doc"), Message("user", "Relevant?")
+    >>> chat_prefix((doc, ask)) == (doc,), chat_prefix((ask,)) == (ask,)
+    (True, True)
+    """
+    shared = prompt[:-1]
+    return shared if any(m.role != "system" for m in shared) else prompt

@@ -35,7 +35,7 @@ from labeler.llm.base import (
     Sampling,
     check_lengths,
 )
-from labeler.llm.batching import Collator
+from labeler.llm.batching import Collator, chat_prefix
 from labeler.paths import cache_root
 from labeler.progress import progress_bar
 
@@ -145,11 +145,12 @@ class CachedBackend(Backend):
         return self._cached("choice_probs", requests, texts,
                             [{"prompt": t, "choices": list(r.choices)}
                              for t, r in zip(texts, requests)],
-                            self.inner.choice_probs, reserved=CHOICE_TOKENS)
+                            self.inner.choice_probs, reserved=CHOICE_TOKENS,
+                            groups=[chat_prefix(r.prompt) for r in requests])
 
     def _cached(self, op: str, requests: list, texts: list[str], params: list[dict],
                 compute: Callable[[list], list], *, reserved: int = 0,
-                groups: list[str] | None = None) -> list[Any]:
+                groups: list | None = None) -> list[Any]:
         """Answers from the cache; the misses checked against the context window (`texts` are
         what the model reads, `reserved` the answer's room), then computed in Collator batches
         (requests with equal `groups` entries together), each committed when done."""

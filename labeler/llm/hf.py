@@ -5,7 +5,9 @@ of a prompt always in one batch. Left padding with an attention mask and positio
 mask gives each row the same answer alone or in any batch. Sampling is seeded per row (see
 `prompts.row_seed`): temperature, top-k and top-p shape the logits, then each row draws with
 its own generator (the exponential race, i.e. Gumbel-max), so a sample is a pure function of
-(prompt, sampling) and safe to cache. The n samples of a prompt share one prefill of it.
+(prompt, sampling) and safe to cache. The n samples of a prompt share one prefill of it, and
+`choice_probs` chats that continue one conversation (`chat_prefix`: a document, then each of
+its questions) share one prefill of their common tokens, each row then running only its tail.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from labeler.llm.base import (
     Sampling,
     check_lengths,
 )
-from labeler.llm.batching import Collator
+from labeler.llm.batching import Collator, chat_prefix
 from labeler.llm.models import ModelSpec, model_revision
 from labeler.llm.prompts import (
     choice_ids,
@@ -65,6 +67,8 @@ class HFBackend(Backend):
                  device: str | None = None, cache_dir: str | Path | None = None) -> None:
         self.spec, self.model_id, self.alias = spec, spec.model_id, spec.alias
         self.batch_size = batch_size or 8
+        #: choice_probs computes a shared chat prefix once per group (False: every prompt whole)
+        self.prefix_reuse = True
         if self.batch_size < 1:
             raise InputError("batch size must be >= 1", field_name="batch_size")
         self.device = _device(device)
@@ -143,10 +147,15 @@ class HFBackend(Backend):
         ids = encode(self.tokenizer, texts)
         tokens = [choice_ids(self.tokenizer, t, r.choices) for t, r in zip(texts, requests)]
         check_lengths([len(x) for x in ids], self.max_context, reserved=CHOICE_TOKENS)
+        groups = [chat_prefix(r.prompt) for r in requests]
         out: list[dict[str, float]] = [{} for _ in requests]
         for batch in self._batches(range(len(requests)), "choice_probs",
-                                   sort_key=lambda i: len(ids[i])):
-            probs = torch.softmax(self._forward([ids[i] for i in batch], 1)[:, -1].float(), -1)
+                                   sort_key=lambda i: len(ids[i]),
+                                   group_key=groups.__getitem__ if self.prefix_reuse else None):
+            rows = [ids[i] for i in batch]
+            logits = self._last_logits_shared(rows, [groups[i] for i in batch]) \
+                if self.prefix_reuse else self._forward(rows, 1)[:, -1]
+            probs = torch.softmax(logits.float(), -1)
             for row, i in enumerate(batch):
                 out[i] = {c: probs[row, t].item() for c, t in zip(requests[i].choices, tokens[i])}
         return out
@@ -178,6 +187,32 @@ class HFBackend(Backend):
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         return self.model(input_ids=ids, attention_mask=mask, position_ids=positions,
                           logits_to_keep=keep, use_cache=False).logits
+
+    @torch.inference_mode()
+    def _last_logits_shared(self, rows: list[list[int]], groups: list) -> torch.Tensor:
+        """Last-position logits of each row, the tokens its group shares computed once: each
+        group's longest common prefix (short of any row's last token) runs once into a
+        key/value cache copied to the group's rows; then only the rows' tails run after it."""
+        members: dict = {}
+        for row, group in zip(rows, groups):
+            members.setdefault(group, []).append(row)
+        cut = {group: _common_prefix(m) for group, m in members.items()}
+        if all(len(m) == 1 for m in members.values()) or min(cut.values()) == 0:
+            return self._forward(rows, 1)[:, -1]
+        ids, mask = self._pad([m[0][:cut[group]] for group, m in members.items()])
+        cache = DynamicCache()
+        self.model(input_ids=ids, attention_mask=mask, past_key_values=cache,
+                   position_ids=(mask.cumsum(-1) - 1).clamp(min=0), use_cache=True,
+                   logits_to_keep=1)
+        where = {group: g for g, group in enumerate(members)}
+        index = torch.tensor([where[g] for g in groups], device=self.device)
+        cache.batch_select_indices(index)
+        tails, tail_mask = self._pad([row[cut[g]:] for row, g in zip(rows, groups)])
+        starts = torch.tensor([cut[g] for g in groups], device=self.device).unsqueeze(-1)
+        return self.model(input_ids=tails, past_key_values=cache, use_cache=True,
+                          attention_mask=torch.cat([mask[index], tail_mask], -1),
+                          position_ids=starts + (tail_mask.cumsum(-1) - 1).clamp(min=0),
+                          logits_to_keep=1).logits[:, -1]
 
     @torch.inference_mode()
     def _generate_batch(self, rows: list[list[int]], sampling: Sampling,
@@ -253,6 +288,19 @@ class _StopStrings(StoppingCriteria):
                                             skip_special_tokens=True)
         return torch.tensor([any(s in t for s in self.stop) for t in texts],
                             device=input_ids.device)
+
+
+def _common_prefix(rows: list[list[int]]) -> int:
+    """The length of the rows' longest common prefix, short of the shortest row's last token.
+
+    >>> _common_prefix([[1, 2, 3, 4], [1, 2, 5]]), _common_prefix([[1, 2, 3]])
+    (2, 2)
+    """
+    n = min(map(len, rows)) - 1
+    first = rows[0]
+    for row in rows[1:]:
+        n = next((k for k in range(n) if row[k] != first[k]), n)
+    return max(n, 0)
 
 
 def gguf_snapshot(spec: ModelSpec, revision: str, cache_dir: str | Path | None) -> Path:

@@ -46,8 +46,8 @@ def build_pools(
 ) -> Pools:
     """Candidates for every query of `source`.
 
-    `rp`: top-`k` from `run` if given, else dense retrieval over `source.corpus` with
-    `encoder` (default BGE-M3, offline fallback MiniLM). `hgp`: the human gold passages.
+    `rp`: top-`k` from `run` if given, else retrieval over `source.corpus` with `encoder`:
+    `bm25` (sparse), else dense (default BGE-M3, offline fallback MiniLM). `hgp`: the human gold passages.
     `mcp`: rp, then each gold passage not already there (same pid or identical text).
     Fails before any model work on an unknown pool, a missing corpus or a bad run file.
     """
@@ -76,9 +76,10 @@ def build_pools(
     if run is not None:
         ranked = Run.from_file(run, qids={q.qid for q in source.queries}, docids=passages)
     else:
-        from labeler.retrieval.dense import retrieve
+        from labeler.retrieval import bm25, dense
 
-        ranked, used = retrieve(source, k=k, encoder=encoder, cache_dir=cache_dir)
+        retriever = bm25 if encoder == bm25.NAME else dense
+        ranked, used = retriever.retrieve(source, k=k, encoder=encoder, cache_dir=cache_dir)
         described = used.describe()
     pools = {}
     for query in source.queries:

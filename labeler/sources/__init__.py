@@ -65,6 +65,8 @@ class Query:
     answers: list[str]
     gold: list[Passage] = field(default_factory=list)
     gold_refs: list[GoldRef] = field(default_factory=list)
+    # graded human judgments by pid (TREC qrels, label > 0 relevant) where the source has them
+    relevance: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -192,6 +194,7 @@ SOURCES = {
     "nq-tevatron": "labeler.sources.tevatron:load_nq",
     "tq-tevatron-distant": "labeler.sources.tevatron:load_tq",
     "hotpotqa-distractor": "labeler.sources.hotpotqa:load_hotpotqa",
+    "cisi-sample": "labeler.sources.search:load_cisi_sample",
 }
 
 #: corpus name -> "module:function() -> Corpus"; the paper retrieves from `wiki-dpr` (NQ,
@@ -204,11 +207,13 @@ CORPORA = {
 }
 
 JSONL_PREFIX = "jsonl:"
+#: `search:PATH`: a TSV or JSONL queries file (labeler.sources.search), with --corpus, --qrels
+SEARCH_PREFIX = "search:"
 
 
 def available() -> list[str]:
     """Every name `load_source` accepts."""
-    return [*SOURCES, f"{JSONL_PREFIX}PATH"]
+    return [*SOURCES, f"{JSONL_PREFIX}PATH", f"{SEARCH_PREFIX}PATH"]
 
 
 def load_corpus(corpus: str | Path) -> Corpus:
@@ -226,10 +231,12 @@ def load_corpus(corpus: str | Path) -> Corpus:
 
 
 def load_source(
-    name: str, *, corpus: str | Path | None = None, limit: int | None = None
+    name: str, *, corpus: str | Path | None = None, limit: int | None = None,
+    qrels: str | Path | None = None,
 ) -> Source:
     """Load dataset `name` (first `limit` queries); `corpus` (a `CORPORA` name or a FlashRAG
-    corpus file) replaces its passage corpus. The corpus never depends on `limit`.
+    corpus file) replaces its passage corpus; `qrels` (TREC qrels) gives its queries graded
+    relevance and gold (`search.with_qrels`). The corpus never depends on `limit`.
 
     The corpus is read first, so a bad one fails before the queries' download. Each gold
     passage is mapped onto the corpus passage with the same pid (DPR / psgs_w100 ids), else
@@ -238,12 +245,14 @@ def load_source(
     references (KILT provenance) become gold passages where the corpus has their paragraphs
     under pids `<wikipedia_id>_<paragraph>` (`kilt-wikipedia`); other corpora match none.
     """
-    from labeler.sources import flashrag
+    from labeler.sources import flashrag, search
 
     passages = load_corpus(corpus) if corpus is not None else None
     if name.startswith(JSONL_PREFIX):
         source = flashrag.load_jsonl(name[len(JSONL_PREFIX) :], limit=limit)
         _check_jsonl(source.queries, name[len(JSONL_PREFIX) :])
+    elif name.startswith(SEARCH_PREFIX):
+        source = search.load_search(name[len(SEARCH_PREFIX) :], limit=limit)
     elif name in SOURCES:
         module, attr = SOURCES[name].split(":")
         source = getattr(importlib.import_module(module), attr)(limit=limit)
@@ -256,7 +265,7 @@ def load_source(
         source.revision = f"{source.revision}+corpus:{pinned}"
         for q in source.queries:
             q.gold = _resolve(q, passages)
-    return source
+    return source if qrels is None else search.with_qrels(source, qrels)
 
 
 def _check_jsonl(queries: list[Query], path: str) -> None:

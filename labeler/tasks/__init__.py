@@ -14,6 +14,7 @@ from labeler.errors import UnknownNameError
 TASKS = {
     "utility": "labeler.tasks.utility:UtilityTask",
     "seer": "labeler.tasks.seer:SeerTask",
+    "rubric": "labeler.tasks.rubric:RubricTask",
 }
 
 

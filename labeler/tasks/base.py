@@ -46,6 +46,7 @@ class TaskConfig:
     pool: str = "rp"  # rp: top-k retrieved; hgp: human gold; mcp: both
     k: int = 20  # retrieved passages per query
     run: str | None = None  # TREC or JSONL run file used instead of retrieval
+    qrels: str | None = None  # TREC qrels file: graded human judgments of the queries
     encoder: str | None = None  # dense retriever for rp (default: bge-m3, offline minilm)
     # LLM that first reduces sentence answers (msmarco-fqa) to entity answers; required for
     # such a source, refused for any other
@@ -70,7 +71,7 @@ class TaskConfig:
             if name not in names and value not in (None, False):
                 raise InputError(f"--{name.replace('_', '-')} does not apply to this artifact",
                                  field_name=name)
-        return cls(**{k: str(v) if k in ("corpus", "run") else v
+        return cls(**{k: str(v) if k in ("corpus", "run", "qrels") else v
                       for k, v in options.items() if k in names and v is not None})
 
 

@@ -80,6 +80,7 @@ LICENSES = {
     "nq-tevatron": "cc-by-sa-3.0",
     "tq-tevatron-distant": "apache-2.0",
     "hotpotqa-distractor": "cc-by-sa-4.0",
+    "cisi-sample": "unknown",  # CISI states no licence (labeler/data/cisi_sample/LICENSE)
 }
 
 
