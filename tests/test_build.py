@@ -76,8 +76,8 @@ def test_build_writes_a_valid_artifact_and_a_rerun_comes_from_the_cache(tmp_path
     assert (manifest["pool"], manifest["k"], manifest["run"]) == ("rp", 3, str(RUN))
     assert manifest["config"] == {"dataset": "nq-sample", "corpus": None, "limit": 3, "pool": "rp",
                                   "k": 3, "run": str(RUN), "encoder": None,
-                                  "answer_extractor": None, "with_likelihood": True,
-                                  "max_new_tokens": 32}
+                                  "answer_extractor": None, "qrels": None,
+                                  "with_likelihood": True, "max_new_tokens": 32}
     assert manifest["corpus_passages"] == 4349
     assert manifest["llm_config"] == {"model": "SmolLM2-135M-Instruct.Q4_1.gguf",
                                       "backend": "hf", "batch_size": None, "device": None}
@@ -240,7 +240,7 @@ def test_unknown_artifact_is_refused_before_loading_anything(tmp_path, loads):
                     "--artifact", "utilty")
     assert result.exit_code == 1
     assert result.exception.line().startswith(
-        "unknown artifact 'utilty'. Did you mean 'utility'? Available: utility")
+        "unknown artifact 'utilty'. Did you mean 'utility'? Available: rubric, seer, utility")
     assert loads == [] and not (tmp_path / "out").exists()
 
 

@@ -13,7 +13,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from labeler.errors import InputError
-from labeler.formats import Qrels, is_jsonl, read_query_records
+from labeler.formats import Qrels, is_jsonl, iter_query_records
 from labeler.paths import file_sha256
 from labeler.sources import Query, Source
 from labeler.sources.flashrag import read_corpus
@@ -37,7 +37,7 @@ def load_search(path: str | Path, *, limit: int | None = None, name: str | None 
     """Queries from a TSV or JSONL file, in file order; no corpus yet (`--corpus`)."""
     path = Path(path)
     if is_jsonl(path):
-        texts = read_query_records(path, _query_record)
+        texts = dict(iter_query_records(path, _query_record))
     else:
         texts = _read_tsv(path)
     if not texts:

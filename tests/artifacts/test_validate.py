@@ -171,3 +171,19 @@ def test_data_edited_with_its_sha256_updated_still_disagrees_with_the_statistics
                            "records give 0.3333333333333333")
     assert problems[1].startswith("README.md: the statistics differ from the records: expected "
                                   "the row '| all candidate passages of the pool together | 33.3% |")
+
+
+def test_every_file_of_a_version_is_vouched_for_and_an_empty_data_file_is_a_problem(write,
+                                                                                    records):
+    path = write(records)
+    (path / "notes.txt").write_text("added after the build\n", encoding="utf-8")
+    (path / "data-00001.jsonl").write_text("", encoding="utf-8")
+
+    result = _run(path)
+
+    assert result.exit_code == 1
+    assert result.output.splitlines()[:3] == [
+        "data-00001.jsonl: not listed in manifest.json",
+        "data-00001.jsonl: holds no records",
+        "notes.txt: not listed in manifest.json",
+    ]

@@ -237,4 +237,4 @@ def test_extraction_with_the_real_model(tmp_path, monkeypatch, smollm):
         assert -1 <= row["conciseness"] <= 1
     assert rows[0]["answer_coverage"] == 1.0 and rows[1]["answer_coverage"] == 0.0
     assert set(report["metrics"]) == {"tokens", "answer_coverage", "helpfulness", "faithfulness",
-                                      "conciseness"}
+                                      "conciseness", "weighted"}

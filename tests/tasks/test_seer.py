@@ -111,7 +111,7 @@ def test_seer_build_on_two_nq_sample_queries(tmp_path, loads):
     load with `datasets` as TRL's prompt/chosen/rejected."""
     cache = tmp_path / "calls"
     args = ["build", "--artifact", "seer", "--dataset", "nq-sample", "--llm", "smollm2-135m",
-            "--limit", "2", "--k", "3", "--samples", "4", "--max-new-tokens", "48",
+            "--limit", "2", "--k", "2", "--samples", "4", "--max-new-tokens", "40",
             "--encoder", "minilm", "--cache-dir", str(cache)]
     first = CliRunner().invoke(cli, [*args, "--out", str(tmp_path / "out")])
     assert first.exit_code == 0, first.output
