@@ -41,6 +41,10 @@ def load_artifact(path: str | Path) -> Artifact:
     else:
         raise ArtifactError("no such file or folder", path=str(path))
     records = [record for file in files for _, record in read_jsonl(file)]
+    if path.is_dir() and len(records) != manifest["counts"]["records"]:
+        raise ArtifactError(f"{MANIFEST} counts {manifest['counts']['records']} records but the "
+                            f"data files hold {len(records)}", path=str(path),
+                            hint="rebuild the artifact or pull it again; never edit a version")
     return Artifact(path, manifest, records)
 
 

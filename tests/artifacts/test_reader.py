@@ -64,3 +64,14 @@ def test_bare_jsonl_loads_and_a_bad_line_is_named(tmp_path, records):
 def test_missing_path_is_an_artifact_error(tmp_path):
     with pytest.raises(ArtifactError, match="no such file or folder"):
         load_artifact(tmp_path / "nope")
+
+
+def test_a_folder_whose_manifest_miscounts_its_records_is_refused(write, records):
+    from labeler.artifacts.manifest import MANIFEST
+
+    path = write(records)
+    manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
+    manifest["counts"]["records"] = 4
+    (path / MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
+    with pytest.raises(ArtifactError, match="counts 4 records but the data files hold 3"):
+        load_artifact(path)
