@@ -17,8 +17,7 @@ from pathlib import Path
 import pytest
 
 from labeler.cli import main
-from labeler.llm import resolve_model
-from labeler.llm.cache import FILE, CachedBackend, cache_stats
+from labeler.llm.cache import FILE, cache_stats
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 SCORE_FIXTURES = Path(__file__).parents[1] / "score" / "fixtures"
@@ -69,24 +68,6 @@ def disk(tmp_path):
     yield make
     for where in reversed(mounted):
         subprocess.run(["umount", str(where)], check=True)
-
-
-@pytest.fixture
-def bundled(smollm, monkeypatch) -> list[CachedBackend]:
-    """Every bundled SmolLM2 `labeler build` loads: the session's model behind the real call
-    cache (not reloaded)."""
-    import labeler.llm
-
-    made, real = [], labeler.llm.load_backend
-
-    def load(name, **options):
-        if resolve_model(name).model_id != smollm.model_id:
-            return real(name, **options)
-        made.append(CachedBackend(smollm, cache_dir=options.get("cache_dir")))
-        return made[-1]
-
-    monkeypatch.setattr(labeler.llm, "load_backend", load)
-    return made
 
 
 def _two_queries(tmp_path: Path) -> Path:
@@ -167,19 +148,19 @@ def _dataset(tmp_path: Path, case: str) -> tuple[list, str]:
                                   "corpus is a folder", "non-UTF-8 dataset", "non-UTF-8 corpus",
                                   "pretty-printed dataset"])
 def test_a_bad_dataset_or_corpus_fails_before_any_llm_work(tmp_path, monkeypatch, capsys,
-                                                           bundled, case):
+                                                           loads, case):
     args, line = _dataset(tmp_path, case)
     out, cache = tmp_path / "out", tmp_path / "cache"
     code, _, err = _main(monkeypatch, capsys, "build", *args, "--llm", "smollm2-135m",
                          "--k", 2, "--out", out, "--cache-dir", cache)
     assert (code, err) == (1, f"error: {line}\n")
-    assert not bundled  # failed before the model was even wrapped
+    assert not loads  # failed before the model was even wrapped
     assert not out.exists() and cache_stats(cache).entries == 0
 
 
 @pytest.mark.parametrize("case", ["read-only", "no room for a probe", "under a file"])
 def test_an_out_that_cannot_be_written_fails_before_any_llm_work(tmp_path, monkeypatch, capsys,
-                                                                 bundled, disk, case):
+                                                                 loads, disk, case):
     if case == "read-only":
         out = disk(4, read_only=True) / "out"
         reason = "Read-only file system (write somewhere else)"
@@ -195,14 +176,14 @@ def test_an_out_that_cannot_be_written_fails_before_any_llm_work(tmp_path, monke
                          "--llm", "smollm2-135m", "--limit", 2, "--k", 3, "--out", out,
                          "--cache-dir", tmp_path / "cache")
     assert (code, err) == (1, f"error: cannot write {out}: {reason}\n")
-    assert not bundled and cache_stats(tmp_path / "cache").entries == 0
+    assert not loads and cache_stats(tmp_path / "cache").entries == 0
     assert _files(out.parent) == before and not out.exists()  # the probe is gone
 
 
 # ---- 3. one error line, never a traceback ------------------------------------------------------
 
 def test_a_disk_that_fills_during_the_write_is_one_line_and_leaves_no_data(
-        tmp_path, monkeypatch, capsys, bundled, disk):
+        tmp_path, monkeypatch, capsys, loads, disk):
     out = disk(2, free=1) / "out"  # room for the 4 KiB probe, not for the two queries' data
     code, _, err = _main(monkeypatch, capsys, "-q", "build", "--dataset", "nq-sample", "--run",
                          _two_queries(tmp_path),
@@ -293,7 +274,7 @@ def test_validate_names_a_deeply_nested_line(tmp_path, monkeypatch, capsys):
 
 @pytest.mark.parametrize("damage", [b"garbage, not SQLite", bytes(range(256)) * 16])
 def test_a_corrupt_cache_database_is_one_line_in_cache_stats_and_build(
-        tmp_path, monkeypatch, capsys, bundled, damage):
+        tmp_path, monkeypatch, capsys, loads, damage):
     cache = tmp_path / "cache"
     cache.mkdir()
     (cache / FILE).write_bytes(damage)
