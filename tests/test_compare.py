@@ -11,10 +11,9 @@ candidates that hold a gold answer).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from click.testing import CliRunner
+from conftest import copy_nq2_build
 from hub.conftest import TOKEN, hub  # noqa: F401  (the local Hub server fixture)
 from scripted import ScriptedBackend
 
@@ -26,8 +25,6 @@ from labeler.errors import InputError
 from labeler.tasks.base import make_shards
 from labeler.tasks.utility import UtilityConfig, UtilityTask
 
-RUN = Path(__file__).parent / "fixtures" / "nq_sample_minilm_top3.trec"
-
 
 def _reader(text: str) -> str:
     """Closed-book: right on the Nobel question only; with evidence: the first passage's text,
@@ -38,19 +35,10 @@ def _reader(text: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def artifacts(tmp_path_factory, smollm):
+def artifacts(tmp_path_factory, nq2_build):
     """(root, call cache, SmolLM2's artifact, the scripted one, the scripted backend)."""
     root = tmp_path_factory.mktemp("compare")
-    run = root / "top3.trec"
-    run.write_text("".join(line for line in RUN.read_text().splitlines(keepends=True)
-                           if not line.startswith("nq-open-dev-oracle-2 ")))
-    calls = root / "calls"
-    result = CliRunner().invoke(cli, [
-        "build", "--dataset", "nq-sample", "--llm", "smollm2-135m", "--limit", "2", "--k", "3",
-        "--run", str(run), "--max-new-tokens", "32", "--cache-dir", str(calls),
-        "--out", str(root / "out")])
-    assert result.exit_code == 0, result.output
-    smol = root / "out" / "utility" / "nq-sample" / "smollm2-135m" / "v1"
+    run, calls, smol = copy_nq2_build(nq2_build, root)
     # the same pools, labelled by the scripted reader as `labeler build` would
     config = UtilityConfig(dataset="nq-sample", limit=2, k=3, run=str(run), max_new_tokens=32)
     source = config_source(config)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import NQ2_OPTIONS, copy_nq2_build
 
 from labeler.artifacts import load_artifact
 from labeler.cli import cli
@@ -22,22 +23,14 @@ from labeler.llm.cache import cache_stats
 from labeler.submissions import read_submission
 from labeler.tasks.judge import METHODS
 
-RUN = Path(__file__).parents[1] / "fixtures" / "nq_sample_minilm_top3.trec"
-POOLS = ("--dataset", "nq-sample", "--limit", "2", "--k", "3", "--max-new-tokens", "32")
+POOLS = NQ2_OPTIONS
 
 
 @pytest.fixture(scope="module")
-def setup(tmp_path_factory, smollm):
+def setup(tmp_path_factory, nq2_build):
     """(folder, the run cut to two queries, the call cache, the utility artifact)."""
     root = tmp_path_factory.mktemp("judge")
-    run = root / "top3.trec"
-    run.write_text("".join(line for line in RUN.read_text().splitlines(keepends=True)
-                           if not line.startswith("nq-open-dev-oracle-2 ")))
-    calls = root / "calls"
-    result = _cli("build", "--llm", "smollm2-135m", *POOLS, "--run", run, "--cache-dir", calls,
-                  "--out", root / "out")
-    assert result.exit_code == 0, result.output
-    return root, run, calls, root / "out" / "utility" / "nq-sample" / "smollm2-135m" / "v1"
+    return root, *copy_nq2_build(nq2_build, root)
 
 
 def _cli(*args):
