@@ -65,37 +65,54 @@ class HFBackend(Backend):
 
     def __init__(self, spec: ModelSpec, *, batch_size: int | None = None,
                  device: str | None = None, cache_dir: str | Path | None = None) -> None:
-        self.spec, self.model_id, self.alias = spec, spec.model_id, spec.alias
-        self.batch_size = batch_size or 8
-        #: choice_probs computes a shared chat prefix once per group (False: every prompt whole)
-        self.prefix_reuse = True
-        if self.batch_size < 1:
-            raise InputError("batch size must be >= 1", field_name="batch_size")
-        self.device = _device(device)
-        self.dtype = torch.bfloat16 if self.device.type == "cuda" else torch.float32
+        batch_size = _batch_size(batch_size)  # a bad size fails before the load
+        place = _device(device)
+        dtype = torch.bfloat16 if place.type == "cuda" else torch.float32
         source = spec.model_id
         try:
             if spec.gguf:
                 source = gguf_snapshot(spec, model_revision(spec), cache_dir)
-            self.tokenizer = AutoTokenizer.from_pretrained(source)
-            self.model = AutoModelForCausalLM.from_pretrained(source, dtype=self.dtype,
-                                                              device_map={"": self.device})
+            tokenizer = AutoTokenizer.from_pretrained(source)
+            model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype,
+                                                         device_map={"": place})
         except (OSError, ValueError, KeyError, RuntimeError, ImportError) as exc:
             hint = "" if spec.local else "a Hub model needs network access or a copy in the " \
                 "local Hugging Face cache; `labeler models` lists the aliases"
             raise ModelLoadError(spec.model_id, _first_line(exc), hint=hint) from exc
-        if not self.tokenizer.chat_template:
+        # the revision after loading: a Hub model's commit is now cached
+        self._adopt(spec, model, tokenizer, revision=model_revision(spec), batch_size=batch_size)
+
+    @classmethod
+    def from_model(cls, spec: ModelSpec, model, tokenizer, *, revision: str,
+                   batch_size: int | None = None) -> HFBackend:
+        """A backend around a model and tokenizer already in memory, on the model's device and
+        in its dtype: a model built in code rather than loaded (benchmarks/bench_gpu.py's
+        random-weight 8B-shaped model) answers through the same batches and operations."""
+        backend = cls.__new__(cls)
+        backend._adopt(spec, model, tokenizer, revision=revision,
+                       batch_size=_batch_size(batch_size))
+        return backend
+
+    def _adopt(self, spec: ModelSpec, model, tokenizer, *, revision: str,
+               batch_size: int) -> None:
+        """Take a model and its chat tokenizer: the state every operation reads."""
+        if not tokenizer.chat_template:
             raise ModelLoadError(spec.model_id, "the tokenizer has no chat template")
-        self.revision = model_revision(spec)  # after loading: a Hub model's commit is now cached
-        self.max_context = _context_window(self.model.config, spec.model_id)
-        self.model.eval()
-        self.tokenizer.padding_side = "left"
-        eos = self.model.generation_config.eos_token_id
+        self.spec, self.model_id, self.alias = spec, spec.model_id, spec.alias
+        self.model, self.tokenizer, self.revision = model, tokenizer, revision
+        self.batch_size = batch_size
+        #: choice_probs computes a shared chat prefix once per group (False: every prompt whole)
+        self.prefix_reuse = True
+        self.device, self.dtype = model.device, model.dtype
+        self.max_context = _context_window(model.config, spec.model_id)
+        model.eval()
+        tokenizer.padding_side = "left"
+        eos = model.generation_config.eos_token_id
         eos = [eos] if isinstance(eos, int) else list(eos or [])
-        if self.tokenizer.eos_token_id is not None:
-            eos.append(self.tokenizer.eos_token_id)
+        if tokenizer.eos_token_id is not None:
+            eos.append(tokenizer.eos_token_id)
         self.eos_ids = sorted(set(eos))
-        self.pad_id = next(i for i in (self.tokenizer.pad_token_id, *self.eos_ids, 0)
+        self.pad_id = next(i for i in (tokenizer.pad_token_id, *self.eos_ids, 0)
                            if i is not None)
 
     def key(self) -> dict:
@@ -355,6 +372,14 @@ def _context_window(config, model_id: str) -> int:
             return value
     raise ModelLoadError(model_id, "its config declares no context window "
                                    "(max_position_embeddings)")
+
+
+def _batch_size(size: int | None) -> int:
+    """Rows per forward pass: `size`, 8 when unset."""
+    size = size or 8
+    if size < 1:
+        raise InputError("batch size must be >= 1", field_name="batch_size")
+    return size
 
 
 def _device(name: str | None) -> torch.device:

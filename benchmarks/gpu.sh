@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The GPU check (README, "GPU check"): hf-backend prefill and decode throughput on a
+# Llama-3.1-8B-shaped model with random weights, as model-FLOPs utilisation against the bf16
+# matmul rate measured in the same run (benchmarks/bench_gpu.py), then the vllm backend's
+# contract tests where vllm imports. Under 8 minutes on an H200; each stage has a time limit.
+#
+#   bash benchmarks/gpu.sh            on a CUDA machine, with .whl/ (scripts/gpu_wheels.sh)
+#   bash benchmarks/gpu.sh --smoke    the same code on this environment's CPU, tiny model
+#
+# Other arguments go to bench_gpu.py. With $OUT set, gpu_check.json and gpu_check.log land
+# there. Without --smoke, wheels in .whl/ (the project's transformers stack; the GPU image has
+# transformers 5, which the hf backend does not run on) are installed into /tmp/site first.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+BENCH_LIMIT=${BENCH_LIMIT:-300}  # seconds: the model, the matmuls and every workload
+VLLM_LIMIT=${VLLM_LIMIT:-120}    # seconds: the vllm contract tests
+
+args=("$@")
+smoke=0
+for arg in "$@"; do if [[ $arg == --smoke ]]; then smoke=1; fi; done
+site=""
+if [[ $smoke == 0 ]] && compgen -G ".whl/*.whl" >/dev/null; then
+  "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl
+  site=/tmp/site
+  if [[ -d .whl/tokenizer ]]; then args+=(--tokenizer .whl/tokenizer); fi
+fi
+export PYTHONPATH="$PWD${site:+:$site}${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+out=${OUT:-}
+if [[ -n $out ]]; then mkdir -p "$out"; args+=(--out "$out"); fi
+
+log() {  # stdin to stdout, and to $OUT/gpu_check.log when $OUT is set
+  if [[ -n $out ]]; then tee -a "$out/gpu_check.log"; else cat; fi
+}
+
+status=0
+timeout -k 10 "$BENCH_LIMIT" "$PYTHON" benchmarks/bench_gpu.py "${args[@]}" 2>&1 | log \
+  || status=$?
+
+if why=$("$PYTHON" -c "import vllm" 2>&1); then
+  timeout -k 10 "$VLLM_LIMIT" "$PYTHON" -m pytest -q -p no:cacheprovider \
+    tests/llm/test_contract.py -k vllm 2>&1 | log || status=$?
+else
+  echo "vllm contract tests: skipped: import vllm failed ($(tail -n 1 <<<"$why"))" | log
+fi
+exit "$status"
