@@ -27,7 +27,6 @@ from labeler.errors import InputError, UnknownNameError
 from labeler.formats import Qrels, is_jsonl
 from labeler.llm.config import LLMConfig
 from labeler.metrics.experts import DEFAULT_FAITHFULNESS, load_experts
-from labeler.metrics.extraction import extraction_metrics
 from labeler.metrics.ranking import rank_metrics
 from labeler.metrics.selection import selection_metrics
 from labeler.metrics.significance import PairedTest, paired_t_test
@@ -231,6 +230,8 @@ def _report(sub: Submission, ref: Reference, ranked: _Ranked, *, missing: str,
         )
         counts["empty_gold_left_out"] = len(ref.qids) - len(considered)
     else:
+        from labeler.metrics.extraction import extraction_metrics  # imports `regex`
+
         records = [ref.records[q] for q in qids]
         per_query = extraction_metrics(
             [sub.entries.get(q) for q in qids],
@@ -342,7 +343,7 @@ def _from_artifact(path: Path, source: str) -> Reference:
     if not artifact.records:
         raise InputError("empty reference: no records", source)
     kinds = [artifact.manifest["artifact"]] if artifact.manifest else list(TASKS)
-    tasks = [load_task(kind) for kind in kinds if kind in TASKS]
+    tasks = (load_task(kind) for kind in kinds if kind in TASKS)  # imported one at a time
     task = next((t for t in tasks if _labels(t, artifact.records[0]) is not None), None)
     ref = Reference(source, {}, {}, rank_nonempty_gold=bool(task and task.rank_nonempty_gold),
                     manifest=artifact.manifest)
