@@ -14,7 +14,7 @@ times, best of 3:
   same two files with json, evaluates the same six measures and prints their means; both
   start a fresh Python, so imports count as they do for a user.
 
-Usage: python benchmarks/bench_score.py [--queries 10000] [--candidates 20] [--runs 5]
+Usage: python benchmarks/bench_score.py [--queries 10000] [--candidates 20] [--runs 10]
 """
 
 from __future__ import annotations
@@ -174,7 +174,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, default=10_000)
     parser.add_argument("--candidates", type=int, default=20)
-    parser.add_argument("--runs", type=int, default=5, help="whole-process runs of each")
+    parser.add_argument("--runs", type=int, default=10, help="whole-process runs of each")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         ref, ranking, selection = write_data(Path(tmp), args.queries, args.candidates)
@@ -223,8 +223,10 @@ def main() -> None:
     summary = ranked.summary | selected.summary
     print("metrics:", {k: round(v, 4) for k, v in summary.items()})
     # CPU time of this process, so that other load on a shared machine does not count.
-    if scoring_cpu > 1.0 or cpu["ours ranking"] > cpu["pytrec_eval ranking"]:
-        raise SystemExit("missed the target: 1 s, and no slower than pytrec_eval")
+    if (scoring_cpu > 1.0 or cpu["ours ranking"] > cpu["pytrec_eval ranking"]
+            or process["ours cpu"] > process["theirs cpu"]):
+        raise SystemExit("missed the target: 1 s, and no slower than pytrec_eval (in process "
+                         "and as whole processes)")
 
 
 if __name__ == "__main__":
