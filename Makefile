@@ -27,6 +27,7 @@ demo: install
 bench: install
 	$(BIN)/python benchmarks/bench_llm.py
 	$(BIN)/python benchmarks/bench_score.py
+	$(BIN)/python benchmarks/bench_load.py
 	$(BIN)/python benchmarks/bench_memory.py
 	$(BIN)/python benchmarks/bench_build.py
 	$(BIN)/python benchmarks/bench_rubric.py

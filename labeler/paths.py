@@ -59,6 +59,21 @@ def atomic_file(path: str | Path, mode: str = "w") -> Iterator[IO]:
         raise
 
 
+@contextmanager
+def locked(path: str | Path) -> Iterator[None]:
+    """Hold an exclusive lock on the file `path` (created if missing) for the block: a second
+    process asking for it waits until the first's block ends, or the first dies (the system
+    releases a dead process's lock, so a killed holder never blocks the next)."""
+    import fcntl  # POSIX; imported here so that importing labeler.paths stays portable
+
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def check_writable(folder: str | Path) -> None:
     """StorageError unless a PROBE_BYTES file can be written, synced and removed in `folder`, or
     in the nearest folder above it that exists (where the missing ones would be made): a

@@ -5,25 +5,25 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import TypeVar
-
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskProgressColumn,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+from functools import cache
+from typing import TYPE_CHECKING, TypeVar
 
 from labeler import settings
 
+if TYPE_CHECKING:  # rich is imported when something is first shown (`labeler score --json`
+    from rich.console import Console  # shows nothing)
+    from rich.progress import Progress
+
 T = TypeVar("T")
 
-#: Progress, hints and logs go to stderr so stdout stays clean for results and --json.
-stderr = Console(stderr=True)
+
+@cache
+def stderr() -> Console:
+    """The console of progress, hints and logs: stderr, so stdout stays clean for results and
+    --json."""
+    from rich.console import Console
+
+    return Console(stderr=True)
 
 
 def _enabled() -> bool:
@@ -50,6 +50,16 @@ def progress_bar(description: str, total: int) -> Iterator[callable]:
         finally:
             bar.remove_task(task)
         return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TaskProgressColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
     with Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -58,7 +68,7 @@ def progress_bar(description: str, total: int) -> Iterator[callable]:
         TimeElapsedColumn(),
         TextColumn("eta"),
         TimeRemainingColumn(),
-        console=stderr,
+        console=stderr(),
         transient=True,
     ) as bar:
         _live = bar
@@ -82,10 +92,10 @@ def track(items: Iterable[T], description: str, total: int | None = None) -> Ite
 def info(message: str) -> None:
     """A hint or status line on stderr (suppressed by --quiet)."""
     if not settings.quiet():
-        stderr.print(message)
+        stderr().print(message)
 
 
 def warning(message: str) -> None:
     """A line on stderr about something the user did not ask for and should know (e.g. a
     fallback model); shown even with --quiet."""
-    stderr.print(f"[yellow]warning:[/yellow] {message}", highlight=False, soft_wrap=True)
+    stderr().print(f"[yellow]warning:[/yellow] {message}", highlight=False, soft_wrap=True)

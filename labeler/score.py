@@ -19,6 +19,8 @@ import math
 from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
+from functools import cached_property
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +29,6 @@ from labeler.errors import InputError, UnknownNameError
 from labeler.formats import Qrels, is_jsonl
 from labeler.llm.config import LLMConfig
 from labeler.metrics.experts import DEFAULT_FAITHFULNESS, load_experts
-from labeler.metrics.extraction import extraction_metrics
 from labeler.metrics.ranking import rank_metrics
 from labeler.metrics.selection import selection_metrics
 from labeler.metrics.significance import PairedTest, paired_t_test
@@ -45,13 +46,24 @@ class Reference:
     source: str
     qrels: dict[str, dict[str, int]]  # qid -> {pid: label} over the judged documents
     gold: dict[str, list[str]]  # qid -> gold set (utility_pids, or label > 0)
-    records: dict[str, dict] = field(default_factory=dict)  # qid -> artifact record; {} for qrels
     rank_nonempty_gold: bool = False  # rankings average over queries with gold only (Task's)
     manifest: dict | None = None  # the artifact's manifest; None for qrels or a bare .jsonl
+    artifact: Path | None = None  # the artifact's folder or .jsonl; None for qrels
 
     @property
     def qids(self) -> list[str]:
         return list(self.qrels)
+
+    @cached_property
+    def records(self) -> dict[str, dict]:
+        """qid -> the artifact's record ({} for qrels), read again when first asked for: only
+        extractions and --rag need them, and holding every record while a ranking is scored
+        cost more than the scoring (a third of `labeler score`'s time on 10k queries)."""
+        if self.artifact is None:
+            return {}
+        from labeler.artifacts.reader import load_artifact
+
+        return {record["qid"]: record for record in load_artifact(self.artifact).records}
 
 
 @dataclass
@@ -231,6 +243,8 @@ def _report(sub: Submission, ref: Reference, ranked: _Ranked, *, missing: str,
         )
         counts["empty_gold_left_out"] = len(ref.qids) - len(considered)
     else:
+        from labeler.metrics.extraction import extraction_metrics  # imports `regex`
+
         records = [ref.records[q] for q in qids]
         per_query = extraction_metrics(
             [sub.entries.get(q) for q in qids],
@@ -333,20 +347,22 @@ def read_qrels(path: str | Path) -> Reference:
 
 
 def _from_artifact(path: Path, source: str) -> Reference:
-    """An artifact's records as a reference, read by its task's `reference`: the task its
-    manifest names, or for a bare .jsonl the first task that reads its first record."""
-    from labeler.artifacts import load_artifact
+    """An artifact's labels as a reference, read by its task's `reference`: the task its
+    manifest names, or for a bare .jsonl the first task that reads its first record. The
+    records are read one at a time and not kept (`Reference.records` reads them again)."""
+    from labeler.artifacts.reader import open_artifact
     from labeler.tasks import TASKS, load_task
 
-    artifact = load_artifact(path)
-    if not artifact.records:
+    manifest, records = open_artifact(path)
+    first = next(records, None)
+    if first is None:
         raise InputError("empty reference: no records", source)
-    kinds = [artifact.manifest["artifact"]] if artifact.manifest else list(TASKS)
-    tasks = [load_task(kind) for kind in kinds if kind in TASKS]
-    task = next((t for t in tasks if _labels(t, artifact.records[0]) is not None), None)
+    kinds = [manifest["artifact"]] if manifest else list(TASKS)
+    tasks = (load_task(kind) for kind in kinds if kind in TASKS)  # imported one at a time
+    task = next((t for t in tasks if _labels(t, first) is not None), None)
     ref = Reference(source, {}, {}, rank_nonempty_gold=bool(task and task.rank_nonempty_gold),
-                    manifest=artifact.manifest)
-    for i, record in enumerate(artifact.records, start=1):
+                    manifest=manifest, artifact=path)
+    for i, record in enumerate(chain([first], records), start=1):
         labels = None if task is None else _labels(task, record)
         if labels is None:
             raise InputError("reference records carry no labels: expected utility records "
@@ -355,7 +371,6 @@ def _from_artifact(path: Path, source: str) -> Reference:
         if qid in ref.qrels:
             raise InputError(f"duplicate qid '{qid}' in the reference", source, i, "qid")
         ref.qrels[qid], ref.gold[qid] = labels
-        ref.records[qid] = record
     return ref
 
 

@@ -1,21 +1,25 @@
 """Versioned, schema-validated artifact folders: write, read back, verify, validate.
 
 `<out>/<artifact>/<dataset>/<llm>/v<version>/` holds data.jsonl, manifest.json and README.md.
+
+Each name below is imported from its module on first use, so that reading an artifact
+(`labeler score`) does not import what writing one needs (huggingface_hub for the card).
 """
 
-from labeler.artifacts.reader import Artifact, load_artifact, verify_artifact
-from labeler.artifacts.schema import schema_problems
-from labeler.artifacts.validate import FileCheck, check_path, validate_path
-from labeler.artifacts.writer import artifact_dir, write_artifact
+from labeler.lazy import lazy_exports
 
-__all__ = [
-    "Artifact",
-    "FileCheck",
-    "artifact_dir",
-    "check_path",
-    "load_artifact",
-    "schema_problems",
-    "validate_path",
-    "verify_artifact",
-    "write_artifact",
-]
+#: public name -> the module that defines it
+_EXPORTS = {
+    "Artifact": "labeler.artifacts.reader",
+    "FileCheck": "labeler.artifacts.validate",
+    "artifact_dir": "labeler.artifacts.writer",
+    "check_path": "labeler.artifacts.validate",
+    "load_artifact": "labeler.artifacts.reader",
+    "schema_problems": "labeler.artifacts.schema",
+    "validate_path": "labeler.artifacts.validate",
+    "verify_artifact": "labeler.artifacts.reader",
+    "write_artifact": "labeler.artifacts.writer",
+}
+
+__all__ = list(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

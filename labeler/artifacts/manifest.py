@@ -8,7 +8,7 @@ import re
 from datetime import datetime, timezone
 from pathlib import Path
 
-from labeler import __version__
+import labeler
 from labeler.artifacts.schema import schema_problems
 from labeler.errors import ArtifactError, InputError
 from labeler.resources import load_schema
@@ -75,7 +75,7 @@ def build_manifest(
     if not isinstance(counts, dict):
         raise InputError("expected an object of counts", path=MANIFEST, field_name="counts")
     manifest = {
-        "tool_version": __version__,
+        "tool_version": labeler.__version__,
         "artifact": artifact,
         "dataset": dataset,
         "llm": llm,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +27,14 @@ def load_artifact(path: str | Path) -> Artifact:
     A JSONL file inside a version folder is checked against that folder's manifest too. Raises
     ArtifactError for a missing or tampered artifact, InputError (file and line) for a bad line.
     """
+    manifest, records = open_artifact(path)
+    return Artifact(Path(path), manifest, list(records))
+
+
+def open_artifact(path: str | Path) -> tuple[dict | None, Iterator[dict]]:
+    """`load_artifact`'s manifest (None for a bare JSONL file) and its records one at a time,
+    for a reader that keeps only what it needs of each; the manifest's record count is checked
+    once the last is read. The files are verified before this returns."""
     path = Path(path)
     if path.is_dir():
         manifest = verify_artifact(path)
@@ -40,12 +49,19 @@ def load_artifact(path: str | Path) -> Artifact:
         raise InputError("expected an artifact version folder or a .jsonl file", path=str(path))
     else:
         raise ArtifactError("no such file or folder", path=str(path))
-    records = [record for file in files for _, record in read_jsonl(file)]
-    if path.is_dir() and len(records) != manifest["counts"]["records"]:
+    return manifest, _records(path, manifest, files)
+
+
+def _records(path: Path, manifest: dict | None, files: list[Path]) -> Iterator[dict]:
+    count = 0
+    for file in files:
+        for _, record in read_jsonl(file):
+            count += 1
+            yield record
+    if path.is_dir() and count != manifest["counts"]["records"]:
         raise ArtifactError(f"{MANIFEST} counts {manifest['counts']['records']} records but the "
-                            f"data files hold {len(records)}", path=str(path),
+                            f"data files hold {count}", path=str(path),
                             hint="rebuild the artifact or pull it again; never edit a version")
-    return Artifact(path, manifest, records)
 
 
 def verify_artifact(path: str | Path) -> dict:

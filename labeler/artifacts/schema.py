@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections import deque
 from functools import cache
-
-from jsonschema import Draft202012Validator, ValidationError
-from referencing import Registry, Resource
-from referencing.jsonschema import DRAFT202012
+from typing import TYPE_CHECKING
 
 from labeler.resources import load_schema, schema_names
+
+if TYPE_CHECKING:  # jsonschema is imported when a record is first checked, not at import
+    from jsonschema import Draft202012Validator, ValidationError
+    from referencing import Registry
 
 
 def schema_problems(record: object, schema: str) -> list[tuple[str, str]]:
@@ -26,6 +27,8 @@ def schema_problems(record: object, schema: str) -> list[tuple[str, str]]:
 
 @cache
 def _validator(schema: str) -> Draft202012Validator:
+    from jsonschema import Draft202012Validator
+
     spec = load_schema(schema)
     Draft202012Validator.check_schema(spec)
     return Draft202012Validator(spec, registry=_registry())
@@ -35,6 +38,9 @@ def _validator(schema: str) -> Draft202012Validator:
 def _registry() -> Registry:
     """Every shipped schema by its `$id`, so one may refer to another's definitions
     (seer-pairs uses seer's scores)."""
+    from referencing import Registry, Resource
+    from referencing.jsonschema import DRAFT202012
+
     specs = [load_schema(name) for name in schema_names()]
     return Registry().with_resources(
         (spec["$id"], Resource.from_contents(spec, default_specification=DRAFT202012))

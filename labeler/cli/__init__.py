@@ -9,7 +9,8 @@ import traceback
 
 import click
 
-from labeler import __version__, settings
+import labeler
+from labeler import settings
 from labeler.errors import LabelerError, StorageError
 from labeler.paths import STORAGE_ERRNOS
 
@@ -45,8 +46,16 @@ class LazyGroup(click.Group):
         return getattr(importlib.import_module(module), attr)
 
 
+def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    """`--version`, read only when asked for (labeler.__version__ imports importlib.metadata)."""
+    if value and not ctx.resilient_parsing:
+        click.echo(f"labeler, version {labeler.__version__}")
+        ctx.exit()
+
+
 @click.group(cls=LazyGroup)
-@click.version_option(__version__, prog_name="labeler")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True,
+              callback=_show_version, help="Show the version and exit.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars or hints.")
 @click.option("-v", "--verbose", is_flag=True, help="More detail on stderr.")
 @click.option("--debug", is_flag=True, help="Show the full traceback of an error.")

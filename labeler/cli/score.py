@@ -5,16 +5,18 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 from labeler.llm.config import LLMConfig
 from labeler.progress import info
 from labeler.score import MISSING, Report, write_per_query
 from labeler.score import score as score_submission
 from labeler.submissions import KINDS
+
+if TYPE_CHECKING:  # rich is imported for the tables only, not for --json
+    from rich.table import Table
 
 #: the utility paper's table of each submission kind's scores and its columns (--baseline
 #: prints that layout); a selection's RAG accuracy (--rag) is its Table 6
@@ -89,6 +91,8 @@ def score(submission: Path, against: str, kind: str | None, ks: tuple[int, ...],
     if as_json:
         click.echo(json.dumps(report.as_dict(), indent=2, ensure_ascii=False))
         return
+    from rich.console import Console
+
     console = Console()
     console.print(_metrics_table(report))
     if report.baseline is not None and report.kind in PAPER_TABLES:
@@ -98,6 +102,8 @@ def score(submission: Path, against: str, kind: str | None, ks: tuple[int, ...],
 
 
 def _metrics_table(report: Report) -> Table:
+    from rich.table import Table
+
     base = report.baseline
     table = Table(title=f"{report.kind}: {report.submission} vs {report.reference}",
                   title_justify="left")
@@ -118,6 +124,8 @@ def _metrics_table(report: Report) -> Table:
 def _paper_table(report: Report) -> Table:
     """The paper's Table 4 (selection) / Table 5 (ranking) layout: a row per method (the
     submission, then the baseline), a column per metric, in percent."""
+    from rich.table import Table
+
     number, wanted = PAPER_TABLES[report.kind]
     columns = [name for name in wanted if name in report.summary]
     table = Table(title=f"{report.kind}, the paper's {number} layout (%): vs {report.reference}",
@@ -132,6 +140,8 @@ def _paper_table(report: Report) -> Table:
 
 
 def _tests_table(report: Report) -> Table:
+    from rich.table import Table
+
     table = Table(title=f"paired two-sided t-test vs {report.baseline.submission}, per query",
                   title_justify="left",
                   caption="W/T/L: queries where the submission scores higher / equal / lower")

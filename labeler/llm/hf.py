@@ -12,6 +12,7 @@ its questions) share one prefill of their common tokens, each row then running o
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -20,6 +21,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import torch
+from safetensors import SafetensorError
+
+# isort: split
+import labeler.llm.lean_transformers  # noqa: F401  (first: keeps scikit-learn unimported)
+
+# isort: split
 from transformers import (
     AutoModelForCausalLM,
     AutoTokenizer,
@@ -56,8 +63,8 @@ from labeler.llm.prompts import (
     render_chat,
     row_seed,
 )
-from labeler.paths import cache_root
-from labeler.progress import progress_bar
+from labeler.paths import cache_root, locked
+from labeler.progress import info, progress_bar, warning
 
 
 class HFBackend(Backend):
@@ -75,9 +82,12 @@ class HFBackend(Backend):
             tokenizer = AutoTokenizer.from_pretrained(source)
             model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype,
                                                          device_map={"": place})
-        except (OSError, ValueError, KeyError, RuntimeError, ImportError) as exc:
+        except (OSError, ValueError, KeyError, RuntimeError, ImportError, SafetensorError) as exc:
             hint = "" if spec.local else "a Hub model needs network access or a copy in the " \
                 "local Hugging Face cache; `labeler models` lists the aliases"
+            if source != spec.model_id:  # the converted copy is there but does not load
+                hint = f"its converted copy {source} may be damaged: remove it (rm -r " \
+                    f"{source}) and the next load converts the model again"
             raise ModelLoadError(spec.model_id, _first_line(exc), hint=hint) from exc
         # the revision after loading: a Hub model's commit is now cached
         self._adopt(spec, model, tokenizer, revision=model_revision(spec), batch_size=batch_size)
@@ -324,30 +334,78 @@ def gguf_snapshot(spec: ModelSpec, revision: str, cache_dir: str | Path | None) 
     """A .gguf model converted once (dequantized, float32) into a transformers folder.
 
     Reading a GGUF through transformers parses the file four times (~20 s for SmolLM2);
-    the converted folder, keyed by the file's sha256, loads in well under a second.
+    the converted folder, keyed by the file's sha256, loads in well under a second. A
+    conversion writes into a `.partial-*` folder renamed into place once complete, under a
+    lock that concurrent loads wait on (then reuse its folder); the next conversion removes
+    what a killed one left. A folder whose files are not those its SNAPSHOT lists (a file
+    removed or truncated since) is converted again.
     """
     target = cache_root(cache_dir) / "models" / f"{spec.alias}-{revision[:16]}"
-    if (target / "config.json").exists():
+    if snapshot_problem(target) is None:
         return target
     path = Path(spec.model_id)
     if not path.is_file():
         raise ModelLoadError(spec.model_id, "no such file")
-    with _transformers_quiet():  # its own tqdm bar and tokenizer notices, once per model
-        tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
-        model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name,
-                                                     dtype=torch.float32)
     target.parent.mkdir(parents=True, exist_ok=True)
-    partial = Path(tempfile.mkdtemp(prefix=".partial-", dir=target.parent))
-    try:
-        model.save_pretrained(partial)
-        tokenizer.save_pretrained(partial)
-        os.replace(partial, target)
-    except OSError:  # another process finished the same conversion first
-        if not (target / "config.json").exists():
-            raise
-    finally:
-        shutil.rmtree(partial, ignore_errors=True)
+    with locked(target.with_name(f".{target.name}.lock")):
+        problem = snapshot_problem(target)
+        if problem is None:  # another process converted it while this one waited
+            return target
+        if target.exists():
+            warning(f"the converted model {target} is damaged ({problem}): converting again")
+            _remove(target, spec)
+        for stale in target.parent.glob(f".partial-{target.name}-*"):  # left by a killed one
+            _remove(stale, spec)
+        info(f"converting {path.name} once into {target} (later loads read that folder)")
+        with _transformers_quiet():  # its own tqdm bar and tokenizer notices, once per model
+            tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+            model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name,
+                                                         dtype=torch.float32)
+        partial = Path(tempfile.mkdtemp(prefix=f".partial-{target.name}-", dir=target.parent))
+        try:
+            model.save_pretrained(partial)
+            # the fast tokenizer's files only: the slow one's "vocab file" is the whole .gguf
+            tokenizer.save_pretrained(partial, legacy_format=False)
+            files = {p.name: p.stat().st_size for p in sorted(partial.iterdir())}
+            (partial / SNAPSHOT).write_text(json.dumps({"source": path.name, "files": files},
+                                                       indent=1))
+            os.replace(partial, target)
+        finally:
+            shutil.rmtree(partial, ignore_errors=True)
     return target
+
+
+#: written last into a converted model's folder: the name and size of each of its files
+SNAPSHOT = "labeler-snapshot.json"
+
+
+def snapshot_problem(folder: Path) -> str | None:
+    """Why `folder` is not a complete converted model, or None: each file its SNAPSHOT lists
+    must be there with its size (checked on every load: sizes, not hashes, so it costs no
+    reading)."""
+    if not folder.is_dir():
+        return "no such folder"
+    try:
+        files = json.loads((folder / SNAPSHOT).read_text())["files"]
+        expected = {str(name): int(size) for name, size in files.items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return f"no readable {SNAPSHOT}: an interrupted conversion, or an older labeler's"
+    for name, size in expected.items():
+        file = folder / name
+        if not file.is_file():
+            return f"{name} is missing"
+        if file.stat().st_size != size:
+            return f"{name} holds {file.stat().st_size} bytes, not {size}"
+    return None
+
+
+def _remove(folder: Path, spec: ModelSpec) -> None:
+    try:
+        shutil.rmtree(folder)
+    except OSError as exc:
+        raise ModelLoadError(spec.model_id, f"cannot remove the damaged converted copy {folder}: "
+                             f"{exc.strerror or exc}", hint=f"remove it yourself: rm -r {folder}"
+                             ) from exc
 
 
 @contextmanager

@@ -1,31 +1,28 @@
-"""Metrics: answer matching, set and ranking metrics, SEER's experts, significance tests."""
+"""Metrics: answer matching, set and ranking metrics, SEER's experts, significance tests.
 
-from labeler.metrics.answers import answer_tokens, has_answer
-from labeler.metrics.experts import (
-    Experts,
-    Extraction,
-    helpfulness,
-    load_experts,
-    load_faithfulness,
-)
-from labeler.metrics.extraction import extraction_metrics, token_counts
-from labeler.metrics.ranking import rank_metrics
-from labeler.metrics.selection import SelectionScores, selection_metrics
-from labeler.metrics.significance import PairedTest, paired_t_test
+Each name below is imported from its module on first use, so that scoring a ranking does not
+import what answer matching needs (the `regex` package).
+"""
 
-__all__ = [
-    "Experts",
-    "Extraction",
-    "PairedTest",
-    "SelectionScores",
-    "answer_tokens",
-    "extraction_metrics",
-    "has_answer",
-    "helpfulness",
-    "load_experts",
-    "load_faithfulness",
-    "paired_t_test",
-    "rank_metrics",
-    "selection_metrics",
-    "token_counts",
-]
+from labeler.lazy import lazy_exports
+
+#: public name -> the module that defines it
+_EXPORTS = {
+    "Experts": "labeler.metrics.experts",
+    "Extraction": "labeler.metrics.experts",
+    "PairedTest": "labeler.metrics.significance",
+    "SelectionScores": "labeler.metrics.selection",
+    "answer_tokens": "labeler.metrics.answers",
+    "extraction_metrics": "labeler.metrics.extraction",
+    "has_answer": "labeler.metrics.answers",
+    "helpfulness": "labeler.metrics.experts",
+    "load_experts": "labeler.metrics.experts",
+    "load_faithfulness": "labeler.metrics.experts",
+    "paired_t_test": "labeler.metrics.significance",
+    "rank_metrics": "labeler.metrics.ranking",
+    "selection_metrics": "labeler.metrics.selection",
+    "token_counts": "labeler.metrics.extraction",
+}
+
+__all__ = list(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

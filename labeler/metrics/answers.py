@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Iterable
-
-import regex
-
-#: DPR's SimpleTokenizer: runs of letters/digits/marks, or any single non-space character.
-_TOKEN = regex.compile(r"[\p{L}\p{N}\p{M}]+|[^\p{Z}\p{C}]", flags=regex.IGNORECASE | regex.UNICODE)
+from functools import cache
 
 
 def answer_tokens(text: str) -> list[str]:
@@ -17,7 +13,7 @@ def answer_tokens(text: str) -> list[str]:
     >>> answer_tokens("Paris, France!")
     ['paris', ',', 'france', '!']
     """
-    return [t.lower() for t in _TOKEN.findall(unicodedata.normalize("NFD", text))]
+    return [t.lower() for t in _token().findall(unicodedata.normalize("NFD", text))]
 
 
 def has_answer(output: str, answers: Iterable[str]) -> bool:
@@ -37,3 +33,13 @@ def has_answer(output: str, answers: Iterable[str]) -> bool:
         if any(text[i : i + width] == needle for i in range(len(text) - width + 1)):
             return True
     return False
+
+
+@cache
+def _token():
+    """DPR's SimpleTokenizer: runs of letters/digits/marks, or any single non-space character
+    (compiled on first use: scoring a ranking imports this module, never `regex`)."""
+    import regex
+
+    return regex.compile(r"[\p{L}\p{N}\p{M}]+|[^\p{Z}\p{C}]",
+                         flags=regex.IGNORECASE | regex.UNICODE)
