@@ -77,7 +77,8 @@ class RayExecutor(Executor):
                 ray.shutdown()
 
     def _connect(self) -> bool:
-        """Connect this process to Ray; True when it started a local Ray to do so."""
+        """Connect this process to Ray (a new local Ray without an address); True when this
+        call connected it, so that `run` disconnects it at the end."""
         if ray.is_initialized():
             return False
         quiet = {"include_dashboard": False, "log_to_driver": False, "logging_level": "ERROR"}
@@ -88,7 +89,7 @@ class RayExecutor(Executor):
             ray.init(address=self.address, **quiet)
         except (ConnectionError, RuntimeError, ValueError) as error:
             raise InputError(f"cannot connect to the Ray cluster at {self.address}: "
-                             f"{_first_line(error)}", field_name="ray_address",
+                             f"{_first_line(error)}", field_name="address",
                              hint="start it with `ray start --head`, or leave out "
                                   "--ray-address to start Ray here") from None
         return True

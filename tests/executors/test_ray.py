@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -85,6 +86,7 @@ def ray_cluster(smollm):
             except subprocess.TimeoutExpired:
                 os.killpg(head.pid, signal.SIGKILL)
                 head.wait()
+            shutil.rmtree(temp, ignore_errors=True)
 
 
 def _wait_for(port: int, head: subprocess.Popen) -> None:
