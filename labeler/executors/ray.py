@@ -25,6 +25,7 @@ one vllm engine instead, which batches every round's requests continuously.
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
@@ -51,6 +52,8 @@ class RayExecutor(Executor):
             raise InputError(f"workers must be at least 1, got {workers}", field_name="workers")
         self.address = address  # e.g. ray://head:10001 or head:6379; None: a new local Ray
         self.workers = workers  # actors; None: as many as the cluster has room for
+        if address is not None:  # now, before any work (ray.init retries a dead one for ever)
+            self._fail_unless(_reachable, address)
 
     def run(self, job: Job, shards: Sequence[Shard]) -> Iterator[tuple[Shard, list[dict]]]:
         if not shards:
@@ -85,14 +88,18 @@ class RayExecutor(Executor):
         if self.address is None:  # "local": a new Ray here, never one found running
             ray.init(address="local", num_cpus=self.workers or os.cpu_count(), **quiet)
             return True
+        self._fail_unless(ray.init, address=self.address, **quiet)
+        return True
+
+    def _fail_unless(self, connect, *args, **kwargs) -> None:
+        """`connect(...)`, its failure to reach the cluster one InputError line."""
         try:
-            ray.init(address=self.address, **quiet)
-        except (ConnectionError, RuntimeError, ValueError) as error:
+            connect(*args, **kwargs)
+        except (OSError, RuntimeError, ValueError) as error:  # ConnectionError is an OSError
             raise InputError(f"cannot connect to the Ray cluster at {self.address}: "
                              f"{_first_line(error)}", field_name="address",
                              hint="start it with `ray start --head`, or leave out "
                                   "--ray-address to start Ray here") from None
-        return True
 
 
 @ray.remote
@@ -139,6 +146,16 @@ def _room(resources: dict) -> int:
     fits = [int(total.get(name.removeprefix("num_").upper(), 0) // amount)
             for name, amount in resources.items() if amount]
     return max(1, min(fits))
+
+
+def _reachable(address: str) -> None:
+    """OSError unless something listens at HOST:PORT (a `ray://` client address too); "auto"
+    (the cluster this machine joined) is left to Ray."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if address != "auto":
+        if not port.isdigit():
+            raise ValueError("not HOST:PORT, e.g. head:6379")
+        socket.create_connection((host, int(port)), timeout=10).close()
 
 
 def _worker_env(job: Job) -> dict[str, str]:

@@ -190,6 +190,21 @@ def test_an_error_in_a_worker_is_the_local_builds_one_line_and_its_shard_is_not_
     assert "\n" not in failed["ray"]
 
 
+def test_a_ray_address_where_nothing_listens_is_one_line_before_any_work(tmp_path, loads):
+    pytest.importorskip("ray")
+    with socket.socket() as probe:  # a free port: nothing listens there
+        probe.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{probe.getsockname()[1]}"
+    result = _build(tmp_path / "out", *ARGS, "--executor", "ray", "--ray-address", address)
+    assert result.exit_code == 1
+    assert isinstance(result.exception, InputError)
+    assert result.exception.line() == (
+        f"field 'address': cannot connect to the Ray cluster at {address}: [Errno 111] "
+        "Connection refused (start it with `ray start --head`, or leave out --ray-address to "
+        "start Ray here)")
+    assert loads == [] and not (tmp_path / "out").exists()
+
+
 def test_without_ray_installed_the_ray_executor_names_the_extra(tmp_path, loads, monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
     monkeypatch.delitem(sys.modules, "labeler.executors.ray", raising=False)
