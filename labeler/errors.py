@@ -17,6 +17,17 @@ class LabelerError(Exception):
         text = str(self)
         return f"{text} ({self.hint})" if self.hint else text
 
+    def __reduce__(self):
+        """Pickled by its fields, so that an error raised in a worker process (a Ray actor)
+        reaches the driver whole: Exception's own pickling passes only positional args."""
+        return _restore, (type(self), dict(vars(self)))
+
+
+def _restore(cls: type[LabelerError], fields: dict) -> LabelerError:
+    error = cls.__new__(cls)
+    error.__dict__.update(fields)
+    return error
+
 
 @dataclass
 class InputError(LabelerError):
@@ -151,6 +162,18 @@ class StorageError(LabelerError):
         return cls(None if where is None else str(where), error.strerror or str(error),
                    "free some space or write somewhere else, then run the same command again"
                    if full else "write somewhere else")
+
+
+@dataclass
+class WorkerError(LabelerError):
+    """A worker process of a distributed build (a Ray actor) died: killed, out of memory, or
+    its node lost. The shards it had not finished are not written; a rerun resumes them."""
+
+    reason: str  # Ray's first line about it
+    hint: str = "see the Ray logs for why, then run the same command again to resume"
+
+    def __str__(self) -> str:
+        return f"a Ray worker died: {self.reason}"
 
 
 @dataclass

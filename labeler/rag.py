@@ -34,7 +34,8 @@ def load_reader(manifest: dict, name: str | None = None, *,
     if not given:
         name = manifest["llm"] if manifest["llm"] in ALIASES else manifest["model_id"]
     config = LLMConfig(name, backend=settings.get("backend", "hf"),
-                       batch_size=settings.get("batch_size"), device=settings.get("device"))
+                       batch_size=settings.get("batch_size"), device=settings.get("device"),
+                       tensor_parallel=settings.get("tensor_parallel", 1))
     try:
         return config.load(cache_dir)
     except (UnknownNameError, ModelLoadError) as error:

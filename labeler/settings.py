@@ -24,6 +24,7 @@ __all__ = [
     "hub_backoff",
     "is_true",
     "offline",
+    "passed_to_workers",
     "quiet",
     "verbose",
 ]
@@ -36,6 +37,10 @@ HUB_BACKOFF = "LABELER_HUB_BACKOFF"  # seconds before the first Hub retry (then 
 XDG_CACHE_HOME = "XDG_CACHE_HOME"  # the user cache base when LABELER_CACHE_DIR is unset
 HF_HUB_OFFLINE = "HF_HUB_OFFLINE"  # huggingface_hub's offline switch ...
 TRANSFORMERS_OFFLINE = "TRANSFORMERS_OFFLINE"  # ... which also honours transformers' one
+#: what a worker process (a Ray actor, maybe on another node) must see as this process does:
+#: the cache folder, the offline switches (datasets' too), the Hugging Face cache, the flags
+WORKER_VARIABLES = (CACHE_DIR, HF_HUB_OFFLINE, TRANSFORMERS_OFFLINE, "HF_DATASETS_OFFLINE",
+                    "HF_HOME", DEBUG, QUIET, VERBOSE)
 
 #: What counts as "on", as in huggingface_hub.constants (compared case-insensitively).
 TRUE_VALUES = frozenset({"1", "ON", "YES", "TRUE"})
@@ -74,6 +79,11 @@ def cache_dir() -> Path:
         return Path(explicit).expanduser()
     base = os.environ.get(XDG_CACHE_HOME) or Path.home() / ".cache"
     return Path(base).expanduser() / "labeler"
+
+
+def passed_to_workers() -> dict[str, str]:
+    """The WORKER_VARIABLES this process has, by name, to set in a worker's environment."""
+    return {name: os.environ[name] for name in WORKER_VARIABLES if name in os.environ}
 
 
 def hub_backoff() -> float:

@@ -80,7 +80,8 @@ def test_build_writes_a_valid_artifact_and_a_rerun_comes_from_the_cache(tmp_path
                                   "with_likelihood": True, "max_new_tokens": 32}
     assert manifest["corpus_passages"] == 4349
     assert manifest["llm_config"] == {"model": "SmolLM2-135M-Instruct.Q4_1.gguf",
-                                      "backend": "hf", "batch_size": None, "device": None}
+                                      "backend": "hf", "batch_size": None, "device": None,
+                                      "tensor_parallel": 1}
     assert manifest["license"] == "cc-by-sa-3.0"  # nq-sample's own
     assert manifest["stats"]["candidates"] == 9
 

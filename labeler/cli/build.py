@@ -30,6 +30,15 @@ from labeler.tasks import TASKS
 @click.option("--batch-size", type=click.IntRange(min=1),
               help="Prompts per forward pass (default: 8 for hf, 256 per call for vllm).")
 @click.option("--device", help="Device for the LLMs, e.g. cuda:0 [default: best available].")
+@click.option("--tensor-parallel", type=click.IntRange(min=1), default=1, show_default=True,
+              help="vllm: GPUs each model is split over (per Ray worker with --executor ray).")
+@click.option("--executor", default="local", show_default=True,
+              help="local: shards one after another here; ray: on Ray workers, one model each "
+                   "(pip install 'labeler[ray]').")
+@click.option("--ray-address", metavar="ADDR",
+              help="ray: the cluster to run on, e.g. head:6379 [default: start Ray here].")
+@click.option("--workers", type=click.IntRange(min=1),
+              help="ray: workers (one loaded model each) [default: as many as fit].")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default="out",
               show_default=True, help="Artifacts root folder.")
 @click.option("--version", help="Version to write (default: the next free integer).")
@@ -82,9 +91,9 @@ from labeler.tasks import TASKS
               help="seer: sentence encoder of conciseness [default: the bundled MiniLM].")
 @click.option("--tau", type=click.FloatRange(0, min_open=True),
               help="seer: temperature of the CoV weights' softmax [default: 1.0].")
-def build(dataset, llms, artifact, pool, k, limit, backend, batch_size, device, out, version,
-          shard_size, run, encoder, corpus, cache_dir, with_likelihood, max_new_tokens,
-          answer_extractor, **task_options) -> None:
+def build(dataset, llms, artifact, pool, k, limit, backend, batch_size, device, tensor_parallel,
+          executor, ray_address, workers, out, version, shard_size, run, encoder, corpus,
+          cache_dir, with_likelihood, max_new_tokens, answer_extractor, **task_options) -> None:
     """Label the candidate passages of a dataset for each LLM, and write one artifact each.
 
     utility (the default): a passage is gold utilitarian for an LLM on a query iff the LLM
@@ -99,6 +108,7 @@ def build(dataset, llms, artifact, pool, k, limit, backend, batch_size, device, 
     cisi-sample, or search:QUERIES (TSV or JSONL) with --corpus and --qrels.
     """
     from labeler.build import build as build_labels
+    from labeler.executors import load_executor
     from labeler.llm.config import LLMConfig
     from labeler.tasks import load_task
 
@@ -108,10 +118,11 @@ def build(dataset, llms, artifact, pool, k, limit, backend, batch_size, device, 
                                       with_likelihood=with_likelihood,
                                       max_new_tokens=max_new_tokens,
                                       answer_extractor=answer_extractor, **task_options)
-    models = [LLMConfig(name, backend=backend, batch_size=batch_size, device=device)
-              for name in llms]
+    models = [LLMConfig(name, backend=backend, batch_size=batch_size, device=device,
+                        tensor_parallel=tensor_parallel) for name in llms]
+    runner = load_executor(executor, address=ray_address, workers=workers)
     built = build_labels(artifact, config, models, out=out, version=version,
-                         shard_size=shard_size, cache_dir=cache_dir)
+                         shard_size=shard_size, cache_dir=cache_dir, executor=runner)
     table = Table(title=f"{artifact} labels: {dataset}, pool {pool}, k {config.k}")
     table.add_column("statistic")
     for b in built:

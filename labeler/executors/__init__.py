@@ -6,19 +6,27 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 
-from labeler.errors import UnknownNameError
+from labeler.errors import InputError, UnknownNameError
 from labeler.executors.base import Executor, Job
 
-EXECUTORS = {"local": "labeler.executors.local:LocalExecutor"}
+EXECUTORS = {"local": "labeler.executors.local:LocalExecutor",
+             "ray": "labeler.executors.ray:RayExecutor"}
 
 
 def load_executor(name: str = "local", **options) -> Executor:
-    """The executor `name`, built with `options`."""
+    """The executor `name`, built with `options`; an option set (not None) that it does not
+    take is an InputError."""
     if name not in EXECUTORS:
         raise UnknownNameError("executor", name, sorted(EXECUTORS))
     module, attr = EXECUTORS[name].split(":")
-    return getattr(importlib.import_module(module), attr)(**options)
+    cls = getattr(importlib.import_module(module), attr)
+    given = {key: value for key, value in options.items() if value is not None}
+    for key in given.keys() - inspect.signature(cls).parameters.keys():
+        raise InputError(f"does not apply to the {name} executor", field_name=key,
+                         hint="use --executor ray")
+    return cls(**given)
 
 
 __all__ = ["EXECUTORS", "Executor", "Job", "load_executor"]

@@ -26,28 +26,31 @@ from labeler.llm.models import ALIASES, ModelSpec, resolve_model
 #: backend name -> "module:class", imported only when asked for (vllm stays optional).
 BACKENDS = {"hf": "labeler.llm.hf:HFBackend", "vllm": "labeler.llm.vllm:VLLMBackend"}
 
-#: models loaded in this process, so that each is loaded once: (backend, model, device, batch)
+#: models loaded in this process, so that each is loaded once:
+#: (backend, model, device, batch, tensor parallel)
 _LOADED: dict[tuple, Backend] = {}
 
 
 def load_backend(model: str, *, backend: str = "hf", batch_size: int | None = None,
-                 device: str | None = None, cache_dir: str | Path | None = None,
-                 use_cache: bool = True) -> Backend:
+                 device: str | None = None, tensor_parallel: int = 1,
+                 cache_dir: str | Path | None = None, use_cache: bool = True) -> Backend:
     """Load `model` (alias, HF repo id, local folder or .gguf) eagerly, raising ModelLoadError
     before any work; wrapped in the persistent call cache unless `use_cache` is False. A model
     is loaded once per process; later calls share it.
 
     `batch_size` defaults to 8 rows per forward pass for hf and 256 requests per engine call
-    for vllm (which batches continuously inside a call).
+    for vllm (which batches continuously inside a call). `tensor_parallel` > 1 (GPUs one
+    model is split over) is for vllm only (`LLMConfig` checks it).
     """
     spec = resolve_model(model)
     if backend not in BACKENDS:
         raise UnknownNameError("backend", backend, sorted(BACKENDS))
-    key = (backend, spec.model_id, device, batch_size)
+    key = (backend, spec.model_id, device, batch_size, tensor_parallel)
     if key not in _LOADED:
         module, name = BACKENDS[backend].split(":")
+        options = {"tensor_parallel": tensor_parallel} if tensor_parallel != 1 else {}
         _LOADED[key] = getattr(importlib.import_module(module), name)(
-            spec, batch_size=batch_size, device=device, cache_dir=cache_dir)
+            spec, batch_size=batch_size, device=device, cache_dir=cache_dir, **options)
     loaded = _LOADED[key]
     if not use_cache:
         return loaded

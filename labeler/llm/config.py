@@ -17,22 +17,32 @@ class LLMConfig:
     backend: str = "hf"  # hf | vllm
     batch_size: int | None = None  # None: the backend's default (hf 8 rows, vllm 256 requests)
     device: str | None = None  # e.g. cpu, cuda:0; None: the best available
+    tensor_parallel: int = 1  # GPUs one model is split over (vllm only)
 
     def __post_init__(self) -> None:
         if self.batch_size is not None and self.batch_size < 1:
             raise InputError(f"batch size must be at least 1, got {self.batch_size}",
                              field_name="batch_size")
+        if self.tensor_parallel < 1:
+            raise InputError(f"tensor parallel size must be at least 1, got "
+                             f"{self.tensor_parallel}", field_name="tensor_parallel")
+        if self.tensor_parallel > 1 and self.backend != "vllm":
+            raise InputError(f"the {self.backend} backend runs a model on one device: tensor "
+                             "parallelism needs the vllm backend", field_name="tensor_parallel",
+                             hint="add --backend vllm, or leave out --tensor-parallel")
 
     def load(self, cache_dir: str | Path | None = None) -> Backend:
         """The loaded model behind the persistent call cache (loaded once per process)."""
         from labeler.llm import load_backend
 
         return load_backend(self.name, backend=self.backend, batch_size=self.batch_size,
-                            device=self.device, cache_dir=cache_dir)
+                            device=self.device, tensor_parallel=self.tensor_parallel,
+                            cache_dir=cache_dir)
 
     def describe(self) -> dict:
         """The config for a published manifest: a local model by its file or folder name."""
         from labeler.llm.models import resolve_model
 
         return {"model": resolve_model(self.name).identity, "backend": self.backend,
-                "batch_size": self.batch_size, "device": self.device}
+                "batch_size": self.batch_size, "device": self.device,
+                "tensor_parallel": self.tensor_parallel}

@@ -12,6 +12,7 @@ its questions) share one prefill of their common tokens, each row then running o
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -65,6 +66,27 @@ from labeler.llm.prompts import (
 )
 from labeler.paths import cache_root, locked
 from labeler.progress import info, progress_bar, warning
+
+#: torch threads of every CPU computation, whatever the machine or executor: small matrix
+#: products (a decode step's, the last positions' logits) split their sums by thread, so with
+#: the cores' count the answers' log-probabilities changed in their last bits and a Ray worker
+#: (one CPU) wrote other bytes than a local build; parallelism on a CPU comes from workers
+CPU_THREADS = 1
+
+
+def _fixed_threads(operation):
+    """Run a backend operation with CPU_THREADS torch threads on the CPU, then restore them."""
+    @functools.wraps(operation)
+    def run(self, *args, **kwargs):
+        if self.device.type != "cpu":
+            return operation(self, *args, **kwargs)
+        before = torch.get_num_threads()
+        torch.set_num_threads(CPU_THREADS)
+        try:
+            return operation(self, *args, **kwargs)
+        finally:
+            torch.set_num_threads(before)
+    return run
 
 
 class HFBackend(Backend):
@@ -135,6 +157,7 @@ class HFBackend(Backend):
     def count_tokens(self, texts: list[str]) -> list[int]:
         return [len(row) for row in encode(self.tokenizer, texts)]
 
+    @_fixed_threads
     def generate(self, prompts: list[Chat], sampling: Sampling) -> list[list[Completion]]:
         texts = [self.render(p) for p in prompts]
         ids = encode(self.tokenizer, texts)
@@ -151,6 +174,7 @@ class HFBackend(Backend):
                 out[i][j] = text
         return out
 
+    @_fixed_threads
     def loglikelihood(self, requests: list[LoglikelihoodRequest]) -> list[float]:
         pairs = continuation_ids(self.tokenizer, [self.render(r.context) for r in requests],
                                  [r.continuation for r in requests])
@@ -169,6 +193,7 @@ class HFBackend(Backend):
                 out[i] = window.gather(-1, target).sum().item()
         return out
 
+    @_fixed_threads
     def choice_probs(self, requests: list[ChoiceRequest]) -> list[dict[str, float]]:
         texts = [self.render(r.prompt) for r in requests]
         ids = encode(self.tokenizer, texts)

@@ -1,7 +1,7 @@
 """The `vllm` backend: vllm.LLM and SamplingParams on a CUDA GPU (optional: labeler[vllm]).
 
 Prompts are rendered and tokenized exactly as in the `hf` backend (`labeler.llm.prompts`) and
-handed to vllm as token ids. Sampling is seeded per request with `row_seed(seed, prompt, 0)`,
+handed to vllm as token ids; `tensor_parallel` splits the model over that many GPUs. Sampling is seeded per request with `row_seed(seed, prompt, 0)`,
 so a prompt's samples do not depend on what else is in the call. `loglikelihood` reads
 `prompt_logprobs` of the continuation's tokens; `choice_probs` appends each choice's first token
 to the prompt and reads its prompt log-probability, which is exact for any token (the top-k
@@ -58,7 +58,8 @@ class VLLMBackend(Backend):
     """A vllm engine answering the three operations; `batch_size` requests per engine call."""
 
     def __init__(self, spec: ModelSpec, *, batch_size: int | None = None,
-                 device: str | None = None, cache_dir: str | Path | None = None) -> None:
+                 device: str | None = None, cache_dir: str | Path | None = None,
+                 tensor_parallel: int = 1) -> None:
         if device not in (None, "cuda"):
             raise InputError(f"the vllm backend runs on CUDA only, not '{device}'",
                              field_name="device", hint="use --backend hf for the CPU")
@@ -69,7 +70,8 @@ class VLLMBackend(Backend):
         try:
             source = str(gguf_snapshot(spec, model_revision(spec), cache_dir)) if spec.gguf \
                 else spec.model_id
-            self.llm = LLM(model=source, dtype=DTYPE, seed=0)
+            self.llm = LLM(model=source, dtype=DTYPE, seed=0,
+                           tensor_parallel_size=tensor_parallel)
         except Exception as exc:  # vllm raises many types; all of them mean "cannot load"
             text = str(exc).strip() or type(exc).__name__
             raise ModelLoadError(spec.model_id, text.splitlines()[0]) from exc

@@ -1,0 +1,169 @@
+"""The Ray executor: a build's shards on a pool of Ray actors, one loaded model per actor.
+
+Each actor rebuilds the task from the plain `Job` and loads the model (and the task's extra
+models) on its first shard, then labels every shard sent to it through the same call cache
+(`job.cache_dir`, which every node must see). The driver hands shards to idle actors
+(`ray.util.ActorPool`) and yields each shard's records as it finishes, so the build's own
+writer writes them: the data files are those of a local build, and a killed build resumes
+at its unwritten shards. An error raised in an actor reaches the driver as itself (a
+labeler error stays one line); an actor that dies is a `WorkerError`.
+
+Resources per actor: the hf backend on the CPU takes one CPU (Ray sets OMP_NUM_THREADS, so
+torch runs one thread), on CUDA one GPU; the vllm backend takes `tensor_parallel` GPUs.
+
+Ray Data's vLLM stage (`ray.data.llm.build_llm_processor`) does not fit this seam: it maps a
+dataset of independent prompts through an engine, one row in and one row out, while a task's
+`label` asks several dependent rounds per shard (utility: closed-book and one-passage
+answers, then RAG answers over the passages those made utilitarian; SEER: samples, then the
+experts' scores of them; rubric: questions, then P(yes) per document and question). Each
+round's prompts exist only once the last round's answers do, and go through the task base's
+dedup and the call cache with the backends' own rendering and per-row seeds; a Ray Data
+pipeline would bypass both and answer differently from a local build. Here each actor holds
+one vllm engine instead, which batches every round's requests continuously.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+
+from labeler import settings
+from labeler.errors import InputError, MissingDependencyError, WorkerError
+from labeler.executors.base import Executor, Job
+from labeler.paths import cache_root
+from labeler.progress import info, progress_bar
+from labeler.tasks.base import Shard
+
+try:
+    import ray
+    from ray.util import ActorPool
+except ImportError as exc:
+    raise MissingDependencyError("the Ray executor", "labeler[ray]",
+                                 hint="from a checkout: pip install -e '.[ray]'") from exc
+
+
+class RayExecutor(Executor):
+    """Shards on `workers` Ray actors, on the cluster at `address` (None: Ray started here)."""
+
+    def __init__(self, *, address: str | None = None, workers: int | None = None) -> None:
+        if workers is not None and workers < 1:
+            raise InputError(f"workers must be at least 1, got {workers}", field_name="workers")
+        self.address = address  # e.g. ray://head:10001 or head:6379; None: a new local Ray
+        self.workers = workers  # actors; None: as many as the cluster has room for
+        if address is not None:  # now, before any work (ray.init retries a dead one for ever)
+            self._fail_unless(_reachable, address)
+
+    def run(self, job: Job, shards: Sequence[Shard]) -> Iterator[tuple[Shard, list[dict]]]:
+        if not shards:
+            return
+        # workers on other nodes or in other folders see the same cache by its absolute path
+        job = replace(job, cache_dir=str(cache_root(job.cache_dir).resolve()))
+        started, actors = self._connect(), []
+        try:
+            resources = _resources(job)
+            count = min(len(shards), self.workers or _room(resources))
+            actor = _Labeller.options(**resources, runtime_env={"env_vars": _worker_env(job)})
+            actors = [actor.remote(job) for _ in range(count)]
+            pool, by_index = ActorPool(actors), {shard.index: shard for shard in shards}
+            info(f"{job.task}: {len(shards)} shards on {count} Ray workers")
+            with progress_bar(f"{job.task} shards for {job.llm.name} on Ray", len(shards)) \
+                    as advance:
+                for index, records in _unordered(pool, shards):
+                    yield by_index[index], records
+                    advance(1)
+        finally:  # also when the build stops early: no actor outlives its shards
+            for worker in actors:
+                ray.kill(worker)
+            if started:
+                ray.shutdown()
+
+    def _connect(self) -> bool:
+        """Connect this process to Ray (a new local Ray without an address); True when this
+        call connected it, so that `run` disconnects it at the end."""
+        if ray.is_initialized():
+            return False
+        quiet = {"include_dashboard": False, "log_to_driver": False, "logging_level": "ERROR"}
+        if self.address is None:  # "local": a new Ray here, never one found running
+            ray.init(address="local", num_cpus=self.workers or os.cpu_count(), **quiet)
+            return True
+        self._fail_unless(ray.init, address=self.address, **quiet)
+        return True
+
+    def _fail_unless(self, connect, *args, **kwargs) -> None:
+        """`connect(...)`, its failure to reach the cluster one InputError line."""
+        try:
+            connect(*args, **kwargs)
+        except (OSError, RuntimeError, ValueError) as error:  # ConnectionError is an OSError
+            raise InputError(f"cannot connect to the Ray cluster at {self.address}: "
+                             f"{_first_line(error)}", field_name="address",
+                             hint="start it with `ray start --head`, or leave out "
+                                  "--ray-address to start Ray here") from None
+
+
+@ray.remote
+class _Labeller:
+    """One worker: the job's task and models, loaded on the first shard and kept."""
+
+    def __init__(self, job: Job) -> None:
+        self.job, self.loaded = job, None
+
+    def label(self, shard: Shard) -> tuple[int, list[dict]]:
+        if self.loaded is None:  # here, not in __init__: Ray loses a failed __init__'s error
+            task = self.job.make_task()
+            self.loaded = task, self.job.load_model(), self.job.load_extra_models(task)
+        task, model, models = self.loaded
+        return shard.index, task.run(model, shard, models)
+
+
+def _unordered(pool: ActorPool, shards: Sequence[Shard]) -> Iterator[tuple[int, list[dict]]]:
+    """(shard index, records) as each shard finishes; the error an actor raised as itself."""
+    for shard in shards:
+        pool.submit(lambda actor, s: actor.label.remote(s), shard)
+    while pool.has_next():
+        try:
+            yield pool.get_next_unordered()
+        except ray.exceptions.RayTaskError as error:
+            raise error.cause from None
+        except ray.exceptions.RayActorError as error:
+            raise WorkerError(_first_line(error)) from None
+
+
+def _resources(job: Job) -> dict:
+    """What one actor holds: GPUs for vllm (its tensor-parallel size) or hf on CUDA, else a
+    CPU."""
+    if job.llm.backend == "vllm":
+        return {"num_cpus": 1, "num_gpus": job.llm.tensor_parallel}
+    if (job.llm.device or "").startswith("cuda"):
+        return {"num_cpus": 1, "num_gpus": 1}
+    return {"num_cpus": 1}
+
+
+def _room(resources: dict) -> int:
+    """How many actors of `resources` the cluster holds at once (at least one)."""
+    total = ray.cluster_resources()
+    fits = [int(total.get(name.removeprefix("num_").upper(), 0) // amount)
+            for name, amount in resources.items() if amount]
+    return max(1, min(fits))
+
+
+def _reachable(address: str) -> None:
+    """OSError unless something listens at HOST:PORT (a `ray://` client address too); "auto"
+    (the cluster this machine joined) is left to Ray."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if address != "auto":
+        if not port.isdigit():
+            raise ValueError("not HOST:PORT, e.g. head:6379")
+        socket.create_connection((host, int(port)), timeout=10).close()
+
+
+def _worker_env(job: Job) -> dict[str, str]:
+    """The environment an actor needs to behave as this process: its cache folder, the
+    offline switches and the global flags."""
+    return {**settings.passed_to_workers(), settings.CACHE_DIR: job.cache_dir}
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip() or type(error).__name__
+    return text.splitlines()[0]

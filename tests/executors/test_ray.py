@@ -1,0 +1,235 @@
+"""The Ray executor against a real local Ray cluster (2 CPUs, started here) and the real
+bundled SmolLM2: the same bytes as a local build, resumption after a killed driver, a worker's
+error as the same one line, and the error without ray installed.
+
+The builds label nq-sample's first 4 queries with their human gold passage (--pool hgp: no
+retrieval), one query per shard, so 4 shards go to 2 workers that each load the model once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from labeler.artifacts import validate_path
+from labeler.cli import cli
+from labeler.errors import InputError, MissingDependencyError, PromptTooLongError
+from labeler.llm.cache import cache_stats
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures"
+ARGS = ("--dataset", "nq-sample", "--llm", "smollm2-135m", "--limit", 4, "--pool", "hgp",
+        "--shard-size", 1, "--max-new-tokens", 24, "--with-likelihood")
+FOLDER = Path("utility", "nq-sample", "smollm2-135m")
+
+
+def _build(out: Path, *args) -> object:
+    return CliRunner().invoke(cli, ["build", "--out", str(out), *map(str, args)])
+
+
+def _data(folder: Path) -> bytes:
+    """A version's data: its data files' bytes in file-name order."""
+    return b"".join(p.read_bytes() for p in sorted(folder.glob("data-*.jsonl")))
+
+
+def _cache(folder: Path, session_cache: str) -> Path:
+    """An empty call cache that shares the session's converted SmolLM2 (models/)."""
+    folder.mkdir(parents=True)
+    (folder / "models").symlink_to(Path(session_cache) / "models")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def ray_cluster(smollm):
+    """A real Ray cluster on this machine, 2 CPUs; its address.
+
+    `ray start --head --block` in its own process group; stopping it stops every process it
+    started (never `ray stop`, which would stop other users' Ray too). The workers import this
+    checkout's labeler (PYTHONPATH) and see the test session's environment.
+    """
+    pytest.importorskip("ray")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    # no token: ray start would take the user's ~/.ray/auth_token; the cluster lives for
+    # this module only, and the drivers here say the same mode
+    auth = {"RAY_AUTH_MODE": "disabled"}
+    temp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")  # short: Ray's socket paths must fit
+    env = {**os.environ, **auth, "PYTHONPATH": os.pathsep.join(
+        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    ray = Path(sys.executable).with_name("ray")
+    head = subprocess.Popen(
+        [str(ray), "start", "--head", "--block", "--num-cpus", "2", "--port", str(port),
+         "--include-dashboard", "false", "--disable-usage-stats", "--temp-dir", temp],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in {**auth, "PYTHONPATH": env["PYTHONPATH"]}.items():
+            patch.setenv(name, value)  # the drivers (this process and its children) log in
+        try:
+            _wait_for(port, head)
+            yield f"127.0.0.1:{port}"
+        finally:
+            head.send_signal(signal.SIGTERM)
+            try:
+                head.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(head.pid, signal.SIGKILL)
+                head.wait()
+            shutil.rmtree(temp, ignore_errors=True)
+
+
+def _wait_for(port: int, head: subprocess.Popen) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        assert head.poll() is None, "ray start ended"
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.5)
+    raise AssertionError("the Ray head did not listen within 2 minutes")
+
+
+@pytest.fixture(scope="module")
+def local_build(smollm, session_cache, tmp_path_factory) -> tuple[Path, int]:
+    """The local build of ARGS with its own cache: its version folder and calls computed."""
+    out = tmp_path_factory.mktemp("local")
+    calls = _cache(out / "calls", session_cache)
+    result = _build(out / "out", *ARGS, "--cache-dir", calls)
+    assert result.exit_code == 0, result.output
+    return out / "out" / FOLDER / "v1", cache_stats(calls).misses
+
+
+def test_a_ray_build_writes_the_bytes_of_a_local_build(tmp_path, ray_cluster, local_build,
+                                                       session_cache):
+    local, computed = local_build
+    calls = _cache(tmp_path / "calls", session_cache)
+    result = _build(tmp_path / "out", *ARGS, "--cache-dir", calls, "--executor", "ray",
+                    "--ray-address", ray_cluster, "--workers", 2)
+    assert result.exit_code == 0, result.output
+    folder = tmp_path / "out" / FOLDER / "v1"
+    assert len(list(folder.glob("data-*.jsonl"))) == 4
+    assert _data(folder) == _data(local)
+    assert validate_path(folder) == []
+    assert cache_stats(calls).misses == computed  # the workers asked every call themselves
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["llm_config"]["tensor_parallel"] == 1
+
+
+def test_a_killed_ray_build_resumes_at_its_unwritten_shards(tmp_path, ray_cluster, local_build,
+                                                            session_cache):
+    """SIGKILL to the driver once a shard is written (its workers die with it); the rerun on
+    the same cluster labels only the shards not written and ends with the local bytes."""
+    calls = _cache(tmp_path / "calls", session_cache)
+    out = tmp_path / "out"
+    args = [*map(str, ARGS), "--cache-dir", str(calls), "--out", str(out), "--executor", "ray",
+            "--ray-address", ray_cluster, "--workers", "2"]
+    first = subprocess.Popen([sys.executable, "-m", "labeler", "build", *args],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and first.poll() is None:
+            if list((out / FOLDER).glob(".v1.*.partial/data-*.jsonl")):
+                break
+            time.sleep(0.05)
+        assert first.poll() is None, "the build ended before it was killed"
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait()
+    finally:
+        if first.poll() is None:
+            first.kill()
+    [partial] = (out / FOLDER).glob(".v1.*.partial")
+    written = len(list(partial.glob("data-*.jsonl")))
+    assert 1 <= written < 4
+    assert not (out / FOLDER / "v1").exists()
+
+    rerun = subprocess.run([sys.executable, "-m", "labeler", "build", *args],
+                           capture_output=True, text=True, timeout=600, check=False)
+    assert rerun.returncode == 0, rerun.stderr
+    said = " ".join(rerun.stderr.split())  # rich wraps lines at the terminal width
+    assert f"resuming {partial.name}, {written} of 4 shards already written" in said
+    assert f"utility: {4 - written} shards on {min(2, 4 - written)} Ray workers" in said
+    assert _data(out / FOLDER / "v1") == _data(local_build[0])
+    assert validate_path(out / FOLDER / "v1") == []
+
+
+def test_an_error_in_a_worker_is_the_local_builds_one_line_and_its_shard_is_not_written(
+        tmp_path, ray_cluster, session_cache):
+    # the first query's question is too long for SmolLM2's 8,192-token window: its shard fails
+    # at its first call, inside a worker; the second is a real NQ question
+    rows = [json.loads(line) for line in (FIXTURES / "flashrag_nq_test.jsonl").open()][:2]
+    rows[0]["question"] = " ".join(["why"] * 9000) + "?"
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    args = ("--dataset", f"jsonl:{queries}", "--corpus", FIXTURES / "flashrag_corpus.jsonl",
+            "--encoder", "bm25", "--k", 1, "--llm", "smollm2-135m", "--shard-size", 1,
+            "--max-new-tokens", 8)
+    failed = {}
+    for executor in ("local", "ray"):
+        extra = ("--ray-address", ray_cluster) if executor == "ray" else ()
+        out = tmp_path / executor
+        result = _build(out, *args, "--cache-dir", _cache(tmp_path / f"{executor}-calls",
+                                                          session_cache),
+                        "--executor", executor, *extra)
+        assert result.exit_code == 1
+        assert isinstance(result.exception, PromptTooLongError)
+        failed[executor] = result.exception.line()
+        assert not list(out.rglob("data-00000.jsonl"))  # the failed shard is not written
+    assert failed["ray"] == failed["local"]
+    assert failed["ray"].startswith("the prompt for 'test_0' has ")
+    assert "\n" not in failed["ray"]
+
+
+def test_a_ray_address_where_nothing_listens_is_one_line_before_any_work(tmp_path, loads):
+    pytest.importorskip("ray")
+    with socket.socket() as probe:  # a free port: nothing listens there
+        probe.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{probe.getsockname()[1]}"
+    result = _build(tmp_path / "out", *ARGS, "--executor", "ray", "--ray-address", address)
+    assert result.exit_code == 1
+    assert isinstance(result.exception, InputError)
+    assert result.exception.line() == (
+        f"field 'address': cannot connect to the Ray cluster at {address}: [Errno 111] "
+        "Connection refused (start it with `ray start --head`, or leave out --ray-address to "
+        "start Ray here)")
+    assert loads == [] and not (tmp_path / "out").exists()
+
+
+def test_without_ray_installed_the_ray_executor_names_the_extra(tmp_path, loads, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
+    monkeypatch.delitem(sys.modules, "labeler.executors.ray", raising=False)
+    result = _build(tmp_path / "out", *ARGS, "--executor", "ray")
+    assert result.exit_code == 1
+    assert isinstance(result.exception, MissingDependencyError)
+    assert result.exception.line() == (
+        "the Ray executor needs the 'labeler[ray]' package: pip install 'labeler[ray]' "
+        "(from a checkout: pip install -e '.[ray]')")
+    assert loads == [] and not (tmp_path / "out").exists()  # before any model is loaded
+
+
+@pytest.mark.parametrize(("args", "line"), [
+    (("--workers", 2), ("field 'workers': does not apply to the local executor "
+                       "(use --executor ray)")),
+    (("--ray-address", "head:6379"), ("field 'address': does not apply to the local executor "
+                                     "(use --executor ray)")),
+    (("--tensor-parallel", 2), ("field 'tensor_parallel': the hf backend runs a model on one "
+                               "device: tensor parallelism needs the vllm backend (add "
+                               "--backend vllm, or leave out --tensor-parallel)")),
+])
+def test_options_that_do_not_apply_are_refused_before_any_work(tmp_path, loads, args, line):
+    result = _build(tmp_path / "out", *ARGS, *args)
+    assert result.exit_code == 1
+    assert isinstance(result.exception, InputError)
+    assert result.exception.line() == line
+    assert all(b.backend_calls == 0 for b in loads)
+    assert not (tmp_path / "out").exists()
