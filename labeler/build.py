@@ -22,7 +22,7 @@ from labeler import __version__
 from labeler.artifacts.manifest import read_manifest
 from labeler.artifacts.writer import VersionWriter, check_caller_manifest
 from labeler.errors import InputError
-from labeler.executors import Executor, Job, load_executor
+from labeler.executors import Executor, Job, ModelIdentity, load_executor
 from labeler.llm.config import LLMConfig
 from labeler.paths import check_writable
 from labeler.progress import info, track
@@ -69,16 +69,19 @@ def build(
     task.check(source)
     answer_extraction.check(source, config.answer_extractor)
     task_manifest = task.manifest(source.kind)  # a kind of query the task cannot label fails here
-    loaded: dict[str, tuple[LLMConfig, object]] = {}  # alias -> (its config, its backend)
+    executor = executor or load_executor("local")
+    cache = None if cache_dir is None else str(cache_dir)
+    # alias -> (its config, what names it), each loaded where the executor's workers load it
+    loaded: dict[str, tuple[LLMConfig, ModelIdentity]] = {}
     for llm in dict.fromkeys(llms):
-        model = llm.load(cache_dir)
+        model = executor.identify(llm, cache)
         if model.alias in loaded:
             raise InputError(f"--llm {loaded[model.alias][0].name!r} and --llm {llm.name!r} are "
                              f"both '{model.alias}': their artifacts would share one folder",
                              field_name="llm", hint="name each model once")
         loaded[model.alias] = (llm, model)
         for name in task.extra_models().values():  # a model that cannot load fails now
-            replace(llm, name=name).load(cache_dir)
+            executor.identify(replace(llm, name=name), cache)
     extractor = None
     if config.answer_extractor:  # runs with the first LLM's backend settings
         extractor_config = replace(llms[0], name=config.answer_extractor)
@@ -97,7 +100,7 @@ def build(
         manifest = {"model_id": llm.describe()["model"], "model_revision": model.revision,
                     **base, "llm_config": llm.describe()}
         writer = VersionWriter(out, artifact=artifact, dataset=folder, llm=alias,
-                               version=version, build_id=_build_id(manifest, model.key()))
+                               version=version, build_id=_build_id(manifest, model.key))
         check_caller_manifest(manifest, artifact=artifact, dataset=folder, llm=alias,
                               version=writer.version)
         for stale, why in writer.abandoned():
@@ -108,14 +111,13 @@ def build(
     # retrieval comes after the cheap checks: a mistyped --llm fails before minutes of encoding
     pools = config_pools(source, config, cache_dir)
     shards = make_shards(source.queries, pools, shard_size, kind=source.kind)
-    executor = executor or load_executor("local")
     built = []
     for llm, writer, manifest in writers:
         done = writer.labelled() if task.settles else writer.completed()
         if done:
             info(f"{writer.llm}: resuming {writer.staging.name}, {len(done)} of {len(shards)} "
                  f"shards already {'labelled' if task.settles else 'written'}")
-        job = Job(artifact, config, llm, None if cache_dir is None else str(cache_dir))
+        job = Job(artifact, config, llm, cache)
         for shard, records in executor.run(job, [s for s in shards if s.index not in done]):
             if task.settles:
                 writer.stage(shard.index, records)

@@ -9,7 +9,7 @@ import importlib
 import inspect
 
 from labeler.errors import InputError, UnknownNameError
-from labeler.executors.base import Executor, Job
+from labeler.executors.base import Executor, Job, ModelIdentity
 
 EXECUTORS = {"local": "labeler.executors.local:LocalExecutor",
              "ray": "labeler.executors.ray:RayExecutor"}
@@ -29,4 +29,4 @@ def load_executor(name: str = "local", **options) -> Executor:
     return cls(**given)
 
 
-__all__ = ["EXECUTORS", "Executor", "Job", "load_executor"]
+__all__ = ["EXECUTORS", "Executor", "Job", "ModelIdentity", "load_executor"]

@@ -37,8 +37,27 @@ class Job:
                 for role, name in task.extra_models().items()}
 
 
+@dataclass(frozen=True)
+class ModelIdentity:
+    """What names a model in a build: its folder, the manifest's revision, the build id's key."""
+
+    alias: str
+    revision: str
+    key: dict
+
+    @classmethod
+    def of(cls, model: Backend) -> ModelIdentity:
+        return cls(model.alias, model.revision, model.key())
+
+
 class Executor(ABC):
     """Runs a job's shards and yields each shard's records as soon as it is done."""
+
+    def identify(self, llm: LLMConfig, cache_dir: str | None) -> ModelIdentity:
+        """Load `llm` where this executor's workers would, so that a model that cannot load
+        fails before any work, and say what names it. Here: in this process, which keeps it
+        loaded for the shards."""
+        return ModelIdentity.of(llm.load(cache_dir))
 
     @abstractmethod
     def run(self, job: Job, shards: Sequence[Shard]) -> Iterator[tuple[Shard, list[dict]]]:

@@ -27,11 +27,13 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 
 from labeler import settings
 from labeler.errors import InputError, MissingDependencyError, WorkerError
-from labeler.executors.base import Executor, Job
+from labeler.executors.base import Executor, Job, ModelIdentity
+from labeler.llm.config import LLMConfig
 from labeler.paths import cache_root
 from labeler.progress import info, progress_bar
 from labeler.tasks.base import Shard
@@ -62,9 +64,9 @@ class RayExecutor(Executor):
         job = replace(job, cache_dir=str(cache_root(job.cache_dir).resolve()))
         started, actors = self._connect(), []
         try:
-            resources = _resources(job)
+            resources = _resources(job.llm)
             count = min(len(shards), self.workers or _room(resources))
-            actor = _Labeller.options(**resources, runtime_env={"env_vars": _worker_env(job)})
+            actor = _Labeller.options(**resources, runtime_env={"env_vars": _worker_env(job.cache_dir)})
             actors = [actor.remote(job) for _ in range(count)]
             pool, by_index = ActorPool(actors), {shard.index: shard for shard in shards}
             info(f"{job.task}: {len(shards)} shards on {count} Ray workers")
@@ -76,6 +78,25 @@ class RayExecutor(Executor):
         finally:  # also when the build stops early: no actor outlives its shards
             for worker in actors:
                 ray.kill(worker)
+            if started:
+                ray.shutdown()
+
+    def identify(self, llm: LLMConfig, cache_dir: str | None) -> ModelIdentity:
+        """On a cluster, or for a model whose actors hold GPUs, the model is loaded once on
+        a worker, whose process then ends: the driver may have neither the GPUs nor the
+        model's files (a head node), and on one node its engine would take the GPU memory
+        the actors need. A CPU model with Ray started here loads here, as locally."""
+        resources = _resources(llm)
+        if self.address is None and not resources.get("num_gpus"):
+            return super().identify(llm, cache_dir)
+        cache_dir = str(cache_root(cache_dir).resolve())
+        started = self._connect()
+        try:
+            task = _identify.options(**resources,
+                                     runtime_env={"env_vars": _worker_env(cache_dir)})
+            with _worker_errors():
+                return ray.get(task.remote(llm, cache_dir))
+        finally:
             if started:
                 ray.shutdown()
 
@@ -117,25 +138,39 @@ class _Labeller:
         return shard.index, task.run(model, shard, models)
 
 
+@ray.remote(max_calls=1)  # the worker process ends after it: its GPU memory is freed
+def _identify(llm: LLMConfig, cache_dir: str) -> ModelIdentity:
+    return ModelIdentity.of(llm.load(cache_dir))
+
+
+@contextmanager
+def _worker_errors() -> Iterator[None]:
+    """The error a worker raised, as itself (a labeler error stays one line); a worker that
+    died, a WorkerError."""
+    try:
+        yield
+    except ray.exceptions.RayTaskError as error:
+        raise error.cause from None
+    except ray.exceptions.RayActorError as error:
+        raise WorkerError(_first_line(error)) from None
+
+
 def _unordered(pool: ActorPool, shards: Sequence[Shard]) -> Iterator[tuple[int, list[dict]]]:
-    """(shard index, records) as each shard finishes; the error an actor raised as itself."""
+    """(shard index, records) as each shard finishes."""
     for shard in shards:
         pool.submit(lambda actor, s: actor.label.remote(s), shard)
     while pool.has_next():
-        try:
-            yield pool.get_next_unordered()
-        except ray.exceptions.RayTaskError as error:
-            raise error.cause from None
-        except ray.exceptions.RayActorError as error:
-            raise WorkerError(_first_line(error)) from None
+        with _worker_errors():
+            result = pool.get_next_unordered()
+        yield result
 
 
-def _resources(job: Job) -> dict:
+def _resources(llm: LLMConfig) -> dict:
     """What one actor holds: GPUs for vllm (its tensor-parallel size) or hf on CUDA, else a
     CPU."""
-    if job.llm.backend == "vllm":
-        return {"num_cpus": 1, "num_gpus": job.llm.tensor_parallel}
-    if (job.llm.device or "").startswith("cuda"):
+    if llm.backend == "vllm":
+        return {"num_cpus": 1, "num_gpus": llm.tensor_parallel}
+    if (llm.device or "").startswith("cuda"):
         return {"num_cpus": 1, "num_gpus": 1}
     return {"num_cpus": 1}
 
@@ -158,10 +193,10 @@ def _reachable(address: str) -> None:
         socket.create_connection((host, int(port)), timeout=10).close()
 
 
-def _worker_env(job: Job) -> dict[str, str]:
-    """The environment an actor needs to behave as this process: its cache folder, the
+def _worker_env(cache_dir: str) -> dict[str, str]:
+    """The environment a worker needs to behave as this process: its cache folder, the
     offline switches and the global flags."""
-    return {**settings.passed_to_workers(), settings.CACHE_DIR: job.cache_dir}
+    return {**settings.passed_to_workers(), settings.CACHE_DIR: cache_dir}
 
 
 def _first_line(error: BaseException) -> str:

@@ -111,7 +111,8 @@ def local_build(smollm, session_cache, tmp_path_factory) -> tuple[Path, int]:
 
 
 def test_a_ray_build_writes_the_bytes_of_a_local_build(tmp_path, ray_cluster, local_build,
-                                                       session_cache):
+                                                       session_cache, loads):
+    """On a cluster the driver never loads the model: a worker says what names it."""
     local, computed = local_build
     calls = _cache(tmp_path / "calls", session_cache)
     result = _build(tmp_path / "out", *ARGS, "--cache-dir", calls, "--executor", "ray",
@@ -124,6 +125,9 @@ def test_a_ray_build_writes_the_bytes_of_a_local_build(tmp_path, ray_cluster, lo
     assert cache_stats(calls).misses == computed  # the workers asked every call themselves
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["llm_config"]["tensor_parallel"] == 1
+    assert loads == []  # `loads` sees every model this process loads
+    assert manifest["model_revision"] == json.loads(
+        (local / "manifest.json").read_text())["model_revision"]
 
 
 def test_a_killed_ray_build_resumes_at_its_unwritten_shards(tmp_path, ray_cluster, local_build,
