@@ -75,7 +75,7 @@ def test_build_writes_a_valid_artifact_and_a_rerun_comes_from_the_cache(tmp_path
     assert manifest["sampling"]["answer"]["max_tokens"] == 32
     assert (manifest["pool"], manifest["k"], manifest["run"]) == ("rp", 3, str(RUN))
     assert manifest["config"] == {"dataset": "nq-sample", "corpus": None, "limit": 3, "pool": "rp",
-                                  "k": 3, "run": str(RUN), "encoder": None,
+                                  "k": 3, "run": str(RUN), "encoder": None, "index": None,
                                   "answer_extractor": None, "qrels": None,
                                   "with_likelihood": True, "max_new_tokens": 32}
     assert manifest["corpus_passages"] == 4349

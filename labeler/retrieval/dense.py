@@ -20,6 +20,7 @@ from labeler import settings
 from labeler.errors import InputError, MissingDependencyError, ModelLoadError
 from labeler.formats import Run
 from labeler.progress import progress_bar, warning
+from labeler.retrieval.ann import RECALL_QUERIES, AnnIndex, IndexSpec, recall_at_k
 from labeler.retrieval.index import SHARD_SIZE, EmbeddingIndex, open_index
 from labeler.sources import Corpus, Query, Source
 
@@ -137,21 +138,54 @@ def corpus_index(encoder: Encoder, corpus: Corpus, *, cache_dir=None,
 
 def search(
     corpus: Corpus, queries: list[Query], *, k: int, encoder: Encoder, cache_dir=None,
-    shard_size: int = SHARD_SIZE,
-) -> Run:
-    """qid -> the top-`k` {pid: cosine score} by inner product of unit embeddings, best first."""
-    index = corpus_index(encoder, corpus, cache_dir=cache_dir, shard_size=shard_size)
+    shard_size: int = SHARD_SIZE, index: IndexSpec | str | None = None,
+) -> tuple[Run, dict]:
+    """qid -> the top-`k` {pid: cosine score} by inner product of unit embeddings, best
+    first, through `index` (labeler.retrieval.ann; default exact flat search), and the
+    manifest's record of the index: its kind and parameters, and for an approximate one
+    its recall@k against exact search on up to RECALL_QUERIES of `queries` (also said on
+    stderr, so the approximation's cost is seen)."""
+    spec = index if isinstance(index, IndexSpec) else IndexSpec.parse(index)
+    embeddings = corpus_index(encoder, corpus, cache_dir=cache_dir, shard_size=shard_size)
     vectors = encoder.encode_queries(queries)
+    if spec.kind == "flat":
+        found, described = embeddings.search(vectors, k), {"kind": "flat"}
+    else:
+        ann = AnnIndex.of(embeddings, spec)
+        found, described = ann.search(vectors, k), ann.describe()
+        sample = np.unique(np.linspace(0, len(queries) - 1, min(len(queries), RECALL_QUERIES))
+                           .round().astype(np.int64))
+        exact = embeddings.search(vectors[sample], k)
+        recall = recall_at_k([found[i][0] for i in sample], [ids for ids, _ in exact], k)
+        described |= {"recall_at_k": round(recall, 4), "recall_k": k,
+                      "recall_queries": len(sample)}
+        warning(f"{ann.name} search (" + ", ".join(f"{p}={v}" for p, v in ann.params.items())
+                + f"): recall@{k} against exact search {recall:.3f} on {len(sample)} of the "
+                f"{len(queries)} queries")
     run = Run()
-    for query, (ids, scores) in zip(queries, index.search(vectors, k)):
+    for query, (ids, scores) in zip(queries, found):
         run[query.qid] = {corpus.passages[j].pid: float(s) for j, s in zip(ids, scores)}
-    return run
+    return run, described
+
+
+@dataclass(frozen=True)
+class Retriever:
+    """What ranked dense pools: the encoder and the index searched."""
+
+    encoder: Encoder
+    index: dict  # search's record of the index
+
+    def describe(self) -> dict:
+        """The manifest's record: the encoder's, with the index under `index`."""
+        return {**self.encoder.describe(), "index": self.index}
 
 
 def retrieve(
-    source: Source, *, k: int = 20, encoder: str | None = None, cache_dir=None
-) -> tuple[Run, Encoder]:
-    """Top-`k` over `source.corpus` for every query, and the encoder that ranked them."""
+    source: Source, *, k: int = 20, encoder: str | None = None, cache_dir=None,
+    index: str | None = None,
+) -> tuple[Run, Retriever]:
+    """Top-`k` over `source.corpus` for every query, and what ranked them."""
+    spec = IndexSpec.parse(index)  # a bad --index fails before the encoder loads
     if source.corpus is None:
         raise InputError(f"dataset '{source.name}' has no passage corpus to retrieve from",
                          field_name="corpus",
@@ -160,7 +194,9 @@ def retrieve(
     if not source.corpus.passages:
         raise InputError(f"dataset '{source.name}' has an empty corpus", field_name="corpus")
     loaded = load_encoder(encoder)
-    return search(source.corpus, source.queries, k=k, encoder=loaded, cache_dir=cache_dir), loaded
+    run, described = search(source.corpus, source.queries, k=k, encoder=loaded,
+                            cache_dir=cache_dir, index=spec)
+    return run, Retriever(loaded, described)
 
 
 def _load(name: str) -> Encoder:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from labeler.errors import InputError, UnknownNameError
 from labeler.formats import Run
+from labeler.retrieval.ann import IndexSpec
 from labeler.sources import Passage, Source
 
 POOLS = ("rp", "hgp", "mcp")
@@ -42,6 +43,7 @@ def build_pools(
     k: int = 20,
     run: str | Path | None = None,
     encoder: str | None = None,
+    index: str | None = None,
     cache_dir=None,
 ) -> Pools:
     """Candidates for every query of `source`.
@@ -49,7 +51,9 @@ def build_pools(
     `rp`: top-`k` from `run` if given, else retrieval over `source.corpus` with `encoder`:
     `bm25` (sparse), else dense (default BGE-M3, offline fallback MiniLM). `hgp`: the human gold passages.
     `mcp`: rp, then each gold passage not already there (same pid or identical text).
-    Fails before any model work on an unknown pool, a missing corpus or a bad run file.
+    `index`: the dense index searched (labeler.retrieval.ann; default flat, exact).
+    Fails before any model work on an unknown pool, a missing corpus, a bad run file, or
+    an `index` where no dense retrieval runs.
     """
     if pool not in POOLS:
         raise UnknownNameError("pool", pool, list(POOLS))
@@ -64,6 +68,15 @@ def build_pools(
                     "paragraphs as <wikipedia_id>_<paragraph>, or use --pool rp")
         raise InputError(f"dataset '{source.name}' has no human gold passages",
                          field_name="pool", hint=hint)
+    from labeler.retrieval import bm25
+
+    if index is not None:
+        IndexSpec.parse(index)
+        sparse = "the pools are the human gold" if pool == "hgp" else "the run file ranks" \
+            if run is not None else "BM25 ranks" if encoder == bm25.NAME else None
+        if sparse:
+            raise InputError(f"--index is for dense retrieval, and {sparse}",
+                             field_name="index", hint="leave --index unset")
     if pool == "hgp":
         pools = {q.qid: [Candidate(p, "human", None, gold=True) for p in q.gold]
                  for q in source.queries}
@@ -76,10 +89,13 @@ def build_pools(
     if run is not None:
         ranked = Run.from_file(run, qids={q.qid for q in source.queries}, docids=passages)
     else:
-        from labeler.retrieval import bm25, dense
+        from labeler.retrieval import dense
 
-        retriever = bm25 if encoder == bm25.NAME else dense
-        ranked, used = retriever.retrieve(source, k=k, encoder=encoder, cache_dir=cache_dir)
+        if encoder == bm25.NAME:
+            ranked, used = bm25.retrieve(source, k=k, cache_dir=cache_dir)
+        else:
+            ranked, used = dense.retrieve(source, k=k, encoder=encoder, cache_dir=cache_dir,
+                                          index=index)
         described = used.describe()
     pools = {}
     for query in source.queries:
