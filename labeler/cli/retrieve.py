@@ -48,7 +48,8 @@ def retrieve(dataset, corpus, limit, k, encoder, index, output, cache_dir) -> No
     table.add_column()
     recall, searched = stats["gold_recall"], stats["encoder"]["index"]
     params = ", ".join(f"{p}={v}" for p, v in searched.items()
-                       if p not in ("kind", "recall_at_k", "recall_k", "recall_queries"))
+                       if p not in ("kind", "recall_at_k", "recall_k", "recall_queries")
+                       and v is not None)
     rows = [("queries", f"{stats['queries']:,}"),
             ("corpus passages", f"{stats['passages']:,}"),
             ("encoder", stats["encoder"]["model_id"]),

@@ -105,25 +105,26 @@ class Encoder:
         return vectors.cpu().numpy()
 
 
-def load_encoder(name: str | None = None) -> Encoder:
+def load_encoder(name: str | None = None, *, device: str | None = None) -> Encoder:
     """Load `name`, or raise ModelLoadError: an encoder asked for by name is never replaced.
     None means the default, BGE-M3, falling back with a warning on stderr to the bundled
-    MiniLM when it cannot load; the returned Encoder names the one used (manifest, card)."""
+    MiniLM when it cannot load; the returned Encoder names the one used (manifest, card).
+    `device`: e.g. cuda:0 or cpu [default: the first GPU, else cpu]."""
     if name is not None:
         try:
-            return _load(name)
+            return _load(name, device)
         except ModelLoadError as exc:
             if not exc.hint and name != FALLBACK_ENCODER:
                 exc.hint = (f"leave --encoder unset to fall back to the bundled "
                             f"{FALLBACK_ENCODER}, or pass --encoder {FALLBACK_ENCODER}")
             raise
     try:
-        return _load(DEFAULT_ENCODER)
+        return _load(DEFAULT_ENCODER, device)
     except ModelLoadError as exc:
         warning(f"the default encoder {DEFAULT_ENCODER} cannot load ({exc.reason}); retrieving "
                 f"with the bundled {FALLBACK_ENCODER} ({ENCODERS[FALLBACK_ENCODER]}) instead, "
                 "as the manifest and card record")
-        return _load(FALLBACK_ENCODER)
+        return _load(FALLBACK_ENCODER, device)
 
 
 def corpus_index(encoder: Encoder, corpus: Corpus, *, cache_dir=None,
@@ -159,8 +160,8 @@ def search(
         recall = recall_at_k([found[i][0] for i in sample], [ids for ids, _ in exact], k)
         described |= {"recall_at_k": round(recall, 4), "recall_k": k,
                       "recall_queries": len(sample)}
-        warning(f"{ann.name} search (" + ", ".join(f"{p}={v}" for p, v in ann.params.items())
-                + f"): recall@{k} against exact search {recall:.3f} on {len(sample)} of the "
+        warning(f"{ann.name} search (" + ", ".join(f"{p}={v}" for p, v in ann.params.items()
+                                                   if v is not None) + f"): recall@{k} against exact search {recall:.3f} on {len(sample)} of the "
                 f"{len(queries)} queries")
     run = Run()
     for query, (ids, scores) in zip(queries, found):
@@ -199,7 +200,7 @@ def retrieve(
     return run, Retriever(loaded, described)
 
 
-def _load(name: str) -> Encoder:
+def _load(name: str, device: str | None = None) -> Encoder:
     try:
         from FlagEmbedding import FlagAutoModel
         from FlagEmbedding.inference.embedder.model_mapping import AUTO_EMBEDDER_MAPPING
@@ -211,7 +212,7 @@ def _load(name: str) -> Encoder:
     path = _bundled_minilm() if name == FALLBACK_ENCODER else model_id
     if settings.offline() and not Path(path).exists() and not _cached(model_id):
         raise ModelLoadError(model_id, "not in the local Hugging Face cache and HF_HUB_OFFLINE is set")
-    device = "cuda:0" if torch.cuda.is_available() else "cpu"
+    device = device or ("cuda:0" if torch.cuda.is_available() else "cpu")
     known = Path(model_id).name.lower() in AUTO_EMBEDDER_MAPPING
     options: dict = {"model_class": "encoder-only-base", "pooling_method": "mean",
                      "trust_remote_code": False, "query_instruction_format": "{}{}"}

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from labeler.errors import InputError, UnknownNameError
 from labeler.formats import Run
+from labeler.retrieval import bm25
 from labeler.retrieval.ann import IndexSpec
 from labeler.sources import Passage, Source
 
@@ -68,15 +69,7 @@ def build_pools(
                     "paragraphs as <wikipedia_id>_<paragraph>, or use --pool rp")
         raise InputError(f"dataset '{source.name}' has no human gold passages",
                          field_name="pool", hint=hint)
-    from labeler.retrieval import bm25
-
-    if index is not None:
-        IndexSpec.parse(index)
-        sparse = "the pools are the human gold" if pool == "hgp" else "the run file ranks" \
-            if run is not None else "BM25 ranks" if encoder == bm25.NAME else None
-        if sparse:
-            raise InputError(f"--index is for dense retrieval, and {sparse}",
-                             field_name="index", hint="leave --index unset")
+    check_index(index, pool=pool, run=run, encoder=encoder)
     if pool == "hgp":
         pools = {q.qid: [Candidate(p, "human", None, gold=True) for p in q.gold]
                  for q in source.queries}
@@ -106,6 +99,19 @@ def build_pools(
         ]
         pools[query.qid] = _with_gold(retrieved, query.gold) if pool == "mcp" else retrieved
     return Pools(pools, pool=pool, k=k, encoder=described, run=str(run) if run else None)
+
+
+def check_index(index: str | None, *, pool: str, run, encoder: str | None) -> None:
+    """InputError unless `index` is None or a valid spec for pools that dense retrieval
+    ranks (not hgp, a run file or BM25)."""
+    if index is None:
+        return
+    IndexSpec.parse(index)
+    sparse = "the pools are the human gold" if pool == "hgp" else "the run file ranks" \
+        if run is not None else "BM25 ranks" if encoder == bm25.NAME else None
+    if sparse:
+        raise InputError(f"--index is for dense retrieval, and {sparse}", field_name="index",
+                         hint="leave --index unset")
 
 
 def gold_recall(pools: dict, source: Source) -> float | None:

@@ -33,7 +33,7 @@ from labeler.llm.base import (
 )
 from labeler.progress import info
 from labeler.retrieval import POOLS, Candidate
-from labeler.retrieval.ann import IndexSpec
+from labeler.retrieval.pools import check_index
 from labeler.sources import Query, Source
 
 
@@ -62,7 +62,7 @@ class TaskConfig:
             raise InputError(f"k must be at least 1, got {self.k}", field_name="k")
         if self.limit is not None and self.limit < 1:
             raise InputError(f"limit must be at least 1, got {self.limit}", field_name="limit")
-        IndexSpec.parse(self.index)  # a bad --index fails before any work
+        check_index(self.index, pool=self.pool, run=self.run, encoder=self.encoder)
 
     @classmethod
     def from_options(cls, **options: Any) -> TaskConfig:
