@@ -55,10 +55,10 @@ def test_an_ann_index_reports_its_recall_against_exact_search(tmp_path):
     assert result.exit_code == 0, result.output
     said = " ".join(result.output.split())
     assert "warning: ivf-nlist4 search (nlist=4, nprobe=2): recall@3 against exact search " in said
-    assert "on 16 of the 16 queries" in said
-    assert "│ index │ ivf (nlist=4, nprobe=2) │" in result.output
-    assert "recall@3 vs exact" in result.output and "(16 queries)" in result.output
-    assert len(out.read_text().splitlines()) == 16 * 3
+    assert "on 17 of the 17 queries" in said
+    assert "│ index │ ivf (nlist=4, nprobe=2) │" in said
+    assert "recall@3 vs exact" in result.output and "(17 queries)" in result.output
+    assert len(out.read_text().splitlines()) == 17 * 3
     assert sorted(p.name for p in (tmp_path / "cache" / "embeddings").glob("*/*/ivf-*")) == [
         "ivf-nlist4.index", "ivf-nlist4.ivfdata", "ivf-nlist4.json"]
 
