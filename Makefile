@@ -30,6 +30,7 @@ bench: install
 	$(BIN)/python benchmarks/bench_memory.py
 	$(BIN)/python benchmarks/bench_build.py
 	$(BIN)/python benchmarks/bench_rubric.py
+	$(BIN)/python benchmarks/bench_corpus.py
 
 lint: install
 	$(BIN)/ruff check labeler tests benchmarks

@@ -8,10 +8,11 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-INDEX_HELP = ("Dense index: flat (exact, the default), ivf[:nlist=N,nprobe=N,pq=M] (FAISS IVF, "
-              "lists on disk; pq=M compresses to M bytes a vector) or hnsw[:M=N,efConstruction=N,"
-              "efSearch=N]; built once beside the embeddings. ivf and hnsw report their "
-              "recall@k against exact search.")
+INDEX_HELP = ("Dense index: flat (exact, the default), ivf[:nlist=N,nprobe=N,pq=M,refine=R] "
+              "(FAISS IVF, lists on disk; pq=M compresses to M bytes a vector; refine=R "
+              "re-scores R x k candidates exactly) or hnsw[:M=N,efConstruction=N,efSearch=N]; "
+              "built once beside the embeddings. ivf and hnsw report their recall@k against "
+              "exact search.")
 
 
 @click.command()

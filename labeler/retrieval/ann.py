@@ -4,8 +4,9 @@
 (labeler.retrieval.index), searched with FAISS's float32 `knn` and re-scored exactly. A
 FAISS IndexFlatIP file would hold the same bytes again (131 GB for 32M bge-m3 passages),
 and its float32 scores change in their last bits with the queries that share a BLAS block,
-which would make a query's pool depend on `--limit`; the re-scored shard search keeps
-that property and measured within 10% of IndexFlatIP's speed (benchmarks/bench_corpus.py).
+which would make a query's pool depend on `--limit`. The re-scored shard search keeps that
+property, needs no copy, and took 0.85-1.35x IndexFlatIP's time on the same vectors in
+memory (benchmarks/bench_corpus.py, 20k-200k vectors, 2 shared CPU cores).
 
 `ivf`: IndexIVFFlat, or IndexIVFPQ with `pq=M` (M bytes a vector), its coarse quantizer
 trained on an evenly spaced sample of `TRAIN_PER_LIST x nlist` vectors (x 256 codes for
@@ -13,7 +14,8 @@ PQ's codebooks, if more); the vectors are
 added one embedding shard at a time into a block file each, and the blocks merged into
 inverted lists on disk (`OnDiskInvertedLists`, as faiss.contrib.ondisk): building and
 searching hold one shard and the probed lists in memory, and a killed build resumes at
-the blocks it had not written. `hnsw`: IndexHNSWFlat, built in memory (the graph and the
+the blocks it had not written; `refine=R` asks it for R x k candidates, of which the exact
+re-score keeps k (PQ's coarse ranking needs R of 4 or more). `hnsw`: IndexHNSWFlat, built in memory (the graph and the
 vectors of the whole corpus must fit while it grows), read back with its vectors
 memory-mapped (IO_FLAG_MMAP_IFC).
 
@@ -50,7 +52,7 @@ __all__ = ["KINDS", "AnnIndex", "IndexSpec", "recall_at_k"]
 #: kind -> its parameters and their defaults (None: chosen from the corpus size)
 KINDS: dict[str, dict[str, int | None]] = {
     "flat": {},
-    "ivf": {"nlist": None, "nprobe": None, "pq": None},
+    "ivf": {"nlist": None, "nprobe": None, "pq": None, "refine": 1},
     "hnsw": {"M": 32, "efConstruction": 80, "efSearch": 128},
 }
 #: the parameters that shape the built file (the others are search settings)
@@ -97,7 +99,7 @@ class IndexSpec:
     def resolve(self, size: int, dim: int) -> dict[str, int | None]:
         """Every parameter of the kind for a corpus of `size` vectors of `dim`: the given
         ones checked, the others defaulted. ivf: nlist = 4 sqrt(size), at most
-        size / TRAIN_PER_LIST; nprobe = min(nlist, 64); pq = None (IVFFlat)."""
+        size / TRAIN_PER_LIST; nprobe = min(nlist, 64); pq = None (IVFFlat); refine = 1."""
         values = {**KINDS[self.kind], **self.params}
         if self.kind == "ivf":
             if values["nlist"] is None:
@@ -117,7 +119,8 @@ class IndexSpec:
         return values
 
 
-_FORMAT = "use flat, ivf[:nlist=N,nprobe=N,pq=M] or hnsw[:M=N,efConstruction=N,efSearch=N]"
+_FORMAT = ("use flat, ivf[:nlist=N,nprobe=N,pq=M,refine=R] or "
+           "hnsw[:M=N,efConstruction=N,efSearch=N]")
 
 
 @dataclass(frozen=True)
@@ -199,7 +202,8 @@ class AnnIndex:
         with progress_bar(f"searching the {self.kind} index", len(queries)) as advance:
             for start in range(0, len(queries), QUERY_BLOCK):
                 block = queries[start : start + QUERY_BLOCK]
-                _, ids = index.search(block, k)
+                wanted = min(self.embeddings.size, k * self.params.get("refine", 1))
+                _, ids = index.search(block, wanted)
                 scores = exact_scores(block, self.embeddings.rows(ids))
                 scores[ids < 0] = -np.inf  # fewer than k found (ivf: small probed lists)
                 ids, scores = merge_top(ids, scores, k)

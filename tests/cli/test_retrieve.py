@@ -54,9 +54,9 @@ def test_an_ann_index_reports_its_recall_against_exact_search(tmp_path):
                   "--output", out, "--cache-dir", tmp_path / "cache")
     assert result.exit_code == 0, result.output
     said = " ".join(result.output.split())
-    assert "warning: ivf-nlist4 search (nlist=4, nprobe=2): recall@3 against exact search " in said
+    assert "warning: ivf-nlist4 search (nlist=4, nprobe=2, refine=1): recall@3 against exact search " in said
     assert "on 17 of the 17 queries" in said
-    assert "│ index │ ivf (nlist=4, nprobe=2) │" in said
+    assert "│ index │ ivf (nlist=4, nprobe=2, refine=1) │" in said
     assert "recall@3 vs exact" in result.output and "(17 queries)" in result.output
     assert len(out.read_text().splitlines()) == 17 * 3
     assert sorted(p.name for p in (tmp_path / "cache" / "embeddings").glob("*/*/ivf-*")) == [
@@ -70,7 +70,7 @@ def test_a_bad_index_fails_in_one_line_before_any_encoding(tmp_path):
     assert result.exit_code == 1
     assert result.exception.line() == (
         "field 'index': efSearch must be a positive integer, got 'fast' (use flat, "
-        "ivf[:nlist=N,nprobe=N,pq=M] or hnsw[:M=N,efConstruction=N,efSearch=N])")
+        "ivf[:nlist=N,nprobe=N,pq=M,refine=R] or hnsw[:M=N,efConstruction=N,efSearch=N])")
     assert not out.exists()
 
 
@@ -81,7 +81,7 @@ def test_build_and_judge_refuse_an_index_no_dense_retrieval_uses_before_any_work
          "field 'index': --index is for dense retrieval, and BM25 ranks (leave --index unset)"),
         ("build", ["--dataset", "nq-sample", "--index", "ivf:nlist=0", "--out", out],
          ("field 'index': nlist must be a positive integer, got '0' (use flat, "
-         "ivf[:nlist=N,nprobe=N,pq=M] or hnsw[:M=N,efConstruction=N,efSearch=N])")),
+         "ivf[:nlist=N,nprobe=N,pq=M,refine=R] or hnsw[:M=N,efConstruction=N,efSearch=N])")),
         ("judge", ["--dataset", "nq-sample", "--method", "pvs", "--pool", "hgp", "--index",
                    "flat", "--out", tmp_path / "judged.jsonl"],
          ("field 'index': --index is for dense retrieval, and the pools are the human gold "

@@ -199,9 +199,10 @@ def test_index_specs_parse_and_bad_ones_fail_in_one_line():
     assert IndexSpec.parse("ivf:nlist=4096,NPROBE=64") == IndexSpec("ivf", {"nlist": 4096,
                                                                          "nprobe": 64})
     assert IndexSpec.parse("hnsw:m=48,efsearch=256").params == {"M": 48, "efSearch": 256}
-    assert IndexSpec.parse("ivf").resolve(4349, 384) == {"nlist": 108, "nprobe": 64, "pq": None}
+    assert IndexSpec.parse("ivf").resolve(4349, 384) == {"nlist": 108, "nprobe": 64, "pq": None,
+                                                         "refine": 1}
     assert IndexSpec.parse("ivf").resolve(32_000_000, 1024)["nlist"] == 22627
-    hint = ("use flat, ivf[:nlist=N,nprobe=N,pq=M] or "
+    hint = ("use flat, ivf[:nlist=N,nprobe=N,pq=M,refine=R] or "
             "hnsw[:M=N,efConstruction=N,efSearch=N]")
     for text, line in [
         ("ivff", f"field 'index': unknown index kind 'ivff'; did you mean 'ivf'? ({hint})"),
