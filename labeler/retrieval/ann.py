@@ -10,14 +10,14 @@ memory (benchmarks/bench_corpus.py, 20k-200k vectors, 2 shared CPU cores).
 
 `ivf`: IndexIVFFlat, or IndexIVFPQ with `pq=M` (M bytes a vector), its coarse quantizer
 trained on an evenly spaced sample of `TRAIN_PER_LIST x nlist` vectors (x 256 codes for
-PQ's codebooks, if more); the vectors are
-added one embedding shard at a time into a block file each, and the blocks merged into
-inverted lists on disk (`OnDiskInvertedLists`, as faiss.contrib.ondisk): building and
-searching hold one shard and the probed lists in memory, and a killed build resumes at
-the blocks it had not written; `refine=R` asks it for R x k candidates, of which the exact
-re-score keeps k (PQ's coarse ranking needs R of 4 or more). `hnsw`: IndexHNSWFlat, built in memory (the graph and the
-vectors of the whole corpus must fit while it grows), read back with its vectors
-memory-mapped (IO_FLAG_MMAP_IFC).
+PQ's codebooks, if more); the vectors are added one embedding shard at a time into a block
+file each, and the blocks merged into inverted lists on disk (`OnDiskInvertedLists`, as
+faiss.contrib.ondisk): building and searching hold one shard and the probed lists in
+memory, and a killed build resumes at the blocks it had not written; `refine=R` asks it for
+R x k candidates, of which the exact re-score keeps k (PQ's coarse ranking needs R of 4 or
+more). `hnsw`: IndexHNSWFlat, built in memory (the graph and the vectors of the whole
+corpus must fit while it grows), read back with its vectors memory-mapped
+(IO_FLAG_MMAP_IFC).
 
 Each is built once under the embedding folder, named by the parameters that shape the file
 (`ivf-nlist128.index` + `.ivfdata`, `hnsw-M32-efc80.index`); `<name>.json`, written last
@@ -214,6 +214,20 @@ class AnnIndex:
     def describe(self) -> dict:
         """The manifest's record: kind and every parameter."""
         return {"kind": self.kind, **self.params}
+
+    def recall(self, queries: np.ndarray, found: list[tuple[np.ndarray, np.ndarray]],
+               k: int) -> dict:
+        """Recall@k of `found` (this index's results for `queries`) against exact search, on
+        up to RECALL_QUERIES evenly spaced queries; said on stderr, so a user sees what the
+        approximation cost. Returns the manifest's record of it."""
+        sample = np.unique(np.linspace(0, len(queries) - 1, min(len(queries), RECALL_QUERIES))
+                           .round().astype(np.int64))
+        exact = self.embeddings.search(queries[sample], k)
+        recall = recall_at_k([found[i][0] for i in sample], [ids for ids, _ in exact], k)
+        settings = ", ".join(f"{p}={v}" for p, v in self.params.items() if v is not None)
+        warning(f"{self.name} search ({settings}): recall@{k} against exact search "
+                f"{recall:.3f} on {len(sample)} of the {len(queries)} queries")
+        return {"recall_at_k": round(recall, 4), "recall_k": k, "recall_queries": len(sample)}
 
     def _check(self) -> tuple[str | None, object]:
         """(None, the loaded index) if it is complete and readable, else (what is wrong

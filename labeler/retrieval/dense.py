@@ -20,7 +20,7 @@ from labeler import settings
 from labeler.errors import InputError, MissingDependencyError, ModelLoadError
 from labeler.formats import Run
 from labeler.progress import progress_bar, warning
-from labeler.retrieval.ann import RECALL_QUERIES, AnnIndex, IndexSpec, recall_at_k
+from labeler.retrieval.ann import AnnIndex, IndexSpec
 from labeler.retrieval.index import SHARD_SIZE, EmbeddingIndex, open_index
 from labeler.sources import Corpus, Query, Source
 
@@ -153,16 +153,8 @@ def search(
         found, described = embeddings.search(vectors, k), {"kind": "flat"}
     else:
         ann = AnnIndex.of(embeddings, spec)
-        found, described = ann.search(vectors, k), ann.describe()
-        sample = np.unique(np.linspace(0, len(queries) - 1, min(len(queries), RECALL_QUERIES))
-                           .round().astype(np.int64))
-        exact = embeddings.search(vectors[sample], k)
-        recall = recall_at_k([found[i][0] for i in sample], [ids for ids, _ in exact], k)
-        described |= {"recall_at_k": round(recall, 4), "recall_k": k,
-                      "recall_queries": len(sample)}
-        warning(f"{ann.name} search (" + ", ".join(f"{p}={v}" for p, v in ann.params.items()
-                                                   if v is not None) + f"): recall@{k} against exact search {recall:.3f} on {len(sample)} of the "
-                f"{len(queries)} queries")
+        found = ann.search(vectors, k)
+        described = ann.describe() | ann.recall(vectors, found, k)
     run = Run()
     for query, (ids, scores) in zip(queries, found):
         run[query.qid] = {corpus.passages[j].pid: float(s) for j, s in zip(ids, scores)}

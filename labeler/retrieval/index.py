@@ -123,6 +123,8 @@ class EmbeddingIndex:
         top `k`, best first, equal scores by corpus position; a query's result does not
         depend on which other queries are searched with it."""
         queries = np.ascontiguousarray(queries, dtype=np.float32)
+        if not len(queries):
+            return []
         k = min(k, self.size)
         best_ids = np.empty((len(queries), 0), dtype=np.int64)
         best_scores = np.empty((len(queries), 0), dtype=np.float32)
@@ -160,9 +162,11 @@ def merge_top(ids: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, 
     return np.take_along_axis(ids, order, axis=1), np.take_along_axis(scores, order, axis=1)
 
 
-#: float32's unit roundoff, and the float32 spacing just below 1 (a unit vectors' product)
+#: float32's unit roundoff, and its spacing at 1 (at least that of any score of unit vectors)
 _U32 = 2.0 ** -24
 _ULP32 = 2.0 ** -23
+#: candidates FAISS returns past k per shard, for exact re-scoring
+_SPARE = 16
 
 
 def _shard_top(block: np.ndarray, vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -181,18 +185,13 @@ def _shard_top(block: np.ndarray, vectors: np.ndarray, k: int) -> tuple[np.ndarr
     bound = 2 * (dim * _U32 / (1 - dim * _U32)) * np.linalg.norm(block, axis=1) + _ULP32
     kth = approx[:, min(k, take) - 1]
     whole = (take < len(vectors)) & (approx[:, -1] >= kth - bound)
-    scores = exact_scores(block, vectors[np.sort(candidates, axis=1)]) if len(block) else \
-        np.empty((0, take), dtype=np.float32)
-    ids, scores = merge_top(np.sort(candidates, axis=1), scores, k)
+    candidates = np.sort(candidates, axis=1)  # in file order: the rows are read forwards
+    ids, scores = merge_top(candidates, exact_scores(block, vectors[candidates]), k)
     for row in np.nonzero(whole)[0]:  # rare: near-ties past the spare candidates
-        every = np.arange(len(vectors))[None]
-        ids[row], scores[row] = (x[0] for x in merge_top(
-            every, exact_scores(block[row : row + 1], np.asarray(vectors)[None]), k))
+        every = exact_scores(block[row : row + 1], np.asarray(vectors)[None])
+        top_ids, top_scores = merge_top(np.arange(len(vectors))[None], every, k)
+        ids[row], scores[row] = top_ids[0], top_scores[0]
     return ids, scores
-
-
-#: candidates FAISS returns past k per shard, for exact re-scoring
-_SPARE = 16
 
 
 def open_index(folder_key: str, fingerprint: str, size: int, *, cache_dir=None,

@@ -54,7 +54,8 @@ def test_an_ann_index_reports_its_recall_against_exact_search(tmp_path):
                   "--output", out, "--cache-dir", tmp_path / "cache")
     assert result.exit_code == 0, result.output
     said = " ".join(result.output.split())
-    assert "warning: ivf-nlist4 search (nlist=4, nprobe=2, refine=1): recall@3 against exact search " in said
+    assert ("warning: ivf-nlist4 search (nlist=4, nprobe=2, refine=1): recall@3 against exact "
+            "search ") in said
     assert "on 17 of the 17 queries" in said
     assert "│ index │ ivf (nlist=4, nprobe=2, refine=1) │" in said
     assert "recall@3 vs exact" in result.output and "(17 queries)" in result.output

@@ -239,3 +239,22 @@ def test_an_index_where_no_dense_retrieval_runs_is_refused(small_sample, tmp_pat
             build_pools(small_sample, index="hnsw", **options)
         assert caught.value.line() == (f"field 'index': --index is for dense retrieval, and "
                                        f"{why} (leave --index unset)")
+
+
+def test_near_ties_faiss_misorders_are_scored_exactly_against_the_whole_shard(tmp_path):
+    # 200 unit vectors within 3e-4 of one direction, 1,024-d: every exact score rounds to the
+    # same float32, so the top 5 are the first 5 positions; FAISS's float32 sums scatter them
+    # by more than their spread (here its top 21 hold none of those 5: the ordering of its
+    # sums depends on its SIMD kernel), so the row is re-scored against the whole shard
+    rng = np.random.default_rng(1)
+    centre = rng.standard_normal(1024)
+    vectors = centre + 3e-4 * rng.standard_normal((200, 1024))
+    vectors = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+    query = (centre / np.linalg.norm(centre)).astype(np.float32)[None]
+    index = EmbeddingIndex(tmp_path, 200, 100)
+    for shard in range(index.shards):
+        np.save(index.path(shard), vectors[index.span(shard)])
+    (ids, scores), = index.search(query, 5)
+    exact_ids, exact_scores = _exact(index, query, 5)
+    assert ids.tolist() == exact_ids[0].tolist() == [0, 1, 2, 3, 4]
+    assert np.array_equal(scores, exact_scores[0])
