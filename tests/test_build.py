@@ -173,6 +173,9 @@ def test_the_first_queries_get_the_same_pools_whatever_the_limit(tmp_path, loads
     assert manifests[5]["corpus_gold"] == {"gold": 5, "in_corpus": 5, "queries_with_gold": 5,
                                            "queries_with_gold_in_corpus": 5}
     assert manifests[5]["corpus_source"] is None  # a file, not a named corpus
+    assert manifests[5]["encoder"]["index"] == {"kind": "flat"}  # exact search, the default
+    card = (tmp_path / "out-5" / "utility" / "nq-sample" / "smollm2-135m" / "v1" / "README.md")
+    assert "mean pooling), searched exactly (flat index) |" in card.read_text()
 
 
 def _bad_run(tmp_path: Path) -> Path:
