@@ -7,8 +7,6 @@ from pathlib import Path
 
 from labeler.errors import InputError, UnknownNameError
 from labeler.formats import Run
-from labeler.retrieval import bm25
-from labeler.retrieval.ann import IndexSpec
 from labeler.sources import Passage, Source
 
 POOLS = ("rp", "hgp", "mcp")
@@ -82,7 +80,7 @@ def build_pools(
     if run is not None:
         ranked = Run.from_file(run, qids={q.qid for q in source.queries}, docids=passages)
     else:
-        from labeler.retrieval import dense
+        from labeler.retrieval import bm25, dense
 
         if encoder == bm25.NAME:
             ranked, used = bm25.retrieve(source, k=k, cache_dir=cache_dir)
@@ -106,6 +104,9 @@ def check_index(index: str | None, *, pool: str, run, encoder: str | None) -> No
     ranks (not hgp, a run file or BM25)."""
     if index is None:
         return
+    from labeler.retrieval import bm25
+    from labeler.retrieval.ann import IndexSpec
+
     IndexSpec.parse(index)
     sparse = "the pools are the human gold" if pool == "hgp" else "the run file ranks" \
         if run is not None else "BM25 ranks" if encoder == bm25.NAME else None
