@@ -5,8 +5,8 @@
 FAISS IndexFlatIP file would hold the same bytes again (131 GB for 32M bge-m3 passages),
 and its float32 scores change in their last bits with the queries that share a BLAS block,
 which would make a query's pool depend on `--limit`. The re-scored shard search keeps that
-property, needs no copy, and took 0.85-1.35x IndexFlatIP's time on the same vectors in
-memory (benchmarks/bench_corpus.py, 20k-200k vectors, 2 shared CPU cores).
+property, needs no copy, and took 0.5-1.35x IndexFlatIP's time on the same vectors in
+memory (benchmarks/bench_corpus.py, 20k-1M vectors, 2 shared CPU cores).
 
 `ivf`: IndexIVFFlat, or IndexIVFPQ with `pq=M` (M bytes a vector), its coarse quantizer
 trained on an evenly spaced sample of `TRAIN_PER_LIST x nlist` vectors (x 256 codes for
