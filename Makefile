@@ -32,6 +32,7 @@ bench: install
 	$(BIN)/python benchmarks/bench_build.py
 	$(BIN)/python benchmarks/bench_rubric.py
 	$(BIN)/python benchmarks/bench_ray.py
+	$(BIN)/python benchmarks/bench_corpus.py
 
 lint: install
 	$(BIN)/ruff check labeler tests benchmarks

@@ -144,7 +144,7 @@ def config_pools(source: Source, config: TaskConfig, cache_dir: str | Path | Non
     """The candidate pools `config` asks for over `source`'s queries: the second step, so that
     `judge` ranks exactly the candidates `build` labels for the same options."""
     return build_pools(source, pool=config.pool, k=config.k, run=config.run,
-                       encoder=config.encoder, cache_dir=cache_dir)
+                       encoder=config.encoder, index=config.index, cache_dir=cache_dir)
 
 
 def dataset_folder(name: str) -> str:

@@ -148,7 +148,7 @@ def _read(paths: Sequence[str | Path]) -> list:
                 raise InputError(f"query '{qid}' has another candidate pool than in "
                                  f"{first.path}", where, line, "candidates",
                                  hint="build every artifact with the same --pool, --k, --run, "
-                                      "--encoder and --corpus")
+                                      "--encoder, --index and --corpus")
     return artifacts
 
 

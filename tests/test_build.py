@@ -75,7 +75,7 @@ def test_build_writes_a_valid_artifact_and_a_rerun_comes_from_the_cache(tmp_path
     assert manifest["sampling"]["answer"]["max_tokens"] == 32
     assert (manifest["pool"], manifest["k"], manifest["run"]) == ("rp", 3, str(RUN))
     assert manifest["config"] == {"dataset": "nq-sample", "corpus": None, "limit": 3, "pool": "rp",
-                                  "k": 3, "run": str(RUN), "encoder": None,
+                                  "k": 3, "run": str(RUN), "encoder": None, "index": None,
                                   "answer_extractor": None, "qrels": None,
                                   "with_likelihood": True, "max_new_tokens": 32}
     assert manifest["corpus_passages"] == 4349
@@ -174,6 +174,9 @@ def test_the_first_queries_get_the_same_pools_whatever_the_limit(tmp_path, loads
     assert manifests[5]["corpus_gold"] == {"gold": 5, "in_corpus": 5, "queries_with_gold": 5,
                                            "queries_with_gold_in_corpus": 5}
     assert manifests[5]["corpus_source"] is None  # a file, not a named corpus
+    assert manifests[5]["encoder"]["index"] == {"kind": "flat"}  # exact search, the default
+    card = (tmp_path / "out-5" / "utility" / "nq-sample" / "smollm2-135m" / "v1" / "README.md")
+    assert "mean pooling), searched exactly (flat index) |" in card.read_text()
 
 
 def _bad_run(tmp_path: Path) -> Path:

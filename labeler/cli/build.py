@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from labeler.build import DEFAULT_SHARD_SIZE
+from labeler.cli.retrieve import INDEX_HELP
 from labeler.tasks import TASKS
 
 
@@ -51,6 +52,7 @@ from labeler.tasks import TASKS
 @click.option("--encoder", help="Retriever for rp: bm25, or a dense bge-m3 (default, falls back "
               "to the bundled minilm offline), minilm, or an HF repo id / local folder "
               "[rubric: bm25].")
+@click.option("--index", metavar="KIND[:NAME=N,...]", help=INDEX_HELP)
 @click.option("--corpus", metavar="NAME|FILE",
               help="Corpus to retrieve from instead of the dataset's own: wiki-dpr (DPR's "
                    "100-word Wikipedia passages), msmarco-passage, kilt-wikipedia (KILT "
@@ -92,7 +94,7 @@ from labeler.tasks import TASKS
 @click.option("--tau", type=click.FloatRange(0, min_open=True),
               help="seer: temperature of the CoV weights' softmax [default: 1.0].")
 def build(dataset, llms, artifact, pool, k, limit, backend, batch_size, device, tensor_parallel,
-          executor, ray_address, workers, out, version, shard_size, run, encoder, corpus,
+          executor, ray_address, workers, out, version, shard_size, run, encoder, index, corpus,
           cache_dir, with_likelihood, max_new_tokens, answer_extractor, **task_options) -> None:
     """Label the candidate passages of a dataset for each LLM, and write one artifact each.
 
@@ -114,7 +116,7 @@ def build(dataset, llms, artifact, pool, k, limit, backend, batch_size, device, 
 
     task = load_task(artifact)
     config = task.Config.from_options(dataset=dataset, pool=pool, k=k, limit=limit, run=run,
-                                      encoder=encoder, corpus=corpus,
+                                      encoder=encoder, index=index, corpus=corpus,
                                       with_likelihood=with_likelihood,
                                       max_new_tokens=max_new_tokens,
                                       answer_extractor=answer_extractor, **task_options)

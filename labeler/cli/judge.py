@@ -35,6 +35,8 @@ from labeler.tasks.judge import METHODS
 @click.option("--run", type=click.Path(dir_okay=False, path_type=Path),
               help="TREC or JSONL run file to use instead of retrieval.")
 @click.option("--encoder", help="Dense retriever for rp, as for `labeler build`.")
+@click.option("--index", metavar="KIND[:NAME=N,...]",
+              help="Dense index for rp, as for `labeler build`.")
 @click.option("--corpus", metavar="NAME|FILE",
               help="Corpus to retrieve from instead of the dataset's own, as for `labeler build`.")
 @click.option("--max-new-tokens", type=click.IntRange(min=1),
@@ -47,7 +49,7 @@ from labeler.tasks.judge import METHODS
               show_default=True, help="Queries per batch of judgments.")
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
               help="LLM call and embedding cache (default: $LABELER_CACHE_DIR or ~/.cache/labeler).")
-def judge(dataset, llm, method, with_answer, out, pool, k, limit, run, encoder, corpus,
+def judge(dataset, llm, method, with_answer, out, pool, k, limit, run, encoder, index, corpus,
           max_new_tokens, backend, batch_size, device, shard_size, cache_dir) -> None:
     """Judge the candidate passages of a dataset with one method, and write a submission.
 
@@ -59,7 +61,8 @@ def judge(dataset, llm, method, with_answer, out, pool, k, limit, run, encoder, 
     from labeler.tasks.judge import JudgeConfig, JudgeTask
 
     config = JudgeConfig.from_options(dataset=dataset, pool=pool, k=k, limit=limit, run=run,
-                                      encoder=encoder, corpus=corpus, method=method,
+                                      encoder=encoder, index=index, corpus=corpus,
+                                      method=method,
                                       with_answer=with_answer, max_new_tokens=max_new_tokens)
     model = None if llm is None else LLMConfig(llm, backend=backend, batch_size=batch_size,
                                                device=device)

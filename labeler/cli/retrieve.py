@@ -8,6 +8,12 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+INDEX_HELP = ("Dense index: flat (exact, the default), ivf[:nlist=N,nprobe=N,pq=M,refine=R] "
+              "(FAISS IVF, lists on disk; pq=M compresses to M bytes a vector; refine=R "
+              "re-scores R x k candidates exactly) or hnsw[:M=N,efConstruction=N,efSearch=N]; "
+              "built once beside the embeddings. ivf and hnsw report their recall@k against "
+              "exact search.")
+
 
 @click.command()
 @click.option("--dataset", required=True,
@@ -22,11 +28,12 @@ from rich.table import Table
               help="Passages per query.")
 @click.option("--encoder", help="bge-m3, minilm, or any FlagEmbedding model "
               "[default: bge-m3, else the bundled minilm]")
+@click.option("--index", metavar="KIND[:NAME=N,...]", help=INDEX_HELP)
 @click.option("--output", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="TREC run file to write.")
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Embedding cache (default: $LABELER_CACHE_DIR or ~/.cache/labeler).")
-def retrieve(dataset, corpus, limit, k, encoder, output, cache_dir) -> None:
+def retrieve(dataset, corpus, limit, k, encoder, index, output, cache_dir) -> None:
     """Dense-retrieve the top-k passages for every query of a dataset into a TREC run file.
 
     Corpus embeddings are kept on disk by encoder and corpus hash, in shards of 16,384
@@ -36,15 +43,23 @@ def retrieve(dataset, corpus, limit, k, encoder, output, cache_dir) -> None:
     from labeler.retrieval.retrieve import retrieve_run
 
     stats = retrieve_run(dataset, output, corpus=corpus, limit=limit, k=k, encoder=encoder,
-                         cache_dir=cache_dir)
+                         index=index, cache_dir=cache_dir)
     table = Table(title=f"retrieve {stats['dataset']}", show_header=False)
     table.add_column(style="bold")
     table.add_column()
-    recall = stats["gold_recall"]
+    recall, searched = stats["gold_recall"], stats["encoder"]["index"]
+    params = ", ".join(f"{p}={v}" for p, v in searched.items()
+                       if p not in ("kind", "recall_at_k", "recall_k", "recall_queries")
+                       and v is not None)
+    rows = [("queries", f"{stats['queries']:,}"),
+            ("corpus passages", f"{stats['passages']:,}"),
+            ("encoder", stats["encoder"]["model_id"]),
+            ("index", f"{searched['kind']} ({params or 'exact'})")]
+    if "recall_at_k" in searched:
+        rows.append((f"recall@{searched['recall_k']} vs exact",
+                     f"{searched['recall_at_k']:.1%} ({searched['recall_queries']} queries)"))
     for label, value in (
-        ("queries", f"{stats['queries']:,}"),
-        ("corpus passages", f"{stats['passages']:,}"),
-        ("encoder", stats["encoder"]["model_id"]),
+        *rows,
         ("k", str(stats["k"])),
         (f"human gold in top {stats['k']}", "n/a (no gold)" if recall is None else f"{recall:.1%}"),
         ("retrieval time", f"{stats['seconds']:.1f} s"),

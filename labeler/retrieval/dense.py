@@ -20,6 +20,7 @@ from labeler import settings
 from labeler.errors import InputError, MissingDependencyError, ModelLoadError
 from labeler.formats import Run
 from labeler.progress import progress_bar, warning
+from labeler.retrieval.ann import AnnIndex, IndexSpec
 from labeler.retrieval.index import SHARD_SIZE, EmbeddingIndex, open_index
 from labeler.sources import Corpus, Query, Source
 
@@ -104,25 +105,26 @@ class Encoder:
         return vectors.cpu().numpy()
 
 
-def load_encoder(name: str | None = None) -> Encoder:
+def load_encoder(name: str | None = None, *, device: str | None = None) -> Encoder:
     """Load `name`, or raise ModelLoadError: an encoder asked for by name is never replaced.
     None means the default, BGE-M3, falling back with a warning on stderr to the bundled
-    MiniLM when it cannot load; the returned Encoder names the one used (manifest, card)."""
+    MiniLM when it cannot load; the returned Encoder names the one used (manifest, card).
+    `device`: e.g. cuda:0 or cpu [default: the first GPU, else cpu]."""
     if name is not None:
         try:
-            return _load(name)
+            return _load(name, device)
         except ModelLoadError as exc:
             if not exc.hint and name != FALLBACK_ENCODER:
                 exc.hint = (f"leave --encoder unset to fall back to the bundled "
                             f"{FALLBACK_ENCODER}, or pass --encoder {FALLBACK_ENCODER}")
             raise
     try:
-        return _load(DEFAULT_ENCODER)
+        return _load(DEFAULT_ENCODER, device)
     except ModelLoadError as exc:
         warning(f"the default encoder {DEFAULT_ENCODER} cannot load ({exc.reason}); retrieving "
                 f"with the bundled {FALLBACK_ENCODER} ({ENCODERS[FALLBACK_ENCODER]}) instead, "
                 "as the manifest and card record")
-        return _load(FALLBACK_ENCODER)
+        return _load(FALLBACK_ENCODER, device)
 
 
 def corpus_index(encoder: Encoder, corpus: Corpus, *, cache_dir=None,
@@ -137,21 +139,46 @@ def corpus_index(encoder: Encoder, corpus: Corpus, *, cache_dir=None,
 
 def search(
     corpus: Corpus, queries: list[Query], *, k: int, encoder: Encoder, cache_dir=None,
-    shard_size: int = SHARD_SIZE,
-) -> Run:
-    """qid -> the top-`k` {pid: cosine score} by inner product of unit embeddings, best first."""
-    index = corpus_index(encoder, corpus, cache_dir=cache_dir, shard_size=shard_size)
+    shard_size: int = SHARD_SIZE, index: IndexSpec | str | None = None,
+) -> tuple[Run, dict]:
+    """qid -> the top-`k` {pid: cosine score} by inner product of unit embeddings, best
+    first, through `index` (labeler.retrieval.ann; default exact flat search), and the
+    manifest's record of the index: its kind and parameters, and for an approximate one
+    its recall@k against exact search on up to RECALL_QUERIES of `queries` (also said on
+    stderr, so the approximation's cost is seen)."""
+    spec = index if isinstance(index, IndexSpec) else IndexSpec.parse(index)
+    embeddings = corpus_index(encoder, corpus, cache_dir=cache_dir, shard_size=shard_size)
     vectors = encoder.encode_queries(queries)
+    if spec.kind == "flat":
+        found, described = embeddings.search(vectors, k), {"kind": "flat"}
+    else:
+        ann = AnnIndex.of(embeddings, spec)
+        found = ann.search(vectors, k)
+        described = ann.describe() | ann.recall(vectors, found, k)
     run = Run()
-    for query, (ids, scores) in zip(queries, index.search(vectors, k)):
+    for query, (ids, scores) in zip(queries, found):
         run[query.qid] = {corpus.passages[j].pid: float(s) for j, s in zip(ids, scores)}
-    return run
+    return run, described
+
+
+@dataclass(frozen=True)
+class Retriever:
+    """What ranked dense pools: the encoder and the index searched."""
+
+    encoder: Encoder
+    index: dict  # search's record of the index
+
+    def describe(self) -> dict:
+        """The manifest's record: the encoder's, with the index under `index`."""
+        return {**self.encoder.describe(), "index": self.index}
 
 
 def retrieve(
-    source: Source, *, k: int = 20, encoder: str | None = None, cache_dir=None
-) -> tuple[Run, Encoder]:
-    """Top-`k` over `source.corpus` for every query, and the encoder that ranked them."""
+    source: Source, *, k: int = 20, encoder: str | None = None, cache_dir=None,
+    index: str | None = None,
+) -> tuple[Run, Retriever]:
+    """Top-`k` over `source.corpus` for every query, and what ranked them."""
+    spec = IndexSpec.parse(index)  # a bad --index fails before the encoder loads
     if source.corpus is None:
         raise InputError(f"dataset '{source.name}' has no passage corpus to retrieve from",
                          field_name="corpus",
@@ -160,10 +187,12 @@ def retrieve(
     if not source.corpus.passages:
         raise InputError(f"dataset '{source.name}' has an empty corpus", field_name="corpus")
     loaded = load_encoder(encoder)
-    return search(source.corpus, source.queries, k=k, encoder=loaded, cache_dir=cache_dir), loaded
+    run, described = search(source.corpus, source.queries, k=k, encoder=loaded,
+                            cache_dir=cache_dir, index=spec)
+    return run, Retriever(loaded, described)
 
 
-def _load(name: str) -> Encoder:
+def _load(name: str, device: str | None = None) -> Encoder:
     try:
         from FlagEmbedding import FlagAutoModel
         from FlagEmbedding.inference.embedder.model_mapping import AUTO_EMBEDDER_MAPPING
@@ -175,7 +204,7 @@ def _load(name: str) -> Encoder:
     path = _bundled_minilm() if name == FALLBACK_ENCODER else model_id
     if settings.offline() and not Path(path).exists() and not _cached(model_id):
         raise ModelLoadError(model_id, "not in the local Hugging Face cache and HF_HUB_OFFLINE is set")
-    device = "cuda:0" if torch.cuda.is_available() else "cpu"
+    device = device or ("cuda:0" if torch.cuda.is_available() else "cpu")
     known = Path(model_id).name.lower() in AUTO_EMBEDDER_MAPPING
     options: dict = {"model_class": "encoder-only-base", "pooling_method": "mean",
                      "trust_remote_code": False, "query_instruction_format": "{}{}"}

@@ -4,15 +4,23 @@ An index is one folder per (encoder, corpus fingerprint, shard size) under the c
 `shard-00000.npy`, `shard-00001.npy`, ... each holding the unit-normalised float32
 embeddings of `shard_size` consecutive corpus passages (the last one fewer). Each shard is
 written atomically, so an encoding killed part-way resumes at the shards it had not
-written; `index.json` is written last and records what the folder holds. Search reads the
-shards memory-mapped, one at a time, for a block of queries at a time: memory stays
-bounded by `query block x shard size` scores, whatever the corpus size.
+written; `index.json` is written last and records what the folder holds. Encoding a shard
+is a function of (index, shard number) alone (`encode_shard`), so shards can be encoded
+anywhere and in any order.
+
+The shards are the exact (`flat`) index: `search` reads each once, memory-mapped, and scores
+every query against it a block at a time, so memory stays bounded by one shard and
+`QUERY_BLOCK x shard size` scores whatever the corpus size, and a corpus larger than RAM is
+read from disk once per search, not once per query block. A query's top k and its scores
+do not depend on which other queries share its block: FAISS's float32 `knn` (BLAS) picks
+candidates, and every candidate within the float32 error bound of the k-th is re-scored
+with a float64 sum rounded to float32 (`exact_scores`), which no kernel choice changes.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,10 +70,7 @@ class EmbeddingIndex:
         todo = self.missing()
         with progress_bar("encoding corpus", sum(len(self.span(s)) for s in todo)) as advance:
             for shard in todo:
-                vectors = np.ascontiguousarray(embed(texts(self.span(shard)), advance),
-                                               dtype=np.float32)
-                with atomic_file(self.path(shard), "wb") as f:
-                    np.save(f, vectors)
+                self.encode_shard(shard, texts, embed, advance)
         if todo or not (self.folder / "index.json").is_file():
             with atomic_file(self.folder / "index.json") as f:
                 json.dump({"passages": self.size, "shard_size": self.shard_size,
@@ -73,6 +78,14 @@ class EmbeddingIndex:
                            "bytes": sum(self.path(s).stat().st_size
                                         for s in range(self.shards))}, f, indent=1)
         return todo
+
+    def encode_shard(self, shard: int, texts: Callable[[range], list[str]],
+                     embed: Callable[[list[str], Callable[[int], None]], np.ndarray],
+                     advance: Callable[[int], None] = lambda n: None) -> None:
+        """Encode shard `shard` and write it atomically: a function of (index, shard) only."""
+        vectors = np.ascontiguousarray(embed(texts(self.span(shard)), advance), dtype=np.float32)
+        with atomic_file(self.path(shard), "wb") as f:
+            np.save(f, vectors)
 
     @property
     def dim(self) -> int:
@@ -93,30 +106,92 @@ class EmbeddingIndex:
         """Every embedding in corpus order, in memory (for small corpora and tests)."""
         return np.concatenate([self.shard(s) for s in range(self.shards)])
 
-    def search(self, queries: np.ndarray, k: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """For each query, in order, (corpus positions, inner-product scores) of its top
-        `k`, best first, equal scores by corpus position; a query's result does not depend
-        on which other queries are searched with it."""
+    def rows(self, positions: np.ndarray) -> np.ndarray:
+        """The vectors at corpus `positions` (any shape; -1 gives zeros), read from the
+        memory-mapped shards: shape `positions.shape + (dim,)`."""
+        positions = np.asarray(positions, dtype=np.int64)
+        flat = positions.reshape(-1)
+        out = np.zeros((len(flat), self.dim), dtype=np.float32)
+        shard_of = np.where(flat >= 0, flat // self.shard_size, -1)
+        for shard in np.unique(shard_of[shard_of >= 0]):
+            where = np.nonzero(shard_of == shard)[0]
+            out[where] = self.shard(int(shard))[flat[where] - shard * self.shard_size]
+        return out.reshape(*positions.shape, self.dim)
+
+    def search(self, queries: np.ndarray, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """For each query, in order, (corpus positions, inner-product scores) of its exact
+        top `k`, best first, equal scores by corpus position; a query's result does not
+        depend on which other queries are searched with it."""
+        queries = np.ascontiguousarray(queries, dtype=np.float32)
+        if not len(queries):
+            return []
         k = min(k, self.size)
-        for start in range(0, len(queries), QUERY_BLOCK):
-            block = np.asarray(queries[start : start + QUERY_BLOCK], dtype=np.float32)
-            best_ids = np.empty((len(block), 0), dtype=np.int64)
-            best_scores = np.empty((len(block), 0), dtype=np.float32)
+        best_ids = np.empty((len(queries), 0), dtype=np.int64)
+        best_scores = np.empty((len(queries), 0), dtype=np.float32)
+        with progress_bar("searching shards", self.shards) as advance:
             for shard in range(self.shards):
-                # in float64, then float32: BLAS picks kernels by the block's shape, and only
-                # the wider sum rounds to the same float32 whichever queries share the block
-                scores = (block.astype(np.float64) @ np.asarray(self.shard(shard),
-                                                                dtype=np.float64).T
-                          ).astype(np.float32)
-                take = min(k, scores.shape[1])
-                top = np.argpartition(-scores, take - 1, axis=1)[:, :take]
-                best_ids = np.concatenate([best_ids, top + self.span(shard).start], axis=1)
-                best_scores = np.concatenate(
-                    [best_scores, np.take_along_axis(scores, top, axis=1)], axis=1)
-                order = np.lexsort((best_ids, -best_scores), axis=1)[:, :k]
-                best_ids = np.take_along_axis(best_ids, order, axis=1)
-                best_scores = np.take_along_axis(best_scores, order, axis=1)
-            yield from zip(best_ids, best_scores)
+                vectors, offset = self.shard(shard), self.span(shard).start
+                ids, scores = [], []
+                for start in range(0, len(queries), QUERY_BLOCK):
+                    top_ids, top_scores = _shard_top(queries[start : start + QUERY_BLOCK],
+                                                     vectors, k)
+                    ids.append(top_ids + offset)
+                    scores.append(top_scores)
+                best_ids, best_scores = merge_top(
+                    np.concatenate([best_ids, np.concatenate(ids)], axis=1),
+                    np.concatenate([best_scores, np.concatenate(scores)], axis=1), k)
+                advance(1)
+        return list(zip(best_ids, best_scores))
+
+
+def exact_scores(queries: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Inner products of query i with each of `rows[i]` (shape (queries, n, dim)), summed in
+    float64 and rounded to float32: BLAS picks kernels by shape, and only the wider sum
+    rounds to the same float32 whichever queries share a block."""
+    out = np.empty(rows.shape[:2], dtype=np.float32)
+    for start in range(0, len(queries), 32):  # bounds the float64 copy of the rows
+        part = rows[start : start + 32].astype(np.float64)
+        out[start : start + 32] = np.matmul(
+            part, queries[start : start + 32, :, None].astype(np.float64))[..., 0]
+    return out
+
+
+def merge_top(ids: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the `k` best (ids, scores): highest score first, equal scores by id."""
+    order = np.lexsort((ids, -scores), axis=1)[:, :k]
+    return np.take_along_axis(ids, order, axis=1), np.take_along_axis(scores, order, axis=1)
+
+
+#: float32's unit roundoff, and its spacing at 1 (at least that of any score of unit vectors)
+_U32 = 2.0 ** -24
+_ULP32 = 2.0 ** -23
+#: candidates FAISS returns past k per shard, for exact re-scoring
+_SPARE = 16
+
+
+def _shard_top(block: np.ndarray, vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The exact top `k` of `block` in one shard: positions within it, exact scores.
+
+    FAISS's float32 knn returns `k + _SPARE` candidates. A float32 dot product of length d
+    is within gamma_d = d u / (1 - d u) of the exact one (|q| |x|, unit rows), so every
+    passage of the exact top k (ties at the k-th score included) has a float32 score within
+    2 gamma_d + one float32 spacing of the k-th float32 score; where the last candidate is
+    not below that, the row is scored exactly against the whole shard instead."""
+    import faiss
+
+    dim = block.shape[1]
+    take = min(len(vectors), k + _SPARE)
+    approx, candidates = faiss.knn(block, vectors, take, metric=faiss.METRIC_INNER_PRODUCT)
+    bound = 2 * (dim * _U32 / (1 - dim * _U32)) * np.linalg.norm(block, axis=1) + _ULP32
+    kth = approx[:, min(k, take) - 1]
+    whole = (take < len(vectors)) & (approx[:, -1] >= kth - bound)
+    candidates = np.sort(candidates, axis=1)  # in file order: the rows are read forwards
+    ids, scores = merge_top(candidates, exact_scores(block, vectors[candidates]), k)
+    for row in np.nonzero(whole)[0]:  # rare: near-ties past the spare candidates
+        every = exact_scores(block[row : row + 1], np.asarray(vectors)[None])
+        top_ids, top_scores = merge_top(np.arange(len(vectors))[None], every, k)
+        ids[row], scores[row] = top_ids[0], top_scores[0]
+    return ids, scores
 
 
 def open_index(folder_key: str, fingerprint: str, size: int, *, cache_dir=None,

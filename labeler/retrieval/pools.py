@@ -42,6 +42,7 @@ def build_pools(
     k: int = 20,
     run: str | Path | None = None,
     encoder: str | None = None,
+    index: str | None = None,
     cache_dir=None,
 ) -> Pools:
     """Candidates for every query of `source`.
@@ -49,7 +50,9 @@ def build_pools(
     `rp`: top-`k` from `run` if given, else retrieval over `source.corpus` with `encoder`:
     `bm25` (sparse), else dense (default BGE-M3, offline fallback MiniLM). `hgp`: the human gold passages.
     `mcp`: rp, then each gold passage not already there (same pid or identical text).
-    Fails before any model work on an unknown pool, a missing corpus or a bad run file.
+    `index`: the dense index searched (labeler.retrieval.ann; default flat, exact).
+    Fails before any model work on an unknown pool, a missing corpus, a bad run file, or
+    an `index` where no dense retrieval runs.
     """
     if pool not in POOLS:
         raise UnknownNameError("pool", pool, list(POOLS))
@@ -64,6 +67,7 @@ def build_pools(
                     "paragraphs as <wikipedia_id>_<paragraph>, or use --pool rp")
         raise InputError(f"dataset '{source.name}' has no human gold passages",
                          field_name="pool", hint=hint)
+    check_index(index, pool=pool, run=run, encoder=encoder)
     if pool == "hgp":
         pools = {q.qid: [Candidate(p, "human", None, gold=True) for p in q.gold]
                  for q in source.queries}
@@ -78,8 +82,11 @@ def build_pools(
     else:
         from labeler.retrieval import bm25, dense
 
-        retriever = bm25 if encoder == bm25.NAME else dense
-        ranked, used = retriever.retrieve(source, k=k, encoder=encoder, cache_dir=cache_dir)
+        if encoder == bm25.NAME:
+            ranked, used = bm25.retrieve(source, k=k, cache_dir=cache_dir)
+        else:
+            ranked, used = dense.retrieve(source, k=k, encoder=encoder, cache_dir=cache_dir,
+                                          index=index)
         described = used.describe()
     pools = {}
     for query in source.queries:
@@ -90,6 +97,22 @@ def build_pools(
         ]
         pools[query.qid] = _with_gold(retrieved, query.gold) if pool == "mcp" else retrieved
     return Pools(pools, pool=pool, k=k, encoder=described, run=str(run) if run else None)
+
+
+def check_index(index: str | None, *, pool: str, run, encoder: str | None) -> None:
+    """InputError unless `index` is None or a valid spec for pools that dense retrieval
+    ranks (not hgp, a run file or BM25)."""
+    if index is None:
+        return
+    from labeler.retrieval import bm25
+    from labeler.retrieval.ann import IndexSpec
+
+    IndexSpec.parse(index)
+    sparse = "the pools are the human gold" if pool == "hgp" else "the run file ranks" \
+        if run is not None else "BM25 ranks" if encoder == bm25.NAME else None
+    if sparse:
+        raise InputError(f"--index is for dense retrieval, and {sparse}", field_name="index",
+                         hint="leave --index unset")
 
 
 def gold_recall(pools: dict, source: Source) -> float | None:

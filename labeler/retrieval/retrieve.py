@@ -18,17 +18,20 @@ def retrieve_run(
     limit: int | None = None,
     k: int = 20,
     encoder: str | None = None,
+    index: str | None = None,
     cache_dir=None,
 ) -> dict:
     """Retrieve top-`k` for every query of `dataset`, write `output` (TREC); return stats.
 
-    Stats: dataset, revision, queries, passages, encoder {name, model_id, pooling}, k,
+    Stats: dataset, revision, queries, passages, encoder {name, model_id, pooling, index
+    {kind, its parameters, and for ivf/hnsw recall_at_k against exact search}}, k,
     gold_recall (share of queries whose human gold passage is in the top k; None without
     gold), seconds (retrieval wall time, corpus encoding included unless cached), output.
     """
     source = load_source(dataset, corpus=corpus, limit=limit)
     start = time.perf_counter()
-    pools = build_pools(source, pool="rp", k=k, encoder=encoder, cache_dir=cache_dir)
+    pools = build_pools(source, pool="rp", k=k, encoder=encoder, index=index,
+                        cache_dir=cache_dir)
     seconds = time.perf_counter() - start
     run = Run({qid: {c.passage.pid: c.score for c in cands} for qid, cands in pools.items()})
     path = run.save(output, tag=f"labeler-{pools.encoder['name']}")

@@ -33,6 +33,7 @@ from labeler.llm.base import (
 )
 from labeler.progress import info
 from labeler.retrieval import POOLS, Candidate
+from labeler.retrieval.pools import check_index
 from labeler.sources import Query, Source
 
 
@@ -48,6 +49,7 @@ class TaskConfig:
     run: str | None = None  # TREC or JSONL run file used instead of retrieval
     qrels: str | None = None  # TREC qrels file: graded human judgments of the queries
     encoder: str | None = None  # dense retriever for rp (default: bge-m3, offline minilm)
+    index: str | None = None  # dense index: flat (exact, the default), ivf[:...], hnsw[:...]
     # LLM that first reduces sentence answers (msmarco-fqa) to entity answers; required for
     # such a source, refused for any other
     answer_extractor: str | None = None
@@ -60,6 +62,7 @@ class TaskConfig:
             raise InputError(f"k must be at least 1, got {self.k}", field_name="k")
         if self.limit is not None and self.limit < 1:
             raise InputError(f"limit must be at least 1, got {self.limit}", field_name="limit")
+        check_index(self.index, pool=self.pool, run=self.run, encoder=self.encoder)
 
     @classmethod
     def from_options(cls, **options: Any) -> TaskConfig:

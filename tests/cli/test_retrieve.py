@@ -45,3 +45,50 @@ def test_unknown_dataset(tmp_path):
     result = _run("--dataset", "hotpot", "--output", tmp_path / "run.trec")
     assert result.exit_code == 1
     assert str(result.exception).startswith("unknown dataset 'hotpot'. Did you mean 'hotpotqa'?")
+
+
+def test_an_ann_index_reports_its_recall_against_exact_search(tmp_path):
+    out = tmp_path / "run.trec"
+    result = _run("--dataset", DATASET, "--corpus", FIXTURES / "flashrag_corpus.jsonl",
+                  "--k", 3, "--encoder", "minilm", "--index", "ivf:nlist=4,nprobe=2",
+                  "--output", out, "--cache-dir", tmp_path / "cache")
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert ("warning: ivf-nlist4 search (nlist=4, nprobe=2, refine=1): recall@3 against exact "
+            "search ") in said
+    assert "on 17 of the 17 queries" in said
+    assert "│ index │ ivf (nlist=4, nprobe=2, refine=1) │" in said
+    assert "recall@3 vs exact" in result.output and "(17 queries)" in result.output
+    assert len(out.read_text().splitlines()) == 17 * 3
+    assert sorted(p.name for p in (tmp_path / "cache" / "embeddings").glob("*/*/ivf-*")) == [
+        "ivf-nlist4.index", "ivf-nlist4.ivfdata", "ivf-nlist4.json"]
+
+
+def test_a_bad_index_fails_in_one_line_before_any_encoding(tmp_path):
+    out = tmp_path / "run.trec"
+    result = _run("--dataset", DATASET, "--corpus", FIXTURES / "flashrag_corpus.jsonl",
+                  "--index", "hnsw:efsearch=fast", "--output", out)
+    assert result.exit_code == 1
+    assert result.exception.line() == (
+        "field 'index': efSearch must be a positive integer, got 'fast' (use flat, "
+        "ivf[:nlist=N,nprobe=N,pq=M,refine=R] or hnsw[:M=N,efConstruction=N,efSearch=N])")
+    assert not out.exists()
+
+
+def test_build_and_judge_refuse_an_index_no_dense_retrieval_uses_before_any_work(tmp_path):
+    out = tmp_path / "out"
+    for command, args, line in [
+        ("build", ["--artifact", "rubric", "--dataset", "cisi-sample", "--index", "hnsw"],
+         "field 'index': --index is for dense retrieval, and BM25 ranks (leave --index unset)"),
+        ("build", ["--dataset", "nq-sample", "--index", "ivf:nlist=0", "--out", out],
+         ("field 'index': nlist must be a positive integer, got '0' (use flat, "
+         "ivf[:nlist=N,nprobe=N,pq=M,refine=R] or hnsw[:M=N,efConstruction=N,efSearch=N])")),
+        ("judge", ["--dataset", "nq-sample", "--method", "pvs", "--pool", "hgp", "--index",
+                   "flat", "--out", tmp_path / "judged.jsonl"],
+         ("field 'index': --index is for dense retrieval, and the pools are the human gold "
+         "(leave --index unset)")),
+    ]:
+        result = CliRunner().invoke(cli, [command, *map(str, args), "--llm", "smollm2-135m"])
+        assert result.exit_code == 1, result.output
+        assert result.exception.line() == line
+    assert not out.exists() and not (tmp_path / "judged.jsonl").exists()

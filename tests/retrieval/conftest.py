@@ -23,3 +23,15 @@ def small_sample():
     others = [p for p in source.corpus.passages if p not in gold][::60]
     source.corpus = Corpus(gold + others)
     return source
+
+
+@pytest.fixture(scope="session")
+def nq_sample_index(minilm, tmp_path_factory):
+    """nq-sample's whole 4,349-passage corpus encoded by MiniLM into shards of 1,024 (5
+    shards), and its 300 questions' vectors: (source, embedding index, query vectors)."""
+    from labeler.retrieval.dense import corpus_index
+
+    source = load_source("nq-sample")
+    index = corpus_index(minilm, source.corpus, cache_dir=tmp_path_factory.mktemp("nq-cache"),
+                         shard_size=1024)
+    return source, index, minilm.encode_queries(source.queries)

@@ -12,7 +12,8 @@ from labeler.retrieval.dense import corpus_index, load_encoder, search
 
 
 def test_each_question_finds_its_gold_chunk_at_the_top(minilm, small_sample):
-    run = search(small_sample.corpus, small_sample.queries, k=5, encoder=minilm)
+    run, index = search(small_sample.corpus, small_sample.queries, k=5, encoder=minilm)
+    assert index == {"kind": "flat"}
     firsts = 0
     for query in small_sample.queries:
         ranked = list(run[query.qid])  # best first
@@ -56,9 +57,9 @@ def test_corpus_embeddings_are_written_in_shards_and_reused(minilm, small_sample
 
 
 def test_search_over_shards_equals_search_over_one(minilm, small_sample, tmp_path):
-    one = search(small_sample.corpus, small_sample.queries, k=10, encoder=minilm,
+    one, _ = search(small_sample.corpus, small_sample.queries, k=10, encoder=minilm,
                  cache_dir=tmp_path)
-    sharded = search(small_sample.corpus, small_sample.queries, k=10, encoder=minilm,
+    sharded, _ = search(small_sample.corpus, small_sample.queries, k=10, encoder=minilm,
                      cache_dir=tmp_path, shard_size=7)  # 11 shards, k larger than a shard
     assert {q: list(r) for q, r in sharded.items()} == {q: list(r) for q, r in one.items()}
     for qid in one:
@@ -67,9 +68,9 @@ def test_search_over_shards_equals_search_over_one(minilm, small_sample, tmp_pat
 
 def test_a_query_ranks_the_same_whatever_else_is_searched(minilm, small_sample, tmp_path):
     # each query is encoded alone: its pool does not depend on --limit
-    alone = search(small_sample.corpus, small_sample.queries[:2], k=5, encoder=minilm,
+    alone, _ = search(small_sample.corpus, small_sample.queries[:2], k=5, encoder=minilm,
                    cache_dir=tmp_path)
-    together = search(small_sample.corpus, small_sample.queries, k=5, encoder=minilm,
+    together, _ = search(small_sample.corpus, small_sample.queries, k=5, encoder=minilm,
                       cache_dir=tmp_path)
     assert {q: together[q] for q in alone} == dict(alone)
 
@@ -83,7 +84,7 @@ def test_default_encoder_falls_back_offline_with_a_warning_and_says_which(small_
         "and HF_HUB_OFFLINE is set); retrieving with the bundled minilm "
         "(sentence-transformers/all-MiniLM-L6-v2) instead, as the manifest and card record")
     assert pools.encoder == {"name": "minilm", "model_id": "sentence-transformers/all-MiniLM-L6-v2",
-                             "pooling": "mean"}
+                             "pooling": "mean", "index": {"kind": "flat"}}
     assert pools.describe()["encoder"] == pools.encoder
     assert (cache_root() / "embeddings").is_dir()  # $LABELER_CACHE_DIR from conftest
     for query in small_sample.queries:
