@@ -14,32 +14,13 @@ Both data outputs are checked to be byte-identical.
 
 from __future__ import annotations
 
-import hashlib
-import os
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
 import click
 from rich.console import Console
 from rich.table import Table
-
-
-def _build(out: Path, cache: Path, limit: int, shard_size: int) -> tuple[float, str]:
-    """(seconds, sha256 of the data files in file-name order) of one `labeler build`."""
-    command = [sys.executable, "-m", "labeler", "-q", "build", "--dataset", "nq-sample",
-               "--llm", "smollm2-135m", "--pool", "hgp", "--limit", str(limit),
-               "--shard-size", str(shard_size), "--cache-dir", str(cache), "--out", str(out)]
-    start = time.perf_counter()
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL,
-                   env={**os.environ, "HF_HUB_OFFLINE": "1"})
-    seconds = time.perf_counter() - start
-    digest = hashlib.sha256()
-    for file in sorted(out.glob("utility/nq-sample/smollm2-135m/v*/data-*.jsonl")):
-        digest.update(file.read_bytes())
-    return seconds, digest.hexdigest()
+from timed_build import fresh_caches, timed_build
 
 
 @click.command()
@@ -47,16 +28,12 @@ def _build(out: Path, cache: Path, limit: int, shard_size: int) -> tuple[float, 
 def main(limit: int) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-build-") as tmp:
         root = Path(tmp)
-        models = root / "models"  # convert the bundled GGUF once, outside the timings
-        _build(root / "warm", root / "warm-cache", 1, 1)
-        (root / "warm-cache" / "models").rename(models)
-        caches = {name: root / f"cache-{name}" for name in ("one", "many")}
-        for cache in caches.values():
-            cache.mkdir()
-            (cache / "models").symlink_to(models)
-        one, one_sha = _build(root / "one", caches["one"], limit, 256)
-        many, many_sha = _build(root / "many", caches["many"], limit, 1)
-        cached, cached_sha = _build(root / "cached", caches["one"], limit, 256)
+        caches = fresh_caches(root, "one", "many")
+        options = ("--pool", "hgp", "--limit", str(limit))
+        one, one_sha = timed_build(root / "one", caches["one"], *options, "--shard-size", "256")
+        many, many_sha = timed_build(root / "many", caches["many"], *options, "--shard-size", "1")
+        cached, cached_sha = timed_build(root / "cached", caches["one"], *options,
+                                         "--shard-size", "256")
     if not one_sha == many_sha == cached_sha:
         raise SystemExit("the data differ between shard sizes: a bug, not a benchmark result")
     table = Table(title=f"labeler build, {limit} queries, whole processes (same data bytes)")

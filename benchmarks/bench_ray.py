@@ -13,34 +13,14 @@ on the same 2 cores.
 
 from __future__ import annotations
 
-import hashlib
 import os
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
 import click
 from rich.console import Console
 from rich.table import Table
-
-
-def _build(out: Path, cache: Path, limit: int, k: int, shard_size: int,
-           *executor: str) -> tuple[float, str]:
-    """(seconds, sha256 of the data files in file-name order) of one `labeler build`."""
-    command = [sys.executable, "-m", "labeler", "-q", "build", "--dataset", "nq-sample",
-               "--llm", "smollm2-135m", "--limit", str(limit), "--k", str(k), "--encoder", "bm25",
-               "--shard-size", str(shard_size), "--max-new-tokens", "32",
-               "--cache-dir", str(cache), "--out", str(out), *executor]
-    start = time.perf_counter()
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL,
-                   env={**os.environ, "HF_HUB_OFFLINE": "1"})
-    seconds = time.perf_counter() - start
-    digest = hashlib.sha256()
-    for file in sorted(out.glob("utility/nq-sample/smollm2-135m/v*/data-*.jsonl")):
-        digest.update(file.read_bytes())
-    return seconds, digest.hexdigest()
+from timed_build import fresh_caches, timed_build
 
 
 @click.command()
@@ -51,16 +31,12 @@ def _build(out: Path, cache: Path, limit: int, k: int, shard_size: int,
 def main(limit: int, k: int, shard_size: int, workers: int) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-ray-") as tmp:
         root = Path(tmp)
-        models = root / "models"  # convert the bundled GGUF once, outside the timings
-        _build(root / "warm", root / "warm-cache", 1, 1, 1)
-        (root / "warm-cache" / "models").rename(models)
-        caches = {name: root / f"cache-{name}" for name in ("local", "ray")}
-        for cache in caches.values():
-            cache.mkdir()
-            (cache / "models").symlink_to(models)
-        local, local_sha = _build(root / "local", caches["local"], limit, k, shard_size)
-        ray, ray_sha = _build(root / "ray", caches["ray"], limit, k, shard_size,
-                              "--executor", "ray", "--workers", str(workers))
+        caches = fresh_caches(root, "local", "ray")
+        options = ("--limit", str(limit), "--k", str(k), "--encoder", "bm25", "--shard-size",
+                   str(shard_size), "--max-new-tokens", "32")
+        local, local_sha = timed_build(root / "local", caches["local"], *options)
+        ray, ray_sha = timed_build(root / "ray", caches["ray"], *options, "--executor", "ray",
+                                   "--workers", str(workers))
     table = Table(title=f"labeler build, {limit} queries, k {k}, shard size {shard_size}, "
                         f"{os.cpu_count()} cores, whole processes")
     for column in ("executor", "seconds", "ratio"):

@@ -80,41 +80,9 @@ def loads(smollm, monkeypatch):
     return made
 
 
-#: the real top-3 of MiniLM over nq-sample's corpus (saves re-encoding the corpus)
-TOP3_RUN = os.path.join(os.path.dirname(__file__), "fixtures", "nq_sample_minilm_top3.trec")
-#: the options of the two-query utility build below
-NQ2_OPTIONS = ("--dataset", "nq-sample", "--limit", "2", "--k", "3", "--max-new-tokens", "32")
-
-
 @pytest.fixture(scope="session")
 def nq2_build(tmp_path_factory, smollm):
-    """SmolLM2's utility artifact of two nq-sample queries over their real top 3, built once
-    per session with `labeler build`: its folder holds `top3.trec` (the run cut to the two
-    queries), `calls` (the call cache) and `out/`. Modules copy it (`copy_nq2_build`), so
-    none sees what another asked or wrote."""
-    from pathlib import Path
+    """SmolLM2's two-query nq-sample utility artifact, built once per session (nq2.py)."""
+    from nq2 import build_nq2
 
-    from click.testing import CliRunner
-
-    from labeler.cli import cli
-
-    root = tmp_path_factory.mktemp("nq2-build")
-    run = root / "top3.trec"
-    with open(TOP3_RUN) as f:
-        run.write_text("".join(line for line in f if not line.startswith("nq-open-dev-oracle-2 ")))
-    result = CliRunner().invoke(cli, ["build", "--llm", "smollm2-135m", *NQ2_OPTIONS,
-                                      "--run", str(run), "--cache-dir", str(root / "calls"),
-                                      "--out", str(root / "out")])
-    assert result.exit_code == 0, result.output
-    return Path(root)
-
-
-def copy_nq2_build(build, root):
-    """`nq2_build`'s call cache and artifacts copied into `root`; returns (the session's run,
-    root's call cache, root's artifact folder). The run stays where the build read it: the
-    artifact's manifest names that path."""
-    import shutil
-
-    shutil.copytree(build / "calls", root / "calls")
-    shutil.copytree(build / "out", root / "out")
-    return build / "top3.trec", root / "calls", root / "out/utility/nq-sample/smollm2-135m/v1"
+    return build_nq2(tmp_path_factory.mktemp("nq2-build"))

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import pytest
 from click.testing import CliRunner
-from conftest import copy_nq2_build
 from hub.conftest import TOKEN, hub  # noqa: F401  (the local Hub server fixture)
+from nq2 import copy_nq2_build
 from scripted import ScriptedBackend
 
 from labeler.artifacts import load_artifact, validate_path, write_artifact

@@ -1,0 +1,40 @@
+"""One small real build that several test modules read: SmolLM2's utility artifact of two
+nq-sample queries over their real top 3 (MiniLM over nq-sample's corpus, from
+fixtures/nq_sample_minilm_top3.trec, which saves re-encoding the corpus), answers capped at
+32 new tokens. The `nq2_build` fixture (conftest.py) builds it once per session; each module
+copies it, so none sees what another asked or wrote."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from labeler.cli import cli
+
+TOP3_RUN = Path(__file__).parent / "fixtures" / "nq_sample_minilm_top3.trec"
+#: the options of the build
+NQ2_OPTIONS = ("--dataset", "nq-sample", "--limit", "2", "--k", "3", "--max-new-tokens", "32")
+
+
+def build_nq2(root: Path) -> Path:
+    """Build into `root`: `top3.trec` (the run cut to the two queries), `calls` (the call
+    cache) and `out/`; returns `root`."""
+    run = root / "top3.trec"
+    run.write_text("".join(line for line in TOP3_RUN.read_text().splitlines(keepends=True)
+                           if not line.startswith("nq-open-dev-oracle-2 ")))
+    result = CliRunner().invoke(cli, ["build", "--llm", "smollm2-135m", *NQ2_OPTIONS,
+                                      "--run", str(run), "--cache-dir", str(root / "calls"),
+                                      "--out", str(root / "out")])
+    assert result.exit_code == 0, result.output
+    return root
+
+
+def copy_nq2_build(build: Path, root: Path) -> tuple[Path, Path, Path]:
+    """The build's call cache and artifacts copied into `root`; returns (the build's run,
+    root's call cache, root's artifact folder). The run stays where the build read it: the
+    artifact's manifest names that path."""
+    shutil.copytree(build / "calls", root / "calls")
+    shutil.copytree(build / "out", root / "out")
+    return build / "top3.trec", root / "calls", root / "out/utility/nq-sample/smollm2-135m/v1"
