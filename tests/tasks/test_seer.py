@@ -105,11 +105,13 @@ def test_config_refuses_settings_seer_cannot_use():
 
 
 @pytest.mark.slow
-def test_seer_build_on_two_nq_sample_queries(tmp_path, loads):
+def test_seer_build_on_two_nq_sample_queries(tmp_path, loads, nq_sample_embeddings):
     """nq-sample, SmolLM2 as extractor, generator and judge, M = 4: schema-valid tables whose
     pairs prefer the higher weighted score; the rerun is served from the call cache; the pairs
     load with `datasets` as TRL's prompt/chosen/rejected."""
     cache = tmp_path / "calls"
+    cache.mkdir()  # the corpus's MiniLM embeddings: the session's, not encoded again
+    (cache / "embeddings").symlink_to(nq_sample_embeddings / "embeddings")
     args = ["build", "--artifact", "seer", "--dataset", "nq-sample", "--llm", "smollm2-135m",
             "--limit", "2", "--k", "2", "--samples", "4", "--max-new-tokens", "40",
             "--encoder", "minilm", "--cache-dir", str(cache)]
