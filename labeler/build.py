@@ -109,7 +109,7 @@ def build(
     if extractor is not None:  # after the cheap checks, before retrieval and labelling
         source.queries = answer_extraction.extract_answers(Calls(extractor), source.queries)
     # retrieval comes after the cheap checks: a mistyped --llm fails before minutes of encoding
-    pools = config_pools(source, config, cache_dir)
+    pools = config_pools(source, config, cache_dir, executor)
     shards = make_shards(source.queries, pools, shard_size, kind=source.kind)
     built = []
     for llm, writer, manifest in writers:
@@ -140,11 +140,14 @@ def config_source(config: TaskConfig) -> Source:
                        qrels=config.qrels)
 
 
-def config_pools(source: Source, config: TaskConfig, cache_dir: str | Path | None = None) -> Pools:
+def config_pools(source: Source, config: TaskConfig, cache_dir: str | Path | None = None,
+                 executor: Executor | None = None) -> Pools:
     """The candidate pools `config` asks for over `source`'s queries: the second step, so that
-    `judge` ranks exactly the candidates `build` labels for the same options."""
+    `judge` ranks exactly the candidates `build` labels for the same options; `executor`
+    encodes a dense corpus's missing shards (default: here)."""
     return build_pools(source, pool=config.pool, k=config.k, run=config.run,
-                       encoder=config.encoder, index=config.index, cache_dir=cache_dir)
+                       encoder=config.encoder, index=config.index, cache_dir=cache_dir,
+                       executor=executor)
 
 
 def dataset_folder(name: str) -> str:

@@ -29,21 +29,31 @@ INDEX_HELP = ("Dense index: flat (exact, the default), ivf[:nlist=N,nprobe=N,pq=
 @click.option("--encoder", help="bge-m3, minilm, or any FlagEmbedding model "
               "[default: bge-m3, else the bundled minilm]")
 @click.option("--index", metavar="KIND[:NAME=N,...]", help=INDEX_HELP)
+@click.option("--executor", default="local", show_default=True,
+              help="Where the corpus's missing shards are encoded: local (here) or ray (on "
+                   "Ray workers, one encoder each; pip install 'labeler[ray]').")
+@click.option("--ray-address", metavar="ADDR",
+              help="ray: the cluster to run on, e.g. head:6379 [default: start Ray here].")
+@click.option("--workers", type=click.IntRange(min=1),
+              help="ray: workers (one loaded encoder each) [default: as many as fit].")
 @click.option("--output", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="TREC run file to write.")
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Embedding cache (default: $LABELER_CACHE_DIR or ~/.cache/labeler).")
-def retrieve(dataset, corpus, limit, k, encoder, index, output, cache_dir) -> None:
+def retrieve(dataset, corpus, limit, k, encoder, index, executor, ray_address, workers, output,
+             cache_dir) -> None:
     """Dense-retrieve the top-k passages for every query of a dataset into a TREC run file.
 
     Corpus embeddings are kept on disk by encoder and corpus hash, in shards of 16,384
     passages: an encoding stopped part-way resumes at its missing shards. The run can be
     given back to `labeler build --run`.
     """
+    from labeler.executors import load_executor
     from labeler.retrieval.retrieve import retrieve_run
 
+    runner = load_executor(executor, address=ray_address, workers=workers)
     stats = retrieve_run(dataset, output, corpus=corpus, limit=limit, k=k, encoder=encoder,
-                         index=index, cache_dir=cache_dir)
+                         index=index, cache_dir=cache_dir, executor=runner)
     table = Table(title=f"retrieve {stats['dataset']}", show_header=False)
     table.add_column(style="bold")
     table.add_column()

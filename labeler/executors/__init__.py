@@ -1,4 +1,5 @@
-"""Executors: run a task's `label` over shards of queries, here or on a cluster.
+"""Executors: run a task's `label` over shards of queries, and encode a corpus's missing
+embedding shards, here or on a cluster.
 
 `EXECUTORS` maps a name to "module:class", imported only when used (Ray stays optional).
 """

@@ -7,13 +7,21 @@ machine can rebuild the task and load the model itself, once per worker (datatro
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from labeler.llm.base import Backend
 from labeler.llm.config import LLMConfig
+from labeler.progress import progress_bar
 from labeler.tasks import load_task
 from labeler.tasks.base import Shard, Task, TaskConfig
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from labeler.retrieval.dense import Encoder
+    from labeler.retrieval.index import EmbeddingIndex
 
 
 @dataclass(frozen=True)
@@ -51,13 +59,24 @@ class ModelIdentity:
 
 
 class Executor(ABC):
-    """Runs a job's shards and yields each shard's records as soon as it is done."""
+    """Runs a job's shards and yields each shard's records as soon as it is done; encodes a
+    corpus's missing embedding shards."""
 
     def identify(self, llm: LLMConfig, cache_dir: str | None) -> ModelIdentity:
         """Load `llm` where this executor's workers would, so that a model that cannot load
         fails before any work, and say what names it. Here: in this process, which keeps it
         loaded for the shards."""
         return ModelIdentity.of(llm.load(cache_dir))
+
+    def encode(self, index: EmbeddingIndex, shards: Sequence[int],
+               texts: Callable[[range], list[str]], encoder: Encoder
+               ) -> Iterator[tuple[int, np.ndarray]]:
+        """(shard, its vectors) for each of `shards` of `index`, in any order, each shard's
+        passages `texts(index.span(shard))` embedded by `encoder`; the caller writes them.
+        Here: one after another with the loaded `encoder`, under one progress bar."""
+        with progress_bar("encoding corpus", sum(len(index.span(s)) for s in shards)) as advance:
+            for shard in shards:
+                yield shard, encoder.embed(texts(index.span(shard)), advance)
 
     @abstractmethod
     def run(self, job: Job, shards: Sequence[Shard]) -> Iterator[tuple[Shard, list[dict]]]:

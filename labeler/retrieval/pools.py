@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from labeler.errors import InputError, UnknownNameError
 from labeler.formats import Run
 from labeler.sources import Passage, Source
+
+if TYPE_CHECKING:
+    from labeler.executors import Executor
 
 POOLS = ("rp", "hgp", "mcp")
 
@@ -44,6 +48,7 @@ def build_pools(
     encoder: str | None = None,
     index: str | None = None,
     cache_dir=None,
+    executor: Executor | None = None,
 ) -> Pools:
     """Candidates for every query of `source`.
 
@@ -51,6 +56,7 @@ def build_pools(
     `bm25` (sparse), else dense (default BGE-M3, offline fallback MiniLM). `hgp`: the human gold passages.
     `mcp`: rp, then each gold passage not already there (same pid or identical text).
     `index`: the dense index searched (labeler.retrieval.ann; default flat, exact).
+    `executor`: where dense retrieval encodes the corpus's missing shards (default: here).
     Fails before any model work on an unknown pool, a missing corpus, a bad run file, or
     an `index` where no dense retrieval runs.
     """
@@ -86,7 +92,7 @@ def build_pools(
             ranked, used = bm25.retrieve(source, k=k, cache_dir=cache_dir)
         else:
             ranked, used = dense.retrieve(source, k=k, encoder=encoder, cache_dir=cache_dir,
-                                          index=index)
+                                          index=index, executor=executor)
         described = used.describe()
     pools = {}
     for query in source.queries:

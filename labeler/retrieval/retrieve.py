@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from labeler.formats import Run
 from labeler.retrieval.pools import build_pools, gold_recall
 from labeler.sources import load_source
+
+if TYPE_CHECKING:
+    from labeler.executors import Executor
 
 
 def retrieve_run(
@@ -20,6 +24,7 @@ def retrieve_run(
     encoder: str | None = None,
     index: str | None = None,
     cache_dir=None,
+    executor: Executor | None = None,
 ) -> dict:
     """Retrieve top-`k` for every query of `dataset`, write `output` (TREC); return stats.
 
@@ -27,11 +32,12 @@ def retrieve_run(
     {kind, its parameters, and for ivf/hnsw recall_at_k against exact search}}, k,
     gold_recall (share of queries whose human gold passage is in the top k; None without
     gold), seconds (retrieval wall time, corpus encoding included unless cached), output.
+    `executor` encodes the corpus's missing shards (default: here).
     """
     source = load_source(dataset, corpus=corpus, limit=limit)
     start = time.perf_counter()
     pools = build_pools(source, pool="rp", k=k, encoder=encoder, index=index,
-                        cache_dir=cache_dir)
+                        cache_dir=cache_dir, executor=executor)
     seconds = time.perf_counter() - start
     run = Run({qid: {c.passage.pid: c.score for c in cands} for qid, cands in pools.items()})
     path = run.save(output, tag=f"labeler-{pools.encoder['name']}")
