@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from processes import kill_when
 
 from labeler.artifacts import load_artifact, validate_path
 from labeler.cli import cli
@@ -276,12 +277,9 @@ def test_a_build_killed_in_its_third_shard_resumes_to_the_same_data(tmp_path, lo
                                                                     session_cache):
     """SIGKILL while shard 3 of 4 is being labelled (two shards written, one of its calls in
     the cache); the rerun writes only the missing shards and recomputes no finished call."""
-    import os
-    import signal
     import sqlite3
     import subprocess
     import sys
-    import time
 
     cache = tmp_path / "calls"
     cache.mkdir()
@@ -304,29 +302,22 @@ def test_a_build_killed_in_its_third_shard_resumes_to_the_same_data(tmp_path, lo
         finally:
             db.close()
 
-    first = subprocess.Popen(job, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline, at_two = time.monotonic() + 300, None
-        while time.monotonic() < deadline and first.poll() is None:
-            shards = sorted(p.name for p in llm_dir.glob(".v1.*.partial/data-*.jsonl"))
-            if at_two is None and len(shards) == 2:
-                at_two = cached()
-            if at_two is not None and cached() > at_two:  # shard 3 has asked its first call
-                break
-            time.sleep(0.02)
-        assert first.poll() is None, "the build ended before its third shard was under way"
-        os.kill(first.pid, signal.SIGKILL)
-        first.wait()
-    finally:
-        if first.poll() is None:
-            first.kill()
+    at_two = None  # calls cached once two shards were written
+
+    def third_shard_asked() -> bool:
+        nonlocal at_two
+        if at_two is None and len(list(llm_dir.glob(".v1.*.partial/data-*.jsonl"))) == 2:
+            at_two = cached()
+        return at_two is not None and cached() > at_two  # shard 3 has asked its first call
+
+    killed = kill_when(job, third_shard_asked, "the build")
     [partial] = llm_dir.glob(".v1.*.partial")
     assert sorted(p.name for p in partial.glob("data-*.jsonl")) == [
         "data-00000.jsonl", "data-00001.jsonl"]
     assert not (llm_dir / "v1").exists()
     shown = partial.relative_to(out).as_posix()
     assert validate_path(out) == [  # the parent's check names the abandoned folder
-        (f"{shown}: an unfinished build whose writer is gone (its writer, process {first.pid}, "
+        (f"{shown}: an unfinished build whose writer is gone (its writer, process {killed}, "
         "has ended): rerun its command to resume it, or delete the folder")]
 
     rerun = subprocess.run(job, capture_output=True, text=True, timeout=600, check=False)

@@ -9,16 +9,14 @@ retrieval), one query per shard, so 4 shards go to 2 workers that each load the 
 from __future__ import annotations
 
 import json
-import os
-import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from processes import kill_when
 
 from labeler.artifacts import validate_path
 from labeler.cli import cli
@@ -86,20 +84,8 @@ def test_a_killed_ray_build_resumes_at_its_unwritten_shards(tmp_path, ray_cluste
     out = tmp_path / "out"
     args = [*map(str, ARGS), "--cache-dir", str(calls), "--out", str(out), "--executor", "ray",
             "--ray-address", ray_cluster, "--workers", "2"]
-    first = subprocess.Popen([sys.executable, "-m", "labeler", "build", *args],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and first.poll() is None:
-            if list((out / FOLDER).glob(".v1.*.partial/data-*.jsonl")):
-                break
-            time.sleep(0.05)
-        assert first.poll() is None, "the build ended before it was killed"
-        os.kill(first.pid, signal.SIGKILL)
-        first.wait()
-    finally:
-        if first.poll() is None:
-            first.kill()
+    kill_when([sys.executable, "-m", "labeler", "build", *args],
+              lambda: any((out / FOLDER).glob(".v1.*.partial/data-*.jsonl")), "the build")
     [partial] = (out / FOLDER).glob(".v1.*.partial")
     written = len(list(partial.glob("data-*.jsonl")))
     assert 1 <= written < 4

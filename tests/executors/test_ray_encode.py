@@ -8,16 +8,13 @@ The corpus is nq-sample's first 300 passages in shards of 16 (19 shards: 18 of 1
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
+from processes import kill_when
 
-from labeler.retrieval.dense import corpus_index, load_encoder
+from labeler.retrieval.dense import corpus_index
 from labeler.sources import Corpus, load_source
 
 PASSAGES, SHARD_SIZE = 300, 16
@@ -32,11 +29,6 @@ corpus = Corpus(load_source("nq-sample").corpus.passages[:{PASSAGES}])
 corpus_index(load_encoder("minilm"), corpus, cache_dir=sys.argv[1], shard_size={SHARD_SIZE},
              executor=RayExecutor(address=sys.argv[2], workers=2))
 """
-
-
-@pytest.fixture(scope="module")
-def minilm():
-    return load_encoder("minilm")
 
 
 @pytest.fixture(scope="module")
@@ -67,20 +59,8 @@ def test_a_killed_ray_encoding_resumes_on_the_workers_and_matches_a_local_one(
     a 1-thread Ray actor: the vectors are those of this process's threads (bit-identical
     here; other BLAS kernels or core counts may change the last bits, so the test allows
     1e-6), and so is every query's exact top 10."""
-    first = subprocess.Popen([sys.executable, "-c", DRIVER, str(tmp_path), ray_cluster],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and first.poll() is None:
-            if list(tmp_path.glob("embeddings/*/*/shard-*.npy")):
-                break
-            time.sleep(0.05)
-        assert first.poll() is None, "the encoding ended before it was killed"
-        os.kill(first.pid, signal.SIGKILL)
-        first.wait()
-    finally:
-        if first.poll() is None:
-            first.kill()
+    kill_when([sys.executable, "-c", DRIVER, str(tmp_path), ray_cluster],
+              lambda: any(tmp_path.glob("embeddings/*/*/shard-*.npy")), "the encoding")
     written = {p: p.stat().st_mtime_ns for p in tmp_path.glob("embeddings/*/*/shard-*.npy")}
     assert 1 <= len(written) < 19
 
