@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from labeler.build import DEFAULT_SHARD_SIZE
-from labeler.cli.retrieve import INDEX_HELP
+from labeler.cli.retrieve import INDEX_HELP, executor_options
 from labeler.tasks import TASKS
 
 
@@ -33,13 +33,8 @@ from labeler.tasks import TASKS
 @click.option("--device", help="Device for the LLMs, e.g. cuda:0 [default: best available].")
 @click.option("--tensor-parallel", type=click.IntRange(min=1), default=1, show_default=True,
               help="vllm: GPUs each model is split over (per Ray worker with --executor ray).")
-@click.option("--executor", default="local", show_default=True,
-              help="local: shards one after another here; ray: on Ray workers, one model each "
-                   "(pip install 'labeler[ray]').")
-@click.option("--ray-address", metavar="ADDR",
-              help="ray: the cluster to run on, e.g. head:6379 [default: start Ray here].")
-@click.option("--workers", type=click.IntRange(min=1),
-              help="ray: workers (one loaded model each) [default: as many as fit].")
+@executor_options("local: shards one after another here; ray: on Ray workers, one model each "
+                  "(pip install 'labeler[ray]').", "model")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default="out",
               show_default=True, help="Artifacts root folder.")
 @click.option("--version", help="Version to write (default: the next free integer).")

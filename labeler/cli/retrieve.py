@@ -15,6 +15,24 @@ INDEX_HELP = ("Dense index: flat (exact, the default), ivf[:nlist=N,nprobe=N,pq=
               "exact search.")
 
 
+def executor_options(where: str, loaded: str):
+    """--executor, --ray-address and --workers: `where` says what each executor runs and
+    `loaded` what each Ray worker loads once (`labeler build` and `labeler retrieve`)."""
+    options = [
+        click.option("--executor", default="local", show_default=True, help=where),
+        click.option("--ray-address", metavar="ADDR", help="ray: the cluster to run on, e.g. "
+                     "head:6379 [default: start Ray here]."),
+        click.option("--workers", type=click.IntRange(min=1),
+                     help=f"ray: workers (one loaded {loaded} each) [default: as many as fit]."),
+    ]
+
+    def add(command):
+        for option in reversed(options):
+            command = option(command)
+        return command
+    return add
+
+
 @click.command()
 @click.option("--dataset", required=True,
               help="Source: nq-sample, nq, tq, msmarco-fqa, hotpotqa, fever, 2wiki, "
@@ -29,13 +47,8 @@ INDEX_HELP = ("Dense index: flat (exact, the default), ivf[:nlist=N,nprobe=N,pq=
 @click.option("--encoder", help="bge-m3, minilm, or any FlagEmbedding model "
               "[default: bge-m3, else the bundled minilm]")
 @click.option("--index", metavar="KIND[:NAME=N,...]", help=INDEX_HELP)
-@click.option("--executor", default="local", show_default=True,
-              help="Where the corpus's missing shards are encoded: local (here) or ray (on "
-                   "Ray workers, one encoder each; pip install 'labeler[ray]').")
-@click.option("--ray-address", metavar="ADDR",
-              help="ray: the cluster to run on, e.g. head:6379 [default: start Ray here].")
-@click.option("--workers", type=click.IntRange(min=1),
-              help="ray: workers (one loaded encoder each) [default: as many as fit].")
+@executor_options("Where the corpus's missing shards are encoded: local (here) or ray (on "
+                  "Ray workers, one encoder each; pip install 'labeler[ray]').", "encoder")
 @click.option("--output", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="TREC run file to write.")
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
