@@ -18,7 +18,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 import torch
@@ -33,6 +33,7 @@ from transformers import (
     AutoTokenizer,
     DynamicCache,
     GenerationConfig,
+    GgufConfig,
     LogitsProcessor,
     LogitsProcessorList,
     StoppingCriteria,
@@ -101,9 +102,11 @@ class HFBackend(Backend):
         try:
             if spec.gguf:
                 source = gguf_snapshot(spec, model_revision(spec), cache_dir)
-            tokenizer = AutoTokenizer.from_pretrained(source)
-            model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype,
-                                                         device_map={"": place})
+            # a local folder's loading bar is noise; a Hub model's download bars are not
+            with _transformers_quiet() if spec.local else nullcontext():
+                tokenizer = AutoTokenizer.from_pretrained(source)
+                model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype,
+                                                             device_map={"": place})
         except (OSError, ValueError, KeyError, RuntimeError, ImportError, SafetensorError) as exc:
             hint = "" if spec.local else "a Hub model needs network access or a copy in the " \
                 "local Hugging Face cache; `labeler models` lists the aliases"
@@ -146,6 +149,10 @@ class HFBackend(Backend):
         self.eos_ids = sorted(set(eos))
         self.pad_id = next(i for i in (tokenizer.pad_token_id, *self.eos_ids, 0)
                            if i is not None)
+        # generate() fills what its config leaves unset from the model's generation config (a
+        # repetition penalty, a top-k): the model's own says nothing more than eos and pad
+        model.generation_config = GenerationConfig(eos_token_id=self.eos_ids,
+                                                   pad_token_id=self.pad_id)
 
     def key(self) -> dict:
         return {"model_id": self.spec.identity, "revision": self.revision, "backend": "hf",
@@ -285,8 +292,7 @@ class HFBackend(Backend):
         # do_sample=False: the argmax picks the token that _SeededDraw made the winner.
         out = self.model.generate(input_ids=ids, attention_mask=mask, generation_config=config,
                                   logits_processor=processors, stopping_criteria=stopping,
-                                  past_key_values=self._shared_prefill(rows),
-                                  use_model_defaults=False)
+                                  past_key_values=self._shared_prefill(rows))
         completions = []
         for row in out[:, ids.shape[1]:].tolist():
             end = next((k for k, t in enumerate(row) if t in self.eos_ids), None)
@@ -384,16 +390,20 @@ def gguf_snapshot(spec: ModelSpec, revision: str, cache_dir: str | Path | None) 
         info(f"converting {path.name} once into {target} (later loads read that folder)")
         with _transformers_quiet():  # its own tqdm bar and tokenizer notices, once per model
             tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
-            model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name,
-                                                         dtype=torch.float32)
+            # dequantized on loading: a plain float32 model, which save_pretrained writes
+            model = AutoModelForCausalLM.from_pretrained(
+                path.parent, gguf_file=path.name, dtype=torch.float32,
+                quantization_config=GgufConfig(dequantize=True))
         partial = Path(tempfile.mkdtemp(prefix=f".partial-{target.name}-", dir=target.parent))
         try:
-            model.save_pretrained(partial)
-            # the fast tokenizer's files only: the slow one's "vocab file" is the whole .gguf
-            tokenizer.save_pretrained(partial, legacy_format=False)
+            with _transformers_quiet():
+                model.save_pretrained(partial)
+                _adopt_model_tokens(tokenizer, model.generation_config)
+                tokenizer.save_pretrained(partial)
+            _portable_tokenizer_class(partial / "tokenizer_config.json")
             files = {p.name: p.stat().st_size for p in sorted(partial.iterdir())}
-            (partial / SNAPSHOT).write_text(json.dumps({"source": path.name, "files": files},
-                                                       indent=1))
+            (partial / SNAPSHOT).write_text(json.dumps(
+                {"source": path.name, "conversion": CONVERSION, "files": files}, indent=1))
             os.replace(partial, target)
         finally:
             shutil.rmtree(partial, ignore_errors=True)
@@ -402,6 +412,28 @@ def gguf_snapshot(spec: ModelSpec, revision: str, cache_dir: str | Path | None) 
 
 #: written last into a converted model's folder: the name and size of each of its files
 SNAPSHOT = "labeler-snapshot.json"
+#: how a folder was converted; an older labeler's folders (transformers 4: another tokenizer
+#: class, eos <|im_start|>) are converted again
+CONVERSION = 2
+
+
+def _adopt_model_tokens(tokenizer, generation: GenerationConfig) -> None:
+    """The tokenizer's eos and pad: the model's own (its generation config, read from the
+    GGUF's metadata), so a chat model's answer ends at its end-of-turn token."""
+    for role in ("eos", "pad"):
+        token_id = getattr(generation, f"{role}_token_id", None)
+        if isinstance(token_id, list):
+            token_id = token_id[0] if token_id else None
+        if token_id is not None:
+            setattr(tokenizer, f"{role}_token", tokenizer.convert_ids_to_tokens(token_id))
+
+
+def _portable_tokenizer_class(config_file: Path) -> None:
+    """Name the class that reads tokenizer.json as written in transformers 4 and 5 alike: a
+    model-specific class (LlamaTokenizer) rebuilds its pre-tokenizer and loses the spaces."""
+    config = json.loads(config_file.read_text())
+    config["tokenizer_class"] = "PreTrainedTokenizerFast"
+    config_file.write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n")
 
 
 def snapshot_problem(folder: Path) -> str | None:
@@ -411,10 +443,13 @@ def snapshot_problem(folder: Path) -> str | None:
     if not folder.is_dir():
         return "no such folder"
     try:
-        files = json.loads((folder / SNAPSHOT).read_text())["files"]
-        expected = {str(name): int(size) for name, size in files.items()}
+        listing = json.loads((folder / SNAPSHOT).read_text())
+        expected = {str(name): int(size) for name, size in listing["files"].items()}
+        conversion = listing.get("conversion", 1)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return f"no readable {SNAPSHOT}: an interrupted conversion, or an older labeler's"
+    if conversion != CONVERSION:
+        return f"converted by an older labeler (conversion {conversion}, now {CONVERSION})"
     for name, size in expected.items():
         file = folder / name
         if not file.is_file():
