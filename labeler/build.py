@@ -98,7 +98,8 @@ def build(
     writers = []
     for alias, (llm, model) in loaded.items():  # a version that exists fails now
         manifest = {"model_id": llm.describe()["model"], "model_revision": model.revision,
-                    **base, "llm_config": llm.describe()}
+                    **base, "llm_config": llm.describe(),
+                    "llm_runtime": {k: model.key[k] for k in ("backend", "dtype", "device")}}
         writer = VersionWriter(out, artifact=artifact, dataset=folder, llm=alias,
                                version=version, build_id=_build_id(manifest, model.key))
         check_caller_manifest(manifest, artifact=artifact, dataset=folder, llm=alias,

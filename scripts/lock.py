@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import tomllib
-from importlib import metadata
 import sys
 import tempfile
+import tomllib
+from importlib import metadata
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent

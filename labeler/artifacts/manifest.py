@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import labeler
@@ -84,7 +84,7 @@ def build_manifest(
         **given,
         "counts": {**counts, "records": records},
         "files": files,
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds")
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds")
         .replace("+00:00", "Z"),
     }
     if isinstance(given.get("prompt_templates"), dict):

@@ -139,7 +139,7 @@ class HFBackend(Backend):
         #: choice_probs computes a shared chat prefix once per group (False: every prompt whole)
         self.prefix_reuse = True
         self.device, self.dtype = model.device, model.dtype
-        self.max_context = _context_window(model.config, spec.model_id)
+        self.max_context = context_window(model.config, spec.model_id)
         model.eval()
         tokenizer.padding_side = "left"
         eos = model.generation_config.eos_token_id
@@ -481,7 +481,7 @@ def _transformers_quiet() -> Iterator[None]:
         hf_logging.enable_progress_bar()
 
 
-def _context_window(config, model_id: str) -> int:
+def context_window(config, model_id: str) -> int:
     """The context window a model's config declares (a multimodal model's text part)."""
     config = config.get_text_config() if hasattr(config, "get_text_config") else config
     for name in ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"):

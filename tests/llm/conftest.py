@@ -9,8 +9,6 @@ import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
-VLLM_SKIP = "vllm is not installed (optional extra for CUDA GPUs: pip install 'labeler[vllm]')"
-
 
 @pytest.fixture(scope="session")
 def questions() -> list[str]:
@@ -19,12 +17,9 @@ def questions() -> list[str]:
         return [json.loads(line)["question"] for line in handle]
 
 
-@pytest.fixture(scope="session", params=["hf", "vllm"])
+@pytest.fixture(scope="session", params=["hf", pytest.param("vllm", marks=pytest.mark.vllm)])
 def backend(request):
     """The bundled SmolLM2-135M-Instruct through each backend, without the call cache."""
     if request.param == "hf":
         return request.getfixturevalue("smollm")
-    pytest.importorskip("vllm", reason=VLLM_SKIP)
-    from labeler.llm import load_backend
-
-    return load_backend("smollm2-135m", backend="vllm", use_cache=False)
+    return request.getfixturevalue("smollm_vllm")
