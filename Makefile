@@ -36,7 +36,7 @@ test: install
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -p no:cacheprovider -m "not vllm"
 
 test-vllm: install-vllm
-	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -p no:cacheprovider -m vllm -rs
+	HF_HUB_OFFLINE=1 LABELER_REQUIRE_VLLM=1 $(BIN)/python -m pytest -q -p no:cacheprovider -m vllm
 
 demo: install
 	$(BIN)/labeler build $(DEMO_ARGS)

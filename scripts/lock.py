@@ -65,7 +65,8 @@ def read(path: Path) -> dict[str, str]:
     return {_name(name): version for name, version in pins}
 
 
-def problems() -> list[str]:
+def problems(pyproject: Path = ROOT / "pyproject.toml", lock: Path = LOCK,
+             vllm_lock: Path = VLLM_LOCK) -> list[str]:
     """Where pyproject.toml, the locks and the installed packages disagree (empty: agreed).
 
     Each of pyproject's requirements (and its dev and ray extras) is met by the lock; the two
@@ -76,20 +77,20 @@ def problems() -> list[str]:
     """
     from packaging.requirements import Requirement
 
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    project = tomllib.loads(pyproject.read_text())["project"]
     extras = project["optional-dependencies"]
-    lock, vllm_lock = read(LOCK), read(VLLM_LOCK)
-    found = [f"{LOCK.name} and {VLLM_LOCK.name} both pin {n}" for n in set(lock) & set(vllm_lock)]
+    pins, vllm_pins = read(lock), read(vllm_lock)
+    found = [f"{lock.name} and {vllm_lock.name} both pin {n}" for n in set(pins) & set(vllm_pins)]
     for line in [*project["dependencies"], *extras["dev"], *extras["ray"]]:
         want = Requirement(line)
-        have = lock.get(_name(want.name))
+        have = pins.get(_name(want.name))
         if have is None or not want.specifier.contains(have, prereleases=True):
-            found.append(f"pyproject.toml asks for {want}; {LOCK.name} pins {have}")
+            found.append(f"{pyproject.name} asks for {want}; {lock.name} pins {have}")
     installed = {_name(d.metadata["Name"]): d for d in metadata.distributions()}
-    for name, version in {**lock, **vllm_lock}.items():
+    for name, version in {**pins, **vllm_pins}.items():
         if name in installed and installed[name].version.split("+")[0] != version:
             found.append(f"{name} {installed[name].version} is installed; the lock pins {version}")
-        elif name not in installed and name in lock:
+        elif name not in installed and name in pins:
             found.append(f"{name} is locked but not installed: make install")
     for name, dist in sorted(installed.items()):
         if name in MODEL_PACKAGES:

@@ -6,9 +6,9 @@ not through environment variables: on the CPU in float32 (a greedy answer then d
 on the batch it rides in, as in bfloat16 it did), with a KV cache of a quarter of the free
 memory (vllm's default reserves most of RAM and refuses to start beside other processes); on a
 GPU in the model's own dtype. Both are recorded in the cache key. vllm's compile cache lives
-under labeler's cache folder (`VLLM_CACHE_ROOT`, unless set): a .gguf model is converted into
-a folder named by its content hash there, so its second load reads the compiled graphs (vllm
-keys them by the model's path and config).
+under labeler's cache folder (`VLLM_CACHE_ROOT`, unless set), and a local model reaches vllm
+through a link there named by its revision, so the graphs compiled for its content are found
+wherever it was converted or moved to (vllm keys them by the model's path and config).
 
 Prompts are rendered and tokenized exactly as in the `hf` backend (`labeler.llm.prompts`) and
 handed to vllm as token ids; `tensor_parallel` splits the model over that many GPUs. Sampling
@@ -87,11 +87,16 @@ class VLLMBackend(Backend):
         self.batch_size = batch_size or 256
         if self.batch_size < 1:
             raise InputError("batch size must be >= 1", field_name="batch_size")
+        revision = model_revision(spec)
         try:
-            source = str(gguf_snapshot(spec, model_revision(spec), cache_dir)) if spec.gguf \
+            source = str(gguf_snapshot(spec, revision, cache_dir)) if spec.gguf \
                 else spec.model_id
+            compile_cache = _compile_cache(cache_dir)
+            if spec.local:
+                source = _named_by_revision(Path(source), compile_cache / "models" /
+                                            f"{spec.alias}-{revision[:16]}")
             self.llm = LLM(model=source, seed=0, tensor_parallel_size=tensor_parallel,
-                           **self._engine_options(source, cache_dir))
+                           **self._engine_options(source, compile_cache))
         except Exception as exc:  # vllm raises many types; all of them mean "cannot load"
             text = str(exc).strip() or type(exc).__name__
             raise ModelLoadError(spec.model_id, text.splitlines()[0]) from exc
@@ -103,12 +108,9 @@ class VLLMBackend(Backend):
         self.dtype = str(model_config.dtype).removeprefix("torch.")
         self.max_context = model_config.max_model_len
 
-    def _engine_options(self, source: str, cache_dir: str | Path | None) -> dict:
-        """What vllm.LLM needs on this device beyond the model: its dtype, the KV cache's size
-        on the CPU; vllm's compile cache goes under labeler's cache folder."""
-        compiled = cache_root(cache_dir) / "vllm"
-        # read by the engine's processes, which inherit it; a user's own setting wins
-        os.environ.setdefault("VLLM_CACHE_ROOT", str(compiled))
+    def _engine_options(self, source: str, compile_cache: Path) -> dict:
+        """What vllm.LLM needs on this device beyond the model: its dtype, and on the CPU the
+        KV cache's size and whole prefills."""
         if self.device != "cpu":
             return {"dtype": "auto"}
         import psutil  # a dependency of vllm
@@ -116,8 +118,7 @@ class VLLMBackend(Backend):
 
         kv_bytes = int(psutil.virtual_memory().available * CPU_KV_SHARE)
         info(f"vllm on the CPU in {CPU_DTYPE}, {kv_bytes / 2**30:.1f} GiB of KV cache; the "
-             f"first load of a model compiles it (minutes), later ones read "
-             f"{os.environ['VLLM_CACHE_ROOT']}")
+             f"first load of a model compiles it (minutes), later ones read {compile_cache}")
         window = context_window(AutoConfig.from_pretrained(source), self.model_id)
         # whole prefills: vllm 0.32's CPU runner kills the engine when it drops the token a
         # seeded request samples after a partial (chunked) prefill ("CPU Generator does not
@@ -192,6 +193,27 @@ class VLLMBackend(Backend):
                                              use_tqdm=False)
                 advance(len(batch))
         return collator.restore(outputs)
+
+
+def _compile_cache(cache_dir: str | Path | None) -> Path:
+    """vllm's cache root (its compiled graphs): labeler's cache folder's `vllm`, set for the
+    engine's processes, which inherit it; a user's own VLLM_CACHE_ROOT wins."""
+    os.environ.setdefault("VLLM_CACHE_ROOT", str(cache_root(cache_dir) / "vllm"))
+    return Path(os.environ["VLLM_CACHE_ROOT"]).resolve()
+
+
+def _named_by_revision(folder: Path, link: Path) -> str:
+    """`folder` by a path that names its content: a symlink `link` to it. vllm keys its
+    compiled graphs by the model's path among its config, so a model converted into another
+    cache folder, or moved, then finds the graphs compiled for its content."""
+    if link.is_symlink() and link.resolve() == folder.resolve():
+        return str(link)
+    link.parent.mkdir(parents=True, exist_ok=True)
+    fresh = link.with_name(f".{link.name}.{os.getpid()}")
+    fresh.unlink(missing_ok=True)
+    fresh.symlink_to(folder.resolve(), target_is_directory=True)
+    os.replace(fresh, link)  # atomic: a concurrent load sees the old link or the new one
+    return str(link)
 
 
 def _device(name: str | None) -> str:

