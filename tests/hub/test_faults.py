@@ -86,7 +86,7 @@ def test_transient_answers_are_retried(hub, write, status):
 
     assert [p.status for p in result.versions] == ["pushed"]
     assert (
-        hub.log[1] == hub.log[2] == hub.log[3] == "GET /api/datasets/lab/x/revision/main?blobs=True"
+        hub.log[1] == hub.log[2] == hub.log[3] == "GET /api/datasets/lab/x/revision/main?blobs=true"
     )
 
 
