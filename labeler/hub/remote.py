@@ -85,7 +85,7 @@ class Remote:
             raise HubError(
                 "no Hugging Face token to write with",
                 repo=self.repo,
-                hint="set HF_TOKEN or run `huggingface-cli login`",
+                hint="set HF_TOKEN or run `hf auth login`",
             )
 
     def state(self) -> RemoteState:
@@ -279,15 +279,14 @@ def hub_errors(remote: Remote) -> Iterator[None]:
         raise HubError(
             "no such dataset repo, or it is private to another account",
             repo=remote.repo,
-            hint="check NAMESPACE/NAME; for a private repo set HF_TOKEN or run "
-            "`huggingface-cli login`",
+            hint="check NAMESPACE/NAME; for a private repo set HF_TOKEN or run `hf auth login`",
         ) from exc
     except HfHubHTTPError as exc:
         if exc.response.status_code in (401, 403):
             raise HubError(
                 f"not allowed: {describe(exc)}",
                 repo=remote.repo,
-                hint="use a token with write access (HF_TOKEN or `huggingface-cli login`)",
+                hint="use a token with write access (HF_TOKEN or `hf auth login`)",
             ) from exc
         raise HubError(
             f"the Hub refused: {describe(exc)}",

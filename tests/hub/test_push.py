@@ -216,7 +216,7 @@ def test_push_without_a_token_says_how_to_get_one(hub, write, monkeypatch):
 
     assert result.exception.line() == (
         "lab/utility-labels: no Hugging Face token to write with "
-        "(set HF_TOKEN or run `huggingface-cli login`)"
+        "(set HF_TOKEN or run `hf auth login`)"
     )
     assert hub.request_count == 0
 
