@@ -6,7 +6,7 @@ snapshot of its files, so branches, tags and commit shas all resolve as revision
 endpoints that `create_repo`, `repo_info`, `validate-yaml`, `preupload`, `create_commit`
 (NDJSON, inline base64 files), `create_tag`, `list_repo_refs`, `list_repo_tree`,
 `get_paths_info` and file downloads (`resolve`, HEAD and ranged GET) use in
-huggingface_hub 0.36. Every upload is answered `regular` (inline content, no LFS or Xet).
+huggingface_hub 1.33. Every upload is answered `regular` (inline content, no LFS or Xet).
 
 Faults: `inject(at=N, kind=...)` makes the Nth request from now fail with an HTTP error status
 (`"500"`, `"503"`, `"429"`, ...), a connection closed before the request is handled (`"drop"`),
@@ -182,7 +182,7 @@ class HubServer:
             return self._tree(repo, commit, "/".join(rest[2:]), query)
         if method == "POST" and len(rest) == 2 and rest[0] == "paths-info":
             form = parse_qs(body.decode())
-            expand = form.get("expand", ["False"])[0] == "True"
+            expand = _flag(form, "expand")
             commit = self._commit(repo, rest[1])
             return _json(200, self._paths_info(repo, commit, form.get("paths", []), expand))
         if method == "POST" and len(rest) == 2 and rest[0] in ("preupload", "commit", "tag"):
@@ -213,14 +213,14 @@ class HubServer:
         url = f"{self.url}/{'' if repo_type == 'model' else repo_type + 's/'}{repo_id}"
         if (repo_type, repo_id) in self.repos:
             raise HttpError(409, "You already created this repo", extra={"url": url})
-        repo = Repo(repo_id, repo_type, bool(payload.get("private")))
+        repo = Repo(repo_id, repo_type, payload.get("visibility") == "private")
         self._new_commit(repo, None, "initial commit", {".gitattributes": GITATTRIBUTES})
         self.repos[(repo_type, repo_id)] = repo
         return _json(200, {"url": url, "name": repo_id, "id": repo_id})
 
     def _info(self, repo: Repo, revision: str, query: dict):
         commit = self._commit(repo, revision)
-        blobs = query.get("blobs", ["False"])[0] == "True"
+        blobs = _flag(query, "blobs")
         siblings = [
             {"rfilename": p, **({"size": len(b), "blobId": blob_oid(b)} if blobs else {})}
             for p, b in sorted(commit.files.items())
@@ -283,8 +283,8 @@ class HubServer:
         return entry
 
     def _tree(self, repo: Repo, commit: Commit, path: str, query: dict):
-        recursive = query.get("recursive", ["False"])[0] == "True"
-        expand = query.get("expand", ["False"])[0] == "True"
+        recursive = _flag(query, "recursive")
+        expand = _flag(query, "expand")
         if path and self._entry(repo, commit, path, False) is None:
             raise HttpError(404, f"{path} does not exist", "EntryNotFound")
         prefix = f"{path}/" if path else ""
@@ -438,6 +438,11 @@ def _json(status: int, payload, extra_headers: dict | None = None) -> tuple[int,
         {"Content-Type": "application/json", **(extra_headers or {})},
         json.dumps(payload).encode(),
     )
+
+
+def _flag(params: dict[str, list[str]], name: str) -> bool:
+    """A boolean query or form parameter, as the Hub reads it: "true" in any case."""
+    return params.get(name, ["false"])[0].lower() == "true"
 
 
 def _yaml_errors(content: str) -> list[dict]:

@@ -30,7 +30,7 @@ def push(folders, repo, out, private, dry_run) -> None:
     them; with none, every version under --out not yet published to REPO is pushed. One atomic
     commit carries the files and the merged root card; each version gets a tag
     (<artifact>.<dataset>.<llm>.v<N>) that `datasets.load_dataset(REPO, CONFIG, revision=TAG)`
-    pins. The token comes from HF_TOKEN or `huggingface-cli login`. With --verbose, the
+    pins. The token comes from HF_TOKEN or `hf auth login`. With --verbose, the
     root card's diff is shown too.
     """
     from labeler.hub import push as push_versions

@@ -302,11 +302,7 @@ def _done(
 
 def _moved_on(exc: Exception) -> bool:
     """The commit's parent is no longer main's head: someone pushed meanwhile; re-plan."""
-    return (
-        isinstance(exc, HfHubHTTPError)
-        and exc.response is not None
-        and exc.response.status_code == 412
-    )
+    return isinstance(exc, HfHubHTTPError) and exc.response.status_code == 412
 
 
 def _explicit(paths: list[Path]) -> list[Version]:

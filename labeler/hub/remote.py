@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-import requests
+import httpx
 from huggingface_hub import (
     CommitOperationAdd,
     HfApi,
@@ -44,7 +44,8 @@ from labeler.progress import info
 
 T = TypeVar("T")
 ATTEMPTS = 5
-_NETWORK = (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError)
+#: failures on the way: timeouts, dropped connections, a server or proxy hanging up
+_NETWORK = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError, httpx.ProxyError)
 #: what `redact` hides: a Hugging Face token, or whatever follows "Bearer"
 _TOKEN = re.compile(r"(?P<bearer>\bBearer\s+)\S+|\bhf_[A-Za-z0-9_-]+", re.IGNORECASE)
 
@@ -84,7 +85,7 @@ class Remote:
             raise HubError(
                 "no Hugging Face token to write with",
                 repo=self.repo,
-                hint="set HF_TOKEN or run `huggingface-cli login`",
+                hint="set HF_TOKEN or run `hf auth login`",
             )
 
     def state(self) -> RemoteState:
@@ -154,7 +155,7 @@ class Remote:
                 f"tag {tag}",
             )
         except HfHubHTTPError as exc:
-            if _status(exc) != 409:
+            if exc.response.status_code != 409:
                 raise
             refs = retry(
                 lambda: self.api.list_repo_refs(self.repo, repo_type="dataset"), "read the tags"
@@ -233,8 +234,8 @@ def transient(exc: BaseException | None) -> bool:
         if isinstance(exc, _NETWORK):
             return True
         if isinstance(exc, HfHubHTTPError):
-            status = _status(exc)
-            return status is not None and (status == 429 or status >= 500)
+            status = exc.response.status_code
+            return status == 429 or status >= 500
         exc = exc.__cause__
     return False
 
@@ -243,7 +244,7 @@ def describe(exc: BaseException) -> str:
     """A short, token-free account of a failure, on one line: whatever the server says is
     `redact`ed, for a server may echo the request's Authorization header."""
     if isinstance(exc, HfHubHTTPError):
-        return redact(f"HTTP {_status(exc)}" +
+        return redact(f"HTTP {exc.response.status_code}" +
                       (f" ({exc.server_message})" if exc.server_message else ""))
     if isinstance(exc, _NETWORK):
         return f"connection failed ({type(exc).__name__})"
@@ -278,16 +279,14 @@ def hub_errors(remote: Remote) -> Iterator[None]:
         raise HubError(
             "no such dataset repo, or it is private to another account",
             repo=remote.repo,
-            hint="check NAMESPACE/NAME; for a private repo set HF_TOKEN or run "
-            "`huggingface-cli login`",
+            hint="check NAMESPACE/NAME; for a private repo set HF_TOKEN or run `hf auth login`",
         ) from exc
     except HfHubHTTPError as exc:
-        status = _status(exc)
-        if status in (401, 403):
+        if exc.response.status_code in (401, 403):
             raise HubError(
                 f"not allowed: {describe(exc)}",
                 repo=remote.repo,
-                hint="use a token with write access (HF_TOKEN or `huggingface-cli login`)",
+                hint="use a token with write access (HF_TOKEN or `hf auth login`)",
             ) from exc
         raise HubError(
             f"the Hub refused: {describe(exc)}",
@@ -303,7 +302,3 @@ def hub_errors(remote: Remote) -> Iterator[None]:
             hint="check the network and HF_ENDPOINT, then run the same command again: "
             "a push resumes where it stopped",
         ) from exc
-
-
-def _status(exc: HfHubHTTPError) -> int | None:
-    return exc.response.status_code if exc.response is not None else None

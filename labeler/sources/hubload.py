@@ -34,11 +34,12 @@ def load_hub(
 
 
 def _revision(repo: str, dataset) -> str:
-    try:
-        from huggingface_hub import HfApi
+    import httpx
+    from huggingface_hub import HfApi
 
+    try:
         return HfApi().dataset_info(repo).sha
-    except OSError:  # offline or unreachable (all Hub errors are OSErrors): fingerprint instead
+    except (OSError, httpx.HTTPError):  # offline, unreachable or refused: fingerprint instead
         return f"fingerprint:{dataset._fingerprint}"
 
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import socket
 
+import huggingface_hub.constants
 import pytest
 from click.testing import CliRunner
 from huggingface_hub import DatasetCard
@@ -86,8 +88,25 @@ def test_transient_answers_are_retried(hub, write, status):
 
     assert [p.status for p in result.versions] == ["pushed"]
     assert (
-        hub.log[1] == hub.log[2] == hub.log[3] == "GET /api/datasets/lab/x/revision/main?blobs=True"
+        hub.log[1] == hub.log[2] == hub.log[3] == "GET /api/datasets/lab/x/revision/main?blobs=true"
     )
+
+
+def test_an_unreachable_hub_is_tried_again_then_named(hub, write, monkeypatch):
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{s.getsockname()[1]}"
+    monkeypatch.setattr(huggingface_hub.constants, "ENDPOINT", closed)
+
+    result = CliRunner().invoke(cli, ["push", str(write()), "--repo", "lab/x"])
+
+    assert isinstance(result.exception, HubError)
+    assert result.exception.line() == (
+        f"lab/x: cannot reach {closed}: connection failed (ConnectError) (check the network "
+        "and HF_ENDPOINT, then run the same command again: a push resumes where it stopped)"
+    )
+    assert "create the repo: connection failed (ConnectError); trying again" in result.output
+    assert "(4/4)" in result.output
 
 
 def _never_partial(repo, version: Version, where: str) -> None:

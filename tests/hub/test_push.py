@@ -7,7 +7,6 @@ import json
 import huggingface_hub.constants
 from click.testing import CliRunner
 from huggingface_hub import CommitOperationAdd, DatasetCard, HfApi
-from huggingface_hub.utils import reset_sessions
 
 from labeler.cli import cli
 from labeler.errors import HubError
@@ -217,14 +216,13 @@ def test_push_without_a_token_says_how_to_get_one(hub, write, monkeypatch):
 
     assert result.exception.line() == (
         "lab/utility-labels: no Hugging Face token to write with "
-        "(set HF_TOKEN or run `huggingface-cli login`)"
+        "(set HF_TOKEN or run `hf auth login`)"
     )
     assert hub.request_count == 0
 
 
 def test_offline_mode_is_named_not_retried(hub, write, monkeypatch):
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
-    reset_sessions()
 
     result = CliRunner().invoke(cli, ["push", str(write()), "--repo", REPO])
 
