@@ -99,3 +99,19 @@ def warning(message: str) -> None:
     """A line on stderr about something the user did not ask for and should know (e.g. a
     fallback model); shown even with --quiet."""
     stderr().print(f"[yellow]warning:[/yellow] {message}", highlight=False, soft_wrap=True)
+
+
+@contextmanager
+def transformers_quiet() -> Iterator[None]:
+    """Silence transformers' progress bars (and huggingface_hub's with them) and its info and
+    warning logs for one block: for loads of local files, whose bars say nothing."""
+    from transformers.utils import logging as hf_logging
+
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(level)
+        hf_logging.enable_progress_bar()

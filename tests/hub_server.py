@@ -26,7 +26,7 @@ import json
 import re
 import threading
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -415,7 +415,7 @@ class HubServer:
         self, repo: Repo, parent: str | None, title: str, files: dict[str, bytes]
     ) -> Commit:
         self._commits += 1
-        date = datetime.fromtimestamp(1_700_000_000 + self._commits, timezone.utc).isoformat()
+        date = datetime.fromtimestamp(1_700_000_000 + self._commits, UTC).isoformat()
         state = json.dumps(
             [parent, title, self._commits, sorted((p, blob_oid(b)) for p, b in files.items())]
         )

@@ -17,8 +17,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from pathlib import Path
 
 import torch
@@ -42,7 +41,6 @@ from transformers import (
     TopKLogitsWarper,
     TopPLogitsWarper,
 )
-from transformers.utils import logging as hf_logging
 
 from labeler.errors import InputError, ModelLoadError
 from labeler.llm.base import (
@@ -66,7 +64,7 @@ from labeler.llm.prompts import (
     row_seed,
 )
 from labeler.paths import cache_root, locked
-from labeler.progress import info, progress_bar, warning
+from labeler.progress import info, progress_bar, transformers_quiet, warning
 
 #: torch threads of every CPU computation, whatever the machine or executor: small matrix
 #: products (a decode step's, the last positions' logits) split their sums by thread, so with
@@ -103,7 +101,7 @@ class HFBackend(Backend):
             if spec.gguf:
                 source = gguf_snapshot(spec, model_revision(spec), cache_dir)
             # a local folder's loading bar is noise; a Hub model's download bars are not
-            with _transformers_quiet() if spec.local else nullcontext():
+            with transformers_quiet() if spec.local else nullcontext():
                 tokenizer = AutoTokenizer.from_pretrained(source)
                 model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype,
                                                              device_map={"": place})
@@ -388,7 +386,7 @@ def gguf_snapshot(spec: ModelSpec, revision: str, cache_dir: str | Path | None) 
         for stale in target.parent.glob(f".partial-{target.name}-*"):  # left by a killed one
             _remove(stale, spec)
         info(f"converting {path.name} once into {target} (later loads read that folder)")
-        with _transformers_quiet():  # its own tqdm bar and tokenizer notices, once per model
+        with transformers_quiet():  # its own tqdm bar and tokenizer notices, once per model
             tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
             # dequantized on loading: a plain float32 model, which save_pretrained writes
             model = AutoModelForCausalLM.from_pretrained(
@@ -396,7 +394,7 @@ def gguf_snapshot(spec: ModelSpec, revision: str, cache_dir: str | Path | None) 
                 quantization_config=GgufConfig(dequantize=True))
         partial = Path(tempfile.mkdtemp(prefix=f".partial-{target.name}-", dir=target.parent))
         try:
-            with _transformers_quiet():
+            with transformers_quiet():
                 model.save_pretrained(partial)
                 _adopt_model_tokens(tokenizer, model.generation_config)
                 tokenizer.save_pretrained(partial)
@@ -466,19 +464,6 @@ def _remove(folder: Path, spec: ModelSpec) -> None:
         raise ModelLoadError(spec.model_id, f"cannot remove the damaged converted copy {folder}: "
                              f"{exc.strerror or exc}", hint=f"remove it yourself: rm -r {folder}"
                              ) from exc
-
-
-@contextmanager
-def _transformers_quiet() -> Iterator[None]:
-    """Silence transformers' progress bars and info/warning logs for one block."""
-    level = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        hf_logging.set_verbosity(level)
-        hf_logging.enable_progress_bar()
 
 
 def context_window(config, model_id: str) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,7 +20,7 @@ import numpy as np
 from labeler import settings
 from labeler.errors import InputError, MissingDependencyError, ModelLoadError
 from labeler.formats import Run
-from labeler.progress import progress_bar, warning
+from labeler.progress import progress_bar, transformers_quiet, warning
 from labeler.retrieval.ann import AnnIndex, IndexSpec
 from labeler.retrieval.index import SHARD_SIZE, EmbeddingIndex, open_index
 from labeler.sources import Corpus, Query, Source
@@ -221,9 +222,11 @@ def _load(name: str, device: str | None = None) -> Encoder:
     options: dict = {"model_class": "encoder-only-base", "pooling_method": "mean",
                      "trust_remote_code": False, "query_instruction_format": "{}{}"}
     try:
-        embedder = FlagAutoModel.from_finetuned(
-            path, use_fp16=False, devices=device, **({} if known else options)
-        )
+        # a local folder's loading bar is noise; a Hub model's download bars are not
+        with transformers_quiet() if Path(path).exists() else nullcontext():
+            embedder = FlagAutoModel.from_finetuned(
+                path, use_fp16=False, devices=device, **({} if known else options)
+            )
     except Exception as exc:  # FlagEmbedding/transformers raise OSError, ValueError, ...
         raise ModelLoadError(model_id, str(exc).splitlines()[0]) from exc
     embedder.model.to(device).eval()
