@@ -41,7 +41,7 @@ test-vllm: install-vllm
 demo: install
 	$(BIN)/labeler build $(DEMO_ARGS)
 
-bench: install
+bench: install-vllm
 	$(BIN)/python benchmarks/bench_llm.py
 	$(BIN)/python benchmarks/bench_score.py
 	$(BIN)/python benchmarks/bench_load.py
@@ -50,6 +50,7 @@ bench: install
 	$(BIN)/python benchmarks/bench_rubric.py
 	$(BIN)/python benchmarks/bench_ray.py
 	$(BIN)/python benchmarks/bench_corpus.py
+	$(BIN)/python benchmarks/bench_vllm.py
 
 lock:
 	$(PYTHON) scripts/lock.py

@@ -27,6 +27,8 @@ __all__ = [
     "passed_to_workers",
     "quiet",
     "verbose",
+    "vllm_compile_cache",
+    "vllm_logging",
 ]
 
 DEBUG = "LABELER_DEBUG"  # tracebacks instead of one `error:` line (`--debug`)
@@ -41,6 +43,10 @@ TRANSFORMERS_OFFLINE = "TRANSFORMERS_OFFLINE"  # ... which also honours transfor
 #: the cache folder, the offline switches (datasets' too), the Hugging Face cache, the flags
 WORKER_VARIABLES = (CACHE_DIR, HF_HUB_OFFLINE, TRANSFORMERS_OFFLINE, "HF_DATASETS_OFFLINE",
                     "HF_HOME", DEBUG, QUIET, VERBOSE)
+
+VLLM_CACHE_ROOT = "VLLM_CACHE_ROOT"  # vllm's cache folder (compiled graphs) ...
+INDUCTOR_CACHE = "TORCHINDUCTOR_CACHE_DIR"  # ... torch inductor's (compiled kernels) ...
+VLLM_AOT_COMPILE = "VLLM_USE_AOT_COMPILE"  # ... and vllm's ahead-of-time compilation switch
 
 #: What counts as "on", as in huggingface_hub.constants (compared case-insensitively).
 TRUE_VALUES = frozenset({"1", "ON", "YES", "TRUE"})
@@ -97,6 +103,31 @@ def hub_backoff() -> float:
         raise InputError(f"{HUB_BACKOFF} must be a number of seconds >= 0, not {raw!r}",
                          hint=f"unset it or set e.g. {HUB_BACKOFF}=1")
     return seconds
+
+
+def vllm_logging() -> None:
+    """vllm's log level, which it reads once, on import: its per-step INFO lines only with
+    --verbose; a user's own VLLM_LOGGING_LEVEL wins."""
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "INFO" if verbose() else "WARNING")
+
+
+def vllm_compile_cache(root: Path) -> Path:
+    """Put vllm's compile cache under `root` (labeler's cache folder's `vllm`) for the engine's
+    processes, which inherit this environment, and return where it is; a user's own
+    VLLM_CACHE_ROOT, TORCHINDUCTOR_CACHE_DIR or VLLM_USE_AOT_COMPILE wins. Torch inductor's
+    kernels go in its `inductor`: importing vllm sets TORCHINDUCTOR_CACHE_DIR to torch's
+    default (under /tmp), which is taken as unset. vllm 0.32 cannot load the ahead-of-time
+    compiled model it saves ("'function' object has no attribute 'finalize_loading'") and
+    compiled again on every start; without it, inductor's cache serves a later start
+    (SmolLM2 on 2 cores: 153 s, then 76 s)."""
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+    os.environ.setdefault(VLLM_CACHE_ROOT, str(root))
+    root = Path(os.environ[VLLM_CACHE_ROOT]).resolve()
+    if os.environ.get(INDUCTOR_CACHE) in (None, default_cache_dir()):
+        os.environ[INDUCTOR_CACHE] = str(root / "inductor")
+    os.environ.setdefault(VLLM_AOT_COMPILE, "0")
+    return root
 
 
 def apply_flags(*, debug: bool = False, quiet: bool = False, verbose: bool = False) -> None:

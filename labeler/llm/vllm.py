@@ -6,9 +6,10 @@ not through environment variables: on the CPU in float32 (a greedy answer then d
 on the batch it rides in, as in bfloat16 it did), with a KV cache of a quarter of the free
 memory (vllm's default reserves most of RAM and refuses to start beside other processes); on a
 GPU in the model's own dtype. Both are recorded in the cache key. vllm's compile cache lives
-under labeler's cache folder (`VLLM_CACHE_ROOT`, unless set), and a local model reaches vllm
-through a link there named by its revision, so the graphs compiled for its content are found
-wherever it was converted or moved to (vllm keys them by the model's path and config).
+under labeler's cache folder's `vllm` (`settings.vllm_compile_cache`), and a local model
+reaches vllm through a link there named by its revision, so what was compiled for its
+content is found wherever it was converted or moved to (vllm keys its graphs by the model's
+path among its config).
 
 Prompts are rendered and tokenized exactly as in the `hf` backend (`labeler.llm.prompts`) and
 handed to vllm as token ids; `tensor_parallel` splits the model over that many GPUs. Sampling
@@ -31,8 +32,7 @@ from pathlib import Path
 from labeler import settings
 from labeler.errors import InputError, MissingDependencyError, ModelLoadError
 
-# vllm sets its logging up on import: its per-step INFO lines only with --verbose
-os.environ.setdefault("VLLM_LOGGING_LEVEL", "INFO" if settings.verbose() else "WARNING")
+settings.vllm_logging()  # before vllm sets its logging up, on import
 try:
     from vllm import LLM, SamplingParams
     from vllm.inputs import TokensPrompt
@@ -91,7 +91,7 @@ class VLLMBackend(Backend):
         try:
             source = str(gguf_snapshot(spec, revision, cache_dir)) if spec.gguf \
                 else spec.model_id
-            compile_cache = _compile_cache(cache_dir)
+            compile_cache = settings.vllm_compile_cache(cache_root(cache_dir) / "vllm")
             if spec.local:
                 source = _named_by_revision(Path(source), compile_cache / "models" /
                                             f"{spec.alias}-{revision[:16]}")
@@ -193,13 +193,6 @@ class VLLMBackend(Backend):
                                              use_tqdm=False)
                 advance(len(batch))
         return collator.restore(outputs)
-
-
-def _compile_cache(cache_dir: str | Path | None) -> Path:
-    """vllm's cache root (its compiled graphs): labeler's cache folder's `vllm`, set for the
-    engine's processes, which inherit it; a user's own VLLM_CACHE_ROOT wins."""
-    os.environ.setdefault("VLLM_CACHE_ROOT", str(cache_root(cache_dir) / "vllm"))
-    return Path(os.environ["VLLM_CACHE_ROOT"]).resolve()
 
 
 def _named_by_revision(folder: Path, link: Path) -> str:
