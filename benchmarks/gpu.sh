@@ -8,8 +8,9 @@
 #   bash benchmarks/gpu.sh --smoke    the same code on this environment's CPU, tiny model
 #
 # Other arguments go to bench_gpu.py. With $OUT set, gpu_check.json and gpu_check.log land
-# there. Without --smoke, wheels in .whl/ (the project's transformers stack; the GPU image has
-# transformers 5, which the hf backend does not run on) are installed into /tmp/site first.
+# there. Without --smoke, wheels in .whl/ (the project's locked transformers, tokenizers and
+# huggingface-hub; the GPU image has older transformers and tokenizers) are installed into
+# /tmp/site first, so the check runs on the stack the project tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
