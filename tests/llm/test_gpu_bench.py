@@ -88,8 +88,8 @@ def test_gpu_sh_runs_end_to_end_in_smoke_mode(smollm, session_cache, tmp_path):
     report = json.loads((out / "gpu_check.json").read_text())
     config = LlamaConfig(**report["config"])
     assert report["config"] == bench.SMOKE and report["smoke"] and report["dtype"] == "float32"
-    # 2 layers of 53,248 matrix weights, the head and the embeddings (128,256 x 64), 5 norms
-    assert report["parameters"] == 2 * 53_248 + 2 * 128_256 * 64 + 5 * 64
+    # 2 layers of 55,296 matrix weights, the head and the embeddings (128,256 x 64), 5 norms
+    assert report["parameters"] == 2 * 55_296 + 2 * 128_256 * 64 + 5 * 64
     ceiling = max(report["matmul"])
     rows = {w["name"]: w for w in report["workloads"]}
     assert list(rows) == [w.name for w in bench.SMOKE_WORKLOADS]
