@@ -2,7 +2,8 @@
 # The GPU check (README, "GPU check"): hf-backend prefill and decode throughput on a
 # Llama-3.1-8B-shaped model with random weights, as model-FLOPs utilisation against the bf16
 # matmul rate measured in the same run (benchmarks/bench_gpu.py), then the vllm backend's
-# contract tests where vllm imports. Under 8 minutes on an H200; each stage has a time limit.
+# contract tests where vllm imports (not in --smoke: make test-vllm runs them on the CPU, where
+# they take minutes). Under 8 minutes on an H200; each stage has a time limit.
 #
 #   bash benchmarks/gpu.sh            on a CUDA machine, with .whl/ (scripts/gpu_wheels.sh)
 #   bash benchmarks/gpu.sh --smoke    the same code on this environment's CPU, tiny model
@@ -40,7 +41,9 @@ status=0
 timeout -k 10 "$BENCH_LIMIT" "$PYTHON" benchmarks/bench_gpu.py "${args[@]}" 2>&1 | log \
   || status=$?
 
-if why=$("$PYTHON" -c "import vllm" 2>&1); then
+if [[ $smoke == 1 ]]; then
+  echo "vllm contract tests: skipped: --smoke (make test-vllm runs them on the CPU)" | log
+elif why=$("$PYTHON" -c "import vllm" 2>&1); then
   timeout -k 10 "$VLLM_LIMIT" "$PYTHON" -m pytest -q -p no:cacheprovider \
     tests/llm/test_contract.py -k vllm 2>&1 | log || status=$?
 else
