@@ -1,4 +1,5 @@
-"""The GPU check: hf-backend prefill and decode throughput on an 8B-shaped model (not a test).
+"""The GPU check: hf-backend prefill and decode throughput on an 8B-shaped model, and vllm's
+greedy decode beside it where vllm imports (not a test).
 
     bash benchmarks/gpu.sh                      # on a CUDA machine (see README, "GPU check")
     python benchmarks/bench_gpu.py --smoke      # the same code on the CPU, tiny model, seconds
@@ -11,7 +12,10 @@ wrapped by `HFBackend.from_model` so that every workload runs the backend's own 
 prefill through `loglikelihood` and `choice_probs` on RAG-sized prompts, decode through
 `generate` (greedy, and seeded sampling with n = 10 as SEER does); (3) a table of tokens/s,
 model FLOPs per token and model-FLOPs utilisation (MFU) = achieved FLOP/s / the matmul rate,
-with the target: prefill >= 40% MFU in bf16. Results also go to OUT/gpu_check.json.
+with the target: prefill >= 40% MFU in bf16; (4) where vllm imports, the greedy-decode workload
+again through a vllm engine of the same configuration with vllm's dummy (random) weights, its
+tokens/s beside hf's and the ratio vllm/hf (see `vllm_decode`). Results also go to
+OUT/gpu_check.json.
 
 The tokenizer is SmolLM2's chat tokenizer (49,152 tokens; the bundled model's, or a folder
 saved with --save-tokenizer): prompts use its ids, which all lie inside the model's 128,256;
@@ -33,11 +37,14 @@ import os
 # Before torch loads OpenMP: spinning worker threads starve each other on shared cores.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+import dataclasses
+import gc
 import json
 import platform
 import random
 import signal
 import statistics
+import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -54,6 +61,7 @@ from labeler.llm.base import ChoiceRequest, LoglikelihoodRequest, Sampling, chat
 from labeler.llm.batching import Collator
 from labeler.llm.hf import HFBackend, gguf_snapshot
 from labeler.llm.models import ModelSpec, model_revision, resolve_model
+from labeler.llm.prompts import encode
 from labeler.progress import info
 
 #: meta-llama/Llama-3.1-8B-Instruct's config.json, written out: no download
@@ -78,9 +86,10 @@ LLAMA_3_1_8B = {
     "bos_token_id": 128000,
     "eos_token_id": [128001, 128008, 128009],
 }
-#: --smoke: the same architecture shrunk to run on a CPU in seconds (vocabulary kept)
+#: --smoke: the same architecture shrunk to run on a CPU in seconds (vocabulary kept; heads of
+#: 32, the smallest vllm's CPU attention takes)
 SMOKE = LLAMA_3_1_8B | {"hidden_size": 64, "intermediate_size": 224, "num_hidden_layers": 2,
-                        "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 16}
+                        "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 32}
 
 #: prefill MFU the issue asks of the hf backend in bf16 on a GPU
 TARGET_MFU = 0.40
@@ -118,6 +127,9 @@ WORKLOADS = (
     Workload("decode: generate, SEER sampling n=10", "generate", 8, 512, 80, new_tokens=128,
              n=SEER_SAMPLING["n"]),
 )
+#: the workload vllm runs too, and its row's name
+VLLM_WORKLOAD = "decode: generate, greedy"
+VLLM_ROW = f"{VLLM_WORKLOAD} (vllm)"
 SMOKE_WORKLOADS = (
     Workload("prefill: loglikelihood", "loglikelihood", 4, 96, 2, new_tokens=4),
     Workload("prefill: choice_probs (P(yes))", "choice_probs", 4, 96, 2),
@@ -163,8 +175,8 @@ def forward_flops(config, new: int, *, past: int = 0, kept: int = 1) -> int:
     """Model FLOPs of one sequence's forward pass over `new` tokens after `past` cached ones,
     with logits for `kept` positions: 2 W new + 2 V d kept + 4 L d_attn sum(past+1..past+new).
 
-    >>> forward_flops(LlamaConfig(**SMOKE), 1)  # 2 (106,496 + 8,208,384) + 4 x 2 x 64 x 1 key
-    16630272
+    >>> forward_flops(LlamaConfig(**SMOKE), 1)  # 2 (110,592 + 8,208,384) + 4 x 2 x 64 x 1 key
+    16638464
     """
     layers, head = matmul_weights(config)
     keys = new * past + new * (new + 1) // 2  # keys each new query attends, summed
@@ -277,6 +289,89 @@ def _decode(backend: HFBackend, work: Workload, prompts: list):
             lambda chats: backend.generate(chats, sampling))
 
 
+def vllm_skip_reason(device: torch.device) -> str:
+    """Why the vllm row cannot run beside hf's on `device`, or "" when it can: vllm does not
+    import, or its build runs on another device."""
+    try:
+        import labeler.llm.vllm  # noqa: F401  (quiets vllm's logging, then imports vllm)
+    except Exception as exc:  # noqa: BLE001  (a broken build raises more than ImportError)
+        return f"import vllm failed ({_one_line(exc.__cause__ or exc)})"
+    from vllm.platforms import current_platform
+
+    if current_platform.device_type != device.type:
+        return f"this vllm build runs on {current_platform.device_type}, the check on {device.type}"
+    return ""
+
+
+@dataclass
+class VllmJob:
+    """The vllm row's work: the hf workload `work`'s prompts as the token ids the hf backend
+    (and VLLMBackend) feed the model, its chat tokenizer, and the Result to fill (rows, tokens
+    and FLOPs as hf's)."""
+
+    work: Workload
+    prompts: list[list[int]]
+    tokenizer: object
+    result: Result
+
+    @classmethod
+    def of(cls, backend: HFBackend, work: Workload, words: list[str]) -> VllmJob:
+        prompts = requests_for(backend, work, words)
+        return cls(work, encode(backend.tokenizer, [backend.render(p) for p in prompts]),
+                   backend.tokenizer,
+                   dataclasses.replace(_decode(backend, work, prompts)[0], name=VLLM_ROW))
+
+
+def vllm_decode(job: VllmJob, config: dict, dtype: torch.dtype, repeats: int,
+                eager: bool) -> None:
+    """Time greedy decoding of `job.work.new_tokens` tokens after each of its prompts through
+    vllm.LLM, into `job.result`: the model of `config` with vllm's dummy (random) weights and the
+    job's tokenizer, written into a temporary folder; a warm-up on one prompt, then `repeats`
+    runs of them all. `eager`: no compilation (minutes on the CPU) and no CUDA graphs.
+
+    Straight through vllm.LLM.generate with TokensPrompt, not labeler's VLLMBackend: that builds
+    its engine from the model's weights and takes neither load_format="dummy" (the 8B model's
+    16 GB would be written to disk for it) nor enforce_eager. The engine gets hf's dtype and, on
+    the CPU, VLLMBackend's options (its KV cache, whole prefills: labeler/llm/vllm.py).
+    ignore_eos: every row runs to the cap, as every row of hf's batch runs every step, so both
+    count the same tokens."""
+    from vllm import LLM, SamplingParams
+    from vllm.inputs import TokensPrompt
+    from vllm.platforms import current_platform
+
+    from labeler.llm.vllm import CPU_KV_SHARE, MIN_BATCHED_TOKENS
+
+    options = {}
+    if current_platform.device_type == "cpu":
+        import psutil  # a dependency of vllm
+
+        options = {"kv_cache_memory_bytes": int(psutil.virtual_memory().available * CPU_KV_SHARE),
+                   "enable_chunked_prefill": False, "max_num_batched_tokens": max(
+                       config["max_position_embeddings"], MIN_BATCHED_TOKENS)}
+    params = SamplingParams(temperature=0.0, max_tokens=job.work.new_tokens, ignore_eos=True)
+    gc.collect()
+    torch.cuda.empty_cache()  # what the hf model held, for the engine (a no-op on the CPU)
+    with tempfile.TemporaryDirectory() as folder:
+        LlamaConfig(**config, architectures=["LlamaForCausalLM"]).save_pretrained(folder)
+        job.tokenizer.save_pretrained(folder)
+        llm = LLM(model=folder, load_format="dummy", dtype=str(dtype).removeprefix("torch."),
+                  enforce_eager=eager, **options)
+
+        def run(ids: list[list[int]]) -> int:
+            outputs = llm.generate([TokensPrompt(prompt_token_ids=x) for x in ids], params,
+                                   use_tqdm=False)
+            return sum(len(c.token_ids) for o in outputs for c in o.outputs)
+
+        run(job.prompts[:1])  # warm-up
+        for _ in range(repeats):
+            start = time.perf_counter()
+            tokens = run(job.prompts)
+            job.result.seconds.append(time.perf_counter() - start)
+            if tokens != job.result.tokens:
+                raise click.ClickException(f"vllm generated {tokens} tokens, not "
+                                           f"{job.result.tokens}")
+
+
 def matmul_rate(device: torch.device, dtype: torch.dtype, n: int, blocks: int = 5,
                 per_block: int = 10) -> float:
     """FLOP/s of an n x n x n matrix product on random data: warm-ups, then the mean of
@@ -334,10 +429,14 @@ def time_limit(seconds: int, stage: str):
 @click.option("--repeats", default=3, show_default=True, help="Timed runs per workload.")
 @click.option("--stage-timeout", default=90, show_default=True,
               help="Seconds each stage (build, each workload) may run.")
+@click.option("--vllm-timeout", default=240, show_default=True,
+              help="Seconds the vllm stage (its engine's start, compilation, runs) may run.")
 @click.option("--save-tokenizer", type=click.Path(file_okay=False),
               help="Only save the chat tokenizer (no weights) into this folder, and exit.")
-def main(smoke, device, tokenizer_dir, out, repeats, stage_timeout, save_tokenizer) -> None:
-    """hf-backend prefill and decode throughput and MFU on an 8B-shaped model."""
+def main(smoke, device, tokenizer_dir, out, repeats, stage_timeout, vllm_timeout,
+         save_tokenizer) -> None:
+    """hf-backend prefill and decode throughput and MFU on an 8B-shaped model, and vllm's
+    greedy decode beside it where vllm imports."""
     if save_tokenizer:
         chat_tokenizer(tokenizer_dir).save_pretrained(save_tokenizer, legacy_format=False)
         return
@@ -378,6 +477,9 @@ def main(smoke, device, tokenizer_dir, out, repeats, stage_timeout, save_tokeniz
             results.append(Result(work.name, work.prefill, 0, 0, 0, error=exc.message))
         report["workloads"] = [_row(r, max(report["matmul"])) for r in results]
         _write(out, report)
+    skipped = vllm_skip_reason(place)
+    if not skipped:
+        job = VllmJob.of(backend, next(w for w in workloads if w.name == VLLM_WORKLOAD), words)
     del backend, model
     with time_limit(stage_timeout, "matmul"):
         report["matmul"].append(matmul_rate(place, dtype, size))
@@ -385,6 +487,22 @@ def main(smoke, device, tokenizer_dir, out, repeats, stage_timeout, save_tokeniz
     report["workloads"] = [_row(r, ceiling) for r in results]
     prefill = [w for w in report["workloads"] if w["prefill"]]
     report["target_met"] = all(w["met"] for w in prefill)
+    _write(out, report)
+
+    if skipped:
+        click.echo(f"vllm decode: skipped: {skipped}")  # one line, as gpu.sh's own
+        report["vllm"] = {"skipped": skipped}
+    else:  # last, alone: its engine takes most of the device's free memory
+        import vllm
+
+        report["vllm"] = {"version": vllm.__version__, "enforce_eager": smoke}
+        info(f"vllm {vllm.__version__}: an engine of the same model with dummy weights")
+        try:
+            with time_limit(vllm_timeout, "vllm"):
+                vllm_decode(job, report["config"], dtype, repeats, eager=smoke)
+        except Exception as exc:  # noqa: BLE001  (vllm raises many types: it did not run)
+            job.result.error = f"vllm: {_one_line(exc)}"
+        report["workloads"].append(_vllm_row(job.result, report["workloads"], ceiling))
     _write(out, report)
     Console(width=160).print(_table(report, size))
 
@@ -404,6 +522,14 @@ def _row(result: Result, ceiling: float) -> dict:
             "met": mfu >= TARGET_MFU if result.prefill else None}
 
 
+def _vllm_row(result: Result, rows: list[dict], ceiling: float) -> dict:
+    """The vllm row's JSON, with its tokens/s over the hf row's of the same workload."""
+    row, hf = _row(result, ceiling), next(w for w in rows if w["name"] == VLLM_WORKLOAD)
+    if "error" not in row and "error" not in hf:
+        row["vllm_over_hf"] = row["tokens_per_s"] / hf["tokens_per_s"]
+    return row
+
+
 def _table(report: dict, size: int) -> Table:
     smoke = " (smoke: a tiny model, not the target's setting)" if report["smoke"] else ""
     table = Table(title=f"GPU check: hf backend, Llama-3.1-8B shape with random weights, "
@@ -421,16 +547,29 @@ def _table(report: dict, size: int) -> Table:
             table.add_row(w["name"], "", "", "", "", "", "", f"[red]{w['error']}")
             continue
         padding = f", {w['padding']:.0%} padding" if w["padding"] else ""
-        verdict = "" if w["met"] is None else \
+        verdict = f"vllm/hf {w['vllm_over_hf']:.2f}x" if "vllm_over_hf" in w else \
+            "" if w["met"] is None else \
             f">= {TARGET_MFU:.0%} " + ("[green]met" if w["met"] else "[red]not met")
         table.add_row(w["name"] + padding, f"{w['rows']}", f"{w['tokens']:,}",
                       f"{w['tokens_per_s']:,.1f}", _si(w["flops_per_token"]),
                       _si(w["flops_per_s"]), f"{w['mfu']:.1%}", verdict)
+    vllm = report["vllm"]
+    if "skipped" in vllm:
+        table.add_row(VLLM_ROW, "", "", "", "", "", "", "[yellow]skipped")
     table.caption = (f"prefill >= {TARGET_MFU:.0%} MFU in bf16: "
                      + ("met" if report["target_met"] else "NOT met") + smoke
                      + ". FLOPs/token = (2 W new + 2 V d kept + 4 L d_attn sum t) / tokens; "
-                     "decode rows include each prompt's prefill")
+                     "decode rows include each prompt's prefill. (vllm): "
+                     + (f"skipped: {vllm['skipped']}" if "skipped" in vllm else
+                        f"vllm {vllm['version']}'s LLM.generate on the same prompts in the same "
+                        f"dtype, dummy weights{', eager' if vllm['enforce_eager'] else ''}"))
     return table
+
+
+def _one_line(exc: BaseException) -> str:
+    """An exception as a traceback ends: "ModuleNotFoundError: No module named 'vllm'" (the
+    message's first line)."""
+    return f"{type(exc).__name__}: {exc}".splitlines()[0]
 
 
 def _si(value: float) -> str:

@@ -2,8 +2,9 @@
 # What benchmarks/gpu.sh needs on the GPU machine and it lacks, into .whl/ (ignored through
 # .git/info/exclude, never committed): the project's transformers, tokenizers and
 # huggingface-hub, at the versions installed here, as Python 3.12 x86-64 wheels (the machine
-# has transformers 5, on which the hf backend does not run, and no network), and the bundled
-# SmolLM2 chat tokenizer (tokenizer.json and its template, no weights) in .whl/tokenizer/.
+# has older ones, transformers 5.17 and tokenizers 0.23.2, and no network: with these the
+# check runs on the project's locked stack), and the bundled SmolLM2 chat tokenizer
+# (tokenizer.json and its template, no weights) in .whl/tokenizer/.
 # Then: device run `bash benchmarks/gpu.sh` with carry [".whl"].
 set -euo pipefail
 cd "$(dirname "$0")/.."

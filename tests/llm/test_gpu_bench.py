@@ -1,8 +1,9 @@
 """The GPU check (benchmarks/gpu.sh, benchmarks/bench_gpu.py) in its smoke mode: a tiny model of
 the Llama-3.1-8B architecture with random weights, on the CPU, through the real hf backend and
-the bundled SmolLM2 chat tokenizer. Nothing here asserts a time: the script runs end to end,
-its table has its rows, and its numbers agree with each other and with the FLOPs formula,
-which is checked by hand on the Llama-3.1-8B configuration."""
+the bundled SmolLM2 chat tokenizer, and its greedy decode through vllm where vllm imports
+(vLLM's CPU build: make install-vllm), else the line saying why not. Nothing here asserts a
+time: the script runs end to end, its table has its rows, and its numbers agree with each other
+and with the FLOPs formula, which is checked by hand on the Llama-3.1-8B configuration."""
 
 from __future__ import annotations
 
@@ -67,6 +68,22 @@ def test_without_a_gpu_the_full_check_says_to_use_smoke():
         "Error: the 8B-shaped model needs a CUDA GPU: use --smoke on the CPU"
 
 
+def test_without_vllm_its_row_says_why(monkeypatch):
+    monkeypatch.setitem(sys.modules, "vllm", None)  # import vllm raises ModuleNotFoundError
+    monkeypatch.delitem(sys.modules, "labeler.llm.vllm", raising=False)
+    assert bench.vllm_skip_reason(torch.device("cpu")) == \
+        "import vllm failed (ModuleNotFoundError: import of vllm halted; None in sys.modules)"
+
+
+def test_a_vllm_build_for_another_device_is_skipped():
+    pytest.importorskip("vllm", reason="vllm is not installed")
+    from vllm.platforms import current_platform
+
+    other = "cpu" if current_platform.device_type == "cuda" else "cuda"
+    assert bench.vllm_skip_reason(torch.device(other)) == \
+        f"this vllm build runs on {current_platform.device_type}, the check on {other}"
+
+
 def test_gpu_sh_runs_end_to_end_in_smoke_mode(smollm, session_cache, tmp_path):
     out = tmp_path / "out"
     env = os.environ | {"PYTHON": sys.executable, "OUT": str(out),
@@ -77,22 +94,22 @@ def test_gpu_sh_runs_end_to_end_in_smoke_mode(smollm, session_cache, tmp_path):
     text = done.stdout
     for row in ("matmul 256^3, float32 (before)", "matmul 256^3, float32 (after)",
                 "prefill: loglikelihood ", "prefill: choice_probs (P(yes))",
-                "prefill: loglikelihood, mixed lengths, ", "decode: generate, greedy",
-                "decode: generate, SEER sampling n=10", "prefill >= 40% MFU in bf16: "):
+                "prefill: loglikelihood, mixed lengths, ", "decode: generate, greedy ",
+                "decode: generate, SEER sampling n=10", "decode: generate, greedy (vllm) ",
+                "prefill >= 40% MFU in bf16: ",
+                "vllm contract tests: skipped: --smoke (make test-vllm runs them on the CPU)"):
         assert row in text, row
-    if importlib.util.find_spec("vllm") is None:
-        assert "vllm contract tests: skipped: import vllm failed (ModuleNotFoundError: " \
-               "No module named 'vllm')" in text
     assert (out / "gpu_check.log").read_text() == text
 
     report = json.loads((out / "gpu_check.json").read_text())
     config = LlamaConfig(**report["config"])
     assert report["config"] == bench.SMOKE and report["smoke"] and report["dtype"] == "float32"
-    # 2 layers of 53,248 matrix weights, the head and the embeddings (128,256 x 64), 5 norms
-    assert report["parameters"] == 2 * 53_248 + 2 * 128_256 * 64 + 5 * 64
+    # 2 layers of 55,296 matrix weights, the head and the embeddings (128,256 x 64), 5 norms
+    assert report["parameters"] == 2 * 55_296 + 2 * 128_256 * 64 + 5 * 64
     ceiling = max(report["matmul"])
     rows = {w["name"]: w for w in report["workloads"]}
-    assert list(rows) == [w.name for w in bench.SMOKE_WORKLOADS]
+    vllm = importlib.util.find_spec("vllm") is not None
+    assert list(rows) == [w.name for w in bench.SMOKE_WORKLOADS] + vllm * [bench.VLLM_ROW]
     for w in rows.values():
         assert len(w["seconds"]) == 3 and w["median_s"] == sorted(w["seconds"])[1]
         assert w["tokens_per_s"] == pytest.approx(w["tokens"] / w["median_s"])
@@ -118,3 +135,16 @@ def test_gpu_sh_runs_end_to_end_in_smoke_mode(smollm, session_cache, tmp_path):
     assert seer["flops"] == bench.forward_flops(config, 48) + \
         10 * bench.forward_flops(config, 3, past=48, kept=3)
     assert report["target_met"] == all(w["met"] for w in rows.values() if w["prefill"])
+
+    if not vllm:
+        why = "import vllm failed (ModuleNotFoundError: No module named 'vllm')"
+        assert f"\nvllm decode: skipped: {why}\n" in text
+        assert report["vllm"] == {"skipped": why}
+        return
+    # the same prompts and cap through vllm: the same rows, tokens and FLOPs as hf's
+    row = rows[bench.VLLM_ROW]
+    assert {k: row[k] for k in ("rows", "tokens", "flops")} == \
+        {k: greedy[k] for k in ("rows", "tokens", "flops")}
+    assert row["vllm_over_hf"] == pytest.approx(row["tokens_per_s"] / greedy["tokens_per_s"])
+    assert f"vllm/hf {row['vllm_over_hf']:.2f}x" in text
+    assert report["vllm"]["enforce_eager"] and report["vllm"]["version"] in text
