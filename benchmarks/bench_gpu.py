@@ -339,15 +339,11 @@ def vllm_decode(job: VllmJob, config: dict, dtype: torch.dtype, repeats: int,
     from vllm.inputs import TokensPrompt
     from vllm.platforms import current_platform
 
-    from labeler.llm.vllm import CPU_KV_SHARE, MIN_BATCHED_TOKENS
+    from labeler.llm.vllm import cpu_engine_options
 
     options = {}
     if current_platform.device_type == "cpu":
-        import psutil  # a dependency of vllm
-
-        options = {"kv_cache_memory_bytes": int(psutil.virtual_memory().available * CPU_KV_SHARE),
-                   "enable_chunked_prefill": False, "max_num_batched_tokens": max(
-                       config["max_position_embeddings"], MIN_BATCHED_TOKENS)}
+        options = cpu_engine_options(config["max_position_embeddings"])
     params = SamplingParams(temperature=0.0, max_tokens=job.work.new_tokens, ignore_eos=True)
     gc.collect()
     torch.cuda.empty_cache()  # what the hf model held, for the engine (a no-op on the CPU)

@@ -113,19 +113,14 @@ class VLLMBackend(Backend):
         KV cache's size and whole prefills."""
         if self.device != "cpu":
             return {"dtype": "auto"}
-        import psutil  # a dependency of vllm
         from transformers import AutoConfig
 
-        kv_bytes = int(psutil.virtual_memory().available * CPU_KV_SHARE)
-        info(f"vllm on the CPU in {CPU_DTYPE}, {kv_bytes / 2**30:.1f} GiB of KV cache; the "
-             f"first load of a model compiles it (minutes), later ones read {compile_cache}")
-        window = context_window(AutoConfig.from_pretrained(source), self.model_id)
-        # whole prefills: vllm 0.32's CPU runner kills the engine when it drops the token a
-        # seeded request samples after a partial (chunked) prefill ("CPU Generator does not
-        # use offset"), so a step's token budget holds the longest prompt
-        return {"dtype": CPU_DTYPE, "kv_cache_memory_bytes": kv_bytes,
-                "enable_chunked_prefill": False,
-                "max_num_batched_tokens": max(window, MIN_BATCHED_TOKENS)}
+        options = cpu_engine_options(context_window(AutoConfig.from_pretrained(source),
+                                                    self.model_id))
+        info(f"vllm on the CPU in {CPU_DTYPE}, "
+             f"{options['kv_cache_memory_bytes'] / 2**30:.1f} GiB of KV cache; the first load "
+             f"of a model compiles it (minutes), later ones read {compile_cache}")
+        return {"dtype": CPU_DTYPE, **options}
 
     def key(self) -> dict:
         return {"model_id": self.spec.identity, "revision": self.revision, "backend": "vllm",
@@ -193,6 +188,18 @@ class VLLMBackend(Backend):
                                              use_tqdm=False)
                 advance(len(batch))
         return collator.restore(outputs)
+
+
+def cpu_engine_options(window: int) -> dict:
+    """vllm.LLM's options on the CPU for a model of context `window`: a KV cache of
+    CPU_KV_SHARE of the free memory, and whole prefills: vllm 0.32's CPU runner kills the
+    engine when it drops the token a seeded request samples after a partial (chunked) prefill
+    ("CPU Generator does not use offset"), so a step's token budget holds the longest prompt."""
+    import psutil  # a dependency of vllm
+
+    return {"kv_cache_memory_bytes": int(psutil.virtual_memory().available * CPU_KV_SHARE),
+            "enable_chunked_prefill": False,
+            "max_num_batched_tokens": max(window, MIN_BATCHED_TOKENS)}
 
 
 def _named_by_revision(folder: Path, link: Path) -> str:
