@@ -143,7 +143,7 @@ def corpus_index(encoder: Encoder, corpus: Corpus, *, cache_dir=None,
                        shard_size=shard_size)
     executor = executor or load_executor()
     index.build(lambda shards: executor.encode(
-        index, shards, lambda span: [corpus.passages[i].contents for i in span], encoder))
+        index, shards, corpus.contents, encoder))
     return index
 
 
@@ -170,7 +170,7 @@ def search(
         described = ann.describe() | ann.recall(vectors, found, k)
     run = Run()
     for query, (ids, scores) in zip(queries, found):
-        run[query.qid] = {corpus.passages[j].pid: float(s) for j, s in zip(ids, scores)}
+        run[query.qid] = dict(zip(corpus.pids(ids), map(float, scores)))
     return run, described
 
 

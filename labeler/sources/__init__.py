@@ -90,6 +90,14 @@ class Corpus:
     def __getitem__(self, pid: str) -> Passage:
         return self._by_pid[pid]
 
+    def pids(self, rows) -> list[str]:
+        """The pids at corpus positions `rows` (any iterable of ints), in order."""
+        return [self.passages[i].pid for i in rows]
+
+    def contents(self, rows) -> list[str]:
+        """The `contents` (what an encoder sees) at corpus positions `rows`, in order."""
+        return [self.passages[i].contents for i in rows]
+
     def find(self, passage: Passage) -> Passage | None:
         """The corpus passage that is `passage`: the same pid, else the same title and text."""
         if passage.pid in self._by_pid:
