@@ -88,7 +88,7 @@ def test_bom_and_crlf_jsonl_dataset_and_corpus_read_as_the_originals(tmp_path):
     marked = load_source(f"jsonl:{dataset}", corpus=corpus)
     assert len(marked.queries) == 17 and marked.queries[0].qid == "test_0"  # no mark kept
     assert marked.queries == plain.queries
-    assert marked.corpus.passages == plain.corpus.passages and len(marked.corpus) == 40
+    assert list(marked.corpus.passages) == list(plain.corpus.passages) and len(marked.corpus) == 40
     # the last field of each line keeps no "\r": answers and passage texts are the same
     assert marked.queries[0].answers == ["Wilhelm Conrad Röntgen"]
 

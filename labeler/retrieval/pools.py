@@ -79,9 +79,7 @@ def build_pools(
                  for q in source.queries}
         return Pools(pools, pool=pool, k=k, encoder=None, run=None)
 
-    passages = {p.pid: p for q in source.queries for p in q.gold}
-    if source.corpus is not None:
-        passages.update((p.pid, p) for p in source.corpus.passages)
+    passages = _Lookup(source)
     described = None
     if run is not None:
         ranked = Run.from_file(run, qids={q.qid for q in source.queries}, docids=passages)
@@ -128,6 +126,23 @@ def gold_recall(pools: dict, source: Source) -> float | None:
         return None
     hits = sum(any(c.gold for c in pools.get(q.qid, [])) for q in with_gold)
     return hits / len(with_gold)
+
+
+class _Lookup:
+    """Passages by pid: the corpus's, else the queries' own gold passages (a run may name a
+    gold passage the corpus lacks); read one pid at a time, never the whole corpus."""
+
+    def __init__(self, source: Source):
+        self._corpus = source.corpus
+        self._gold = {p.pid: p for q in source.queries for p in q.gold}
+
+    def __contains__(self, pid: object) -> bool:
+        return pid in self._gold or (self._corpus is not None and pid in self._corpus)
+
+    def __getitem__(self, pid: str) -> Passage:
+        if self._corpus is not None and pid in self._corpus:
+            return self._corpus[pid]
+        return self._gold[pid]
 
 
 def _with_gold(retrieved: list[Candidate], gold: list[Passage]) -> list[Candidate]:

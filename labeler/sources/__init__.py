@@ -7,35 +7,20 @@ only when used) or `jsonl:PATH` for any FlashRAG-format dataset file; its `corpu
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import re
 from dataclasses import dataclass, field
-from functools import cached_property
 from itertools import islice
 from pathlib import Path
 
 from labeler.errors import InputError, UnknownNameError
 from labeler.formats import read_jsonl
+from labeler.sources.corpus import Corpus, Passage
 
 __all__ = [
     "CORPORA", "KINDS", "SOURCES", "Corpus", "GoldRef", "Passage", "Query", "Source", "available",
     "load_source",
 ]
-
-
-@dataclass(frozen=True)
-class Passage:
-    """One retrievable unit of text."""
-
-    pid: str  # stable id: the psgs_w100 id where the source has one
-    title: str
-    text: str
-
-    @property
-    def contents(self) -> str:
-        """The text an LLM or an encoder sees: `"{title} {text}"`."""
-        return f"{self.title} {self.text}" if self.title else self.text
 
 
 @dataclass(frozen=True)
@@ -48,11 +33,10 @@ class GoldRef:
     start_paragraph_id: int  # first paragraph (index into the page's `text` list)
     end_paragraph_id: int  # last paragraph, inclusive
 
-    @property
-    def pids(self) -> list[str]:
-        """The pids `<wikipedia_id>_<paragraph>` of a paragraph-level KILT corpus it covers."""
-        return [f"{self.wikipedia_id}_{i}"
-                for i in range(self.start_paragraph_id, self.end_paragraph_id + 1)]
+    def pids_in(self, corpus: Corpus) -> list[str]:
+        """The pids of the `corpus` passages it names (`Corpus.gold_pids`)."""
+        return corpus.gold_pids(self.wikipedia_id, self.start_paragraph_id,
+                                self.end_paragraph_id)
 
 
 @dataclass
@@ -67,57 +51,6 @@ class Query:
     gold_refs: list[GoldRef] = field(default_factory=list)
     # graded human judgments by pid (TREC qrels, label > 0 relevant) where the source has them
     relevance: dict[str, int] = field(default_factory=dict)
-
-
-@dataclass
-class Corpus:
-    """Passages to retrieve from, addressable by pid (and by text, for mapping gold)."""
-
-    passages: list[Passage]
-    name: str | None = field(default=None, kw_only=True)  # its `CORPORA` name; None: a source's own or a file's
-    revision: str | None = field(default=None, kw_only=True)  # the Hub commit of a named corpus
-    license: str = field(default="unknown", kw_only=True)  # Hub licence id of a named corpus
-
-    def __post_init__(self) -> None:
-        self._by_pid = {p.pid: p for p in self.passages}
-
-    def __len__(self) -> int:
-        return len(self.passages)
-
-    def __contains__(self, pid: object) -> bool:
-        return pid in self._by_pid
-
-    def __getitem__(self, pid: str) -> Passage:
-        return self._by_pid[pid]
-
-    def pids(self, rows) -> list[str]:
-        """The pids at corpus positions `rows` (any iterable of ints), in order."""
-        return [self.passages[i].pid for i in rows]
-
-    def contents(self, rows) -> list[str]:
-        """The `contents` (what an encoder sees) at corpus positions `rows`, in order."""
-        return [self.passages[i].contents for i in rows]
-
-    def find(self, passage: Passage) -> Passage | None:
-        """The corpus passage that is `passage`: the same pid, else the same title and text."""
-        if passage.pid in self._by_pid:
-            return self._by_pid[passage.pid]
-        return self._by_text.get((passage.title, passage.text))
-
-    @cached_property
-    def _by_text(self) -> dict[tuple[str, str], Passage]:
-        by_text: dict[tuple[str, str], Passage] = {}
-        for p in self.passages:
-            by_text.setdefault((p.title, p.text), p)
-        return by_text
-
-    @cached_property
-    def fingerprint(self) -> str:
-        """sha256 over every pid, title and text, in order: keys the embedding index."""
-        digest = hashlib.sha256()
-        for p in self.passages:
-            digest.update(f"{p.pid}\t{p.title}\t{p.text}\n".encode())
-        return digest.hexdigest()
 
 
 @dataclass
@@ -165,19 +98,19 @@ class Source:
         }
 
     def gold_in_corpus(self) -> dict | None:
-        """How many of the queries' human gold passages (text or KILT paragraph references)
-        the corpus holds: {gold, in_corpus, queries_with_gold, queries_with_gold_in_corpus};
+        """How many of the queries' human gold passages the corpus holds (a KILT reference
+        counts as the passages it names, or as one missing where the corpus holds none): {gold, in_corpus, queries_with_gold, queries_with_gold_in_corpus};
         None without a corpus or without gold."""
         if self.corpus is None:
             return None
         gold = found = queries = queries_found = 0
         for q in self.queries:
-            pids = dict.fromkeys([p.pid for p in q.gold]
-                                 + [pid for ref in q.gold_refs for pid in ref.pids])
-            if not pids:
+            pids = dict.fromkeys(p.pid for p in q.gold)  # references the corpus holds too
+            unheld = sum(not ref.pids_in(self.corpus) for ref in q.gold_refs)
+            if not pids and not unheld:
                 continue
             hits = sum(pid in self.corpus for pid in pids)
-            gold, found = gold + len(pids), found + hits
+            gold, found = gold + len(pids) + unheld, found + hits
             queries, queries_found = queries + 1, queries_found + (hits > 0)
         if not queries:
             return None
@@ -306,5 +239,5 @@ def _resolve(query: Query, corpus: Corpus) -> list[Passage]:
         found = corpus.find(p) or p
         gold.setdefault(found.pid, found)
     for ref in query.gold_refs:
-        gold.update((pid, corpus[pid]) for pid in ref.pids if pid in corpus and pid not in gold)
+        gold.update((pid, corpus[pid]) for pid in ref.pids_in(corpus) if pid not in gold)
     return list(gold.values())

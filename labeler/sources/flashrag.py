@@ -12,6 +12,7 @@ from labeler.errors import InputError
 from labeler.formats import read_jsonl
 from labeler.paths import file_sha256
 from labeler.sources import Corpus, Passage, Query, Source
+from labeler.sources.corpus import BATCH as CORPUS_BATCH
 from labeler.sources.hubload import head, load_hub
 
 #: 2WikiMultihopQA dev in FlashRAG's benchmark collection (queries and answers only).
@@ -74,22 +75,42 @@ def query_from_record(record: dict, where: str, line_no: int) -> Query:
 
 
 def read_corpus(path: str | Path) -> Corpus:
-    """A FlashRAG corpus (`.jsonl` or `.jsonl.gz`); duplicate or malformed lines fail."""
+    """A FlashRAG corpus (`.jsonl` or `.jsonl.gz`), stored as an on-disk table on first use
+    and memory-mapped after: the cache is keyed by the file's path, size and mtime, so an
+    edited file is read again. Duplicate or malformed lines fail at their line."""
     path = Path(path)
-    passages, seen = [], set()
-    for line_no, record in read_jsonl(path, skip_blank=True):
-        pid, contents = record.get("id"), record.get("contents")
-        if not isinstance(pid, (str, int)) or str(pid) == "":
-            raise InputError("missing or empty id", str(path), line_no, "id")
-        if not isinstance(contents, str):
-            raise InputError("missing or non-string contents", str(path), line_no, "contents")
-        if str(pid) in seen:
-            raise InputError(f"duplicate passage id '{pid}'", str(path), line_no, "id")
-        seen.add(str(pid))
-        passages.append(Passage(str(pid), *split_contents(contents)))
-    if not passages:
-        raise InputError("no passages in the corpus file", str(path))
-    return Corpus(passages)
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        raise InputError("no such file", str(path)) from None
+    lines: list[int] = []  # the line of each passage, for a duplicate's error
+
+    def batches():
+        batch: dict[str, list] = {"pid": [], "title": [], "text": []}
+        for line_no, record in read_jsonl(path, skip_blank=True):
+            pid, contents = record.get("id"), record.get("contents")
+            if not isinstance(pid, (str, int)) or str(pid) == "":
+                raise InputError("missing or empty id", str(path), line_no, "id")
+            if not isinstance(contents, str):
+                raise InputError("missing or non-string contents", str(path), line_no, "contents")
+            title, text = split_contents(contents)
+            batch["pid"].append(str(pid))
+            batch["title"].append(title)
+            batch["text"].append(text)
+            lines.append(line_no)
+            if len(lines) % CORPUS_BATCH == 0:
+                yield batch
+                batch = {"pid": [], "title": [], "text": []}
+        if batch["pid"]:
+            yield batch
+        if not lines:
+            raise InputError("no passages in the corpus file", str(path))
+
+    def duplicate(row: int, pid: str) -> InputError:
+        return InputError(f"duplicate passage id '{pid}'", str(path), lines[row], "id")
+
+    key = f"flashrag-file:{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
+    return Corpus.stored(key, batches, what=f"corpus {path.name}", duplicate=duplicate)
 
 
 def split_contents(contents: str) -> tuple[str, str]:

@@ -59,7 +59,7 @@ def test_gold_passages_map_onto_the_corpus_by_passage_id(hub):
     source = load_source("nq-tevatron", corpus="wiki-dpr")
     assert source.corpus.name == "wiki-dpr"
     assert source.revision.endswith(f"+corpus:wiki-dpr@{source.corpus.revision}")
-    assert all(p is source.corpus[p.pid] for q in source.queries for p in q.gold)
+    assert all(p == source.corpus[p.pid] for q in source.queries for p in q.gold)
     # DPR positives: 4 distinct for the first question, 5 for the second, all in the corpus
     assert source.gold_in_corpus() == {"gold": 9, "in_corpus": 9, "queries_with_gold": 2,
                                        "queries_with_gold_in_corpus": 2}

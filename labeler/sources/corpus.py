@@ -1,0 +1,368 @@
+"""A passage corpus as an Arrow table: memory-mapped from disk for a big corpus, in memory for
+a small one; never a Python object per passage.
+
+A stored corpus is one folder under the cache, written once from column batches and read
+back memory-mapped:
+
+- `passages.arrow`: an Arrow IPC file of columns pid, title, text (and, for a corpus cut from
+  pages, `page`, `start_paragraph`, `end_paragraph`: where each passage lies in its page);
+- `pid.npy` / `pid-rows.npy`: 64-bit hashes of the pids, sorted, and the rows they point at,
+  so `corpus[pid]` is a binary search, not a dict of every pid;
+- `text.npy` / `text-rows.npy`: the same for (title, text), so gold passages known only by
+  their text map onto the corpus;
+- `corpus.json`: passages, fingerprint and format, written last: a folder without it is a
+  cut write and is made again.
+
+Per passage that is ~32 bytes of index in memory at most (the Arrow text stays in the page
+cache), against ~1.1 KB as Python objects with dicts by pid and by text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from labeler.errors import InputError
+from labeler.paths import cache_root, locked
+
+__all__ = ["SPAN_COLUMNS", "Corpus", "Passage", "corpus_folder"]
+
+#: the columns every corpus has, in order
+COLUMNS = ("pid", "title", "text")
+#: optional columns of a corpus cut from pages: the page id and the first and last paragraph
+#: (inclusive, KILT's counting) a passage's words come from
+SPAN_COLUMNS = ("page", "start_paragraph", "end_paragraph")
+#: bumped when the stored layout changes, so an older folder is written again
+FORMAT = 1
+_META = "corpus.json"
+#: rows hashed and written per step while a corpus is stored
+BATCH = 65_536
+
+#: one batch of passages as column lists: pid, title, text (and optionally the span columns)
+Batch = dict[str, list]
+
+
+@dataclass(frozen=True)
+class Passage:
+    """One retrievable unit of text."""
+
+    pid: str  # stable id: the psgs_w100 id where the source has one
+    title: str
+    text: str
+
+    @property
+    def contents(self) -> str:
+        """The text an LLM or an encoder sees: `"{title} {text}"`."""
+        return f"{self.title} {self.text}" if self.title else self.text
+
+
+class _Keys:
+    """Sorted 64-bit hashes of one key per row and the rows in that order: rows by key in
+    O(log n), with the key itself compared, so a hash collision never mixes two rows."""
+
+    def __init__(self, hashes: np.ndarray, rows: np.ndarray):
+        self.hashes, self.rows = hashes, rows
+
+    @classmethod
+    def of(cls, hashes: np.ndarray) -> _Keys:
+        order = np.argsort(hashes, kind="stable")  # equal hashes keep row order
+        return cls(hashes[order], order.astype(np.int64))
+
+    def candidates(self, key: bytes) -> np.ndarray:
+        """The rows whose key hashes as `key` does, in row order."""
+        value = np.uint64(_hash(key))
+        lo = int(np.searchsorted(self.hashes, value, "left"))
+        hi = int(np.searchsorted(self.hashes, value, "right"))
+        return self.rows[lo:hi]
+
+
+def _hash(key: bytes) -> int:
+    return int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "little")
+
+
+def _pid_key(pid: str) -> bytes:
+    return pid.encode()
+
+
+def _text_key(title: str, text: str) -> bytes:
+    return f"{title}\x00{text}".encode()
+
+
+class Corpus:
+    """Passages to retrieve from, addressable by pid (and by text, for mapping gold).
+
+    `Corpus(passages)` holds a small corpus in memory; `Corpus.stored(key, batches)` writes a
+    big one to the cache once and memory-maps it on later runs."""
+
+    def __init__(self, passages: Iterable[Passage] = (), *, name: str | None = None,
+                 revision: str | None = None, license: str = "unknown"):
+        listed = list(passages)
+        columns = {"pid": [p.pid for p in listed], "title": [p.title for p in listed],
+                   "text": [p.text for p in listed]}
+        table = pa.table({c: pa.array(columns[c], pa.string()) for c in COLUMNS})
+        keys = _Hasher()
+        keys.add(columns)
+        self._open(table, keys.pid_keys(), keys.text_keys(), keys.fingerprint())
+        duplicate = _first_duplicate(self._pid_keys, self._column_at("pid"))
+        if duplicate is not None:
+            raise InputError(f"duplicate passage id '{duplicate[1]}'", field_name="id")
+        self.name, self.revision, self.license = name, revision, license
+
+    # -- construction -------------------------------------------------------------------
+
+    @classmethod
+    def stored(cls, key: str, batches: Callable[[], Iterable[Batch]], *,
+               name: str | None = None, revision: str | None = None, license: str = "unknown",
+               what: str = "corpus", total: int | None = None, cache_dir=None,
+               duplicate: Callable[[int, str], Exception] | None = None) -> Corpus:
+        """The corpus stored under `key`: read memory-mapped when the cache has it, else
+        written first from `batches()` (column batches, in order) — once, under a lock that a
+        concurrent run waits on. `what` names the corpus in progress lines and errors; a pid
+        that occurs twice fails the write with `duplicate(row, pid)` (row: its second
+        occurrence), by default an InputError naming it; `total`, the passages expected where
+        known, sizes the progress bar."""
+        folder = corpus_folder(key, cache_dir)
+        corpus = cls._read(folder)
+        if corpus is None:
+            folder.parent.mkdir(parents=True, exist_ok=True)
+            with locked(folder.with_name(folder.name + ".lock")):
+                corpus = cls._read(folder) or cls._write(folder, batches, what, total, duplicate)
+        corpus.name, corpus.revision, corpus.license = name, revision, license
+        return corpus
+
+    @classmethod
+    def _read(cls, folder: Path) -> Corpus | None:
+        try:
+            meta = json.loads((folder / _META).read_text())
+        except (OSError, ValueError):
+            return None
+        if meta.get("format") != FORMAT:
+            return None
+        corpus = cls.__new__(cls)
+        table = pa.ipc.open_file(pa.memory_map(str(folder / "passages.arrow"))).read_all()
+        load = lambda name: np.load(folder / name, mmap_mode="r")  # noqa: E731
+        corpus._open(table, _Keys(load("pid.npy"), load("pid-rows.npy")),
+                     _Keys(load("text.npy"), load("text-rows.npy")), meta["fingerprint"])
+        return corpus
+
+    @classmethod
+    def _write(cls, folder: Path, batches: Callable[[], Iterable[Batch]], what: str,
+               total: int | None, duplicate: Callable[[int, str], Exception] | None) -> Corpus:
+        from labeler.progress import info, progress_bar
+
+        staging = folder.with_name(folder.name + ".partial")
+        shutil.rmtree(staging, ignore_errors=True)  # a killed write's leftovers
+        staging.mkdir(parents=True)
+        hasher, writer = _Hasher(), None
+        try:
+            info(f"storing {what} as an on-disk table (once; later runs map it): {folder}")
+            with progress_bar(f"storing {what}", total or 0) as advance:
+                for batch in batches():
+                    table = _table(batch)
+                    if writer is None:
+                        writer = pa.ipc.new_file(str(staging / "passages.arrow"), table.schema)
+                    writer.write_table(table, max_chunksize=BATCH)
+                    hasher.add(batch)
+                    advance(table.num_rows)
+            if writer is None:
+                raise InputError(f"no passages in {what}")
+            writer.close()
+            pid_keys, text_keys = hasher.pid_keys(), hasher.text_keys()
+            table = pa.ipc.open_file(pa.memory_map(str(staging / "passages.arrow"))).read_all()
+            repeated = _first_duplicate(pid_keys, lambda row: table.column("pid")[row].as_py())
+            if repeated is not None:
+                raise (duplicate(*repeated) if duplicate else InputError(
+                    f"duplicate passage id '{repeated[1]}' in {what}", field_name="id"))
+            for name, keys in (("pid", pid_keys), ("text", text_keys)):
+                np.save(staging / f"{name}.npy", keys.hashes)
+                np.save(staging / f"{name}-rows.npy", keys.rows)
+            (staging / _META).write_text(json.dumps(
+                {"format": FORMAT, "passages": hasher.count, "fingerprint": hasher.fingerprint()}))
+            shutil.rmtree(folder, ignore_errors=True)
+            staging.rename(folder)
+        except BaseException:
+            if writer is not None:
+                writer.close()
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        corpus = cls._read(folder)
+        assert corpus is not None
+        return corpus
+
+    def _open(self, table: pa.Table, pid_keys: _Keys, text_keys: _Keys, fingerprint: str):
+        self.table, self._pid_keys, self._text_keys = table, pid_keys, text_keys
+        self.fingerprint = fingerprint  # sha256 over every pid, title and text, in order
+        self.name, self.revision, self.license = None, None, "unknown"
+
+    # -- reading ------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return self.table.num_rows
+
+    def __contains__(self, pid: object) -> bool:
+        return isinstance(pid, str) and self._row(pid) is not None
+
+    def __getitem__(self, pid: str) -> Passage:
+        row = self._row(pid)
+        if row is None:
+            raise KeyError(pid)
+        return self.passage(row)
+
+    @property
+    def passages(self) -> Sequence[Passage]:
+        """Every passage in corpus order, read as asked (index, slice or iteration)."""
+        return _Passages(self)
+
+    def passage(self, row: int) -> Passage:
+        """The passage at corpus position `row`."""
+        return self._rows([row])[0]
+
+    def pids(self, rows) -> list[str]:
+        """The pids at corpus positions `rows` (any iterable of ints), in order."""
+        return self._take(rows, ["pid"])["pid"]
+
+    def contents(self, rows) -> list[str]:
+        """The `contents` (what an encoder sees) at corpus positions `rows`, in order."""
+        taken = self._take(rows, ["title", "text"])
+        return [f"{title} {text}" if title else text
+                for title, text in zip(taken["title"], taken["text"])]
+
+    def find(self, passage: Passage) -> Passage | None:
+        """The corpus passage that is `passage`: the same pid, else the same title and text."""
+        row = self._row(passage.pid)
+        if row is None:
+            key = _text_key(passage.title, passage.text)
+            row = next((int(r) for r in self._text_keys.candidates(key)
+                        if _text_key(*self._at(int(r), "title", "text")) == key), None)
+        return None if row is None else self.passage(row)
+
+    def gold_pids(self, wikipedia_id: str, first: int, last: int) -> list[str]:
+        """The pids of the passages holding paragraphs `first`..`last` (inclusive) of page
+        `wikipedia_id`: for a corpus cut from pages, its passages of that page whose span
+        overlaps them; else the paragraph pids `<wikipedia_id>_<paragraph>` it holds."""
+        if "page" not in self.table.column_names:
+            return [pid for pid in (f"{wikipedia_id}_{i}" for i in range(first, last + 1))
+                    if pid in self]
+        row = self._row(f"{wikipedia_id}-0")  # a page's passages are consecutive rows
+        found = []
+        while row is not None and row < len(self):
+            stop = min(row + 64, len(self))
+            span = self.table.slice(row, stop - row).select(["pid", *SPAN_COLUMNS]).to_pydict()
+            for pid, page, start, end in zip(*span.values()):
+                if page != wikipedia_id:
+                    return found
+                if start <= last and end >= first:
+                    found.append(pid)
+            row = stop
+        return found
+
+    def _row(self, pid: str) -> int | None:
+        key = _pid_key(pid)
+        return next((int(r) for r in self._pid_keys.candidates(key)
+                     if self._at(int(r), "pid")[0] == pid), None)
+
+    def _at(self, row: int, *columns: str) -> tuple:
+        return tuple(self.table.column(c)[row].as_py() for c in columns)
+
+    def _column_at(self, column: str) -> Callable[[int], str]:
+        return lambda row: self.table.column(column)[row].as_py()
+
+    def _take(self, rows, columns: list[str]) -> dict[str, list]:
+        if isinstance(rows, range) and rows.step == 1:  # a span: a zero-copy slice
+            part = self.table.slice(rows.start, len(rows))
+        else:
+            part = self.table.take(pa.array(np.fromiter(rows, dtype=np.int64)))
+        return part.select(columns).to_pydict()
+
+    def _rows(self, rows) -> list[Passage]:
+        taken = self._take(rows, list(COLUMNS))
+        return [Passage(*values) for values in zip(*taken.values())]
+
+
+class _Passages(Sequence):
+    """A corpus's passages as a read-only sequence, each read when asked."""
+
+    def __init__(self, corpus: Corpus):
+        self._corpus = corpus
+
+    def __len__(self) -> int:
+        return len(self._corpus)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return self._corpus._rows(range(*index.indices(len(self))))
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        return self._corpus.passage(index)
+
+    def __iter__(self) -> Iterator[Passage]:
+        for batch in self._corpus.table.to_batches(max_chunksize=BATCH):
+            columns = batch.select(list(COLUMNS)).to_pydict()
+            yield from (Passage(*values) for values in zip(*columns.values()))
+
+
+class _Hasher:
+    """The pid and text hashes and the fingerprint of passages added in order."""
+
+    def __init__(self):
+        self._pids: list[np.ndarray] = []
+        self._texts: list[np.ndarray] = []
+        self._digest = hashlib.sha256()
+        self.count = 0
+
+    def add(self, batch: Batch) -> None:
+        pids, titles, texts = batch["pid"], batch["title"], batch["text"]
+        self._pids.append(np.fromiter((_hash(_pid_key(p)) for p in pids), np.uint64, len(pids)))
+        self._texts.append(np.fromiter((_hash(_text_key(t, x)) for t, x in zip(titles, texts)),
+                                       np.uint64, len(pids)))
+        self._digest.update("".join(f"{p}\t{t}\t{x}\n"
+                                    for p, t, x in zip(pids, titles, texts)).encode())
+        self.count += len(pids)
+
+    def pid_keys(self) -> _Keys:
+        return _Keys.of(_joined(self._pids))
+
+    def text_keys(self) -> _Keys:
+        return _Keys.of(_joined(self._texts))
+
+    def fingerprint(self) -> str:
+        return self._digest.hexdigest()
+
+
+def _joined(parts: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.zeros(0, np.uint64)
+
+
+def _first_duplicate(keys: _Keys, pid_at: Callable[[int], str]) -> tuple[int, str] | None:
+    """(row of its second occurrence, pid) of the repeated pid seen again first, or None."""
+    same = np.flatnonzero(keys.hashes[1:] == keys.hashes[:-1])
+    if not len(same):
+        return None
+    seconds = []
+    for i in same:  # equal hashes: a repeated pid, or (rarely) a collision
+        a, b = int(keys.rows[i]), int(keys.rows[i + 1])
+        if pid_at(a) == pid_at(b):
+            seconds.append((max(a, b), pid_at(a)))
+    return min(seconds) if seconds else None
+
+
+def _table(batch: Batch) -> pa.Table:
+    columns = [c for c in (*COLUMNS, *SPAN_COLUMNS) if c in batch]
+    types = {"pid": pa.string(), "title": pa.string(), "text": pa.string(),
+             "page": pa.string(), "start_paragraph": pa.int32(), "end_paragraph": pa.int32()}
+    return pa.table({c: pa.array(batch[c], types[c]) for c in columns})
+
+
+def corpus_folder(key: str, cache_dir=None) -> Path:
+    """Where the corpus stored under `key` lives: a folder named by the key's hash."""
+    digest = hashlib.sha256(key.encode()).hexdigest()[:24]
+    return cache_root(cache_dir) / "corpora" / digest
