@@ -142,10 +142,15 @@ SOURCES = {
 #: TriviaQA, HotpotQA, FEVER) and `msmarco-passage` (MS MARCO); `kilt-wikipedia` holds the
 #: paragraphs KILT provenance names.
 CORPORA = {
+    "kilt-w100": "labeler.sources.kilt_w100:load_kilt_w100",
     "wiki-dpr": "labeler.sources.corpora:load_wiki_dpr",
     "msmarco-passage": "labeler.sources.corpora:load_msmarco_passage",
     "kilt-wikipedia": "labeler.sources.corpora:load_kilt_wikipedia",
 }
+
+#: dataset -> the corpus it retrieves from when no --corpus is given: the paper's for the KILT
+#: sets and 2WikiQA ("the Wikipedia dumps … split into DPR 100-word format", § Retrieval)
+DEFAULT_CORPORA = {name: "kilt-w100" for name in ("nq", "tq", "hotpotqa", "fever", "2wiki")}
 
 JSONL_PREFIX = "jsonl:"
 #: `search:PATH`: a TSV or JSONL queries file (labeler.sources.search), with --corpus, --qrels
@@ -188,6 +193,7 @@ def load_source(
     """
     from labeler.sources import flashrag, search
 
+    corpus = corpus if corpus is not None else DEFAULT_CORPORA.get(name)
     passages = load_corpus(corpus) if corpus is not None else None
     if name.startswith(JSONL_PREFIX):
         source = flashrag.load_jsonl(name[len(JSONL_PREFIX) :], limit=limit)
