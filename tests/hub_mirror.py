@@ -87,6 +87,9 @@ def seed_mirror(hub: HubServer) -> str:
         if spec.script:
             files[spec.script] = _script(spec.repo, f"{spec.repo}/resolve/main/{spec.files[0]}")
     for (repo, revision), files in repos.items():
+        configs = _configs(files)
+        if configs:
+            files["README.md"] = configs
         if len(revision) == 40:
             hub.seed(repo, files, sha=revision)
             continue
@@ -115,6 +118,20 @@ def mirror_env(hub: HubServer, home: Path) -> dict[str, str]:
         "HF_HUB_DISABLE_TELEMETRY": "1",
         "LABELER_KILT_SOURCE": seed_mirror(hub),
     }
+
+
+def _configs(files: dict[str, bytes]) -> bytes | None:
+    """The card's `configs:` block, as the parquet-converted repos have one, for files laid out
+    `<config>/<split>-NNNNN-of-NNNNN.parquet`; None for other layouts."""
+    entries = sorted(p.split("/") for p in files if p.endswith("-of-00001.parquet"))
+    if not entries:
+        return None
+    lines = ["---", "configs:"]
+    for config, name in entries:
+        split = name.split("-")[0]
+        lines += [f"- config_name: {config}", "  data_files:", f"  - split: {split}",
+                  f"    path: {config}/{split}-*"]
+    return ("\n".join([*lines, "---", ""])).encode()
 
 
 def _sha(*parts: str) -> str:
