@@ -55,7 +55,8 @@ except LabelerError as e:
 
 
 def _run(code: str, args: list[str], env: dict[str, str]) -> dict:
-    run = subprocess.run([sys.executable, "-c", code, *args], env={**os.environ, **env},
+    run = subprocess.run([sys.executable, "-c", code, *args], check=False,
+                         env={**os.environ, **env},
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     return json.loads(run.stdout.splitlines()[-1])
