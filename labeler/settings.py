@@ -23,6 +23,7 @@ __all__ = [
     "debug",
     "hub_backoff",
     "is_true",
+    "kilt_source",
     "offline",
     "passed_to_workers",
     "quiet",
@@ -35,6 +36,7 @@ DEBUG = "LABELER_DEBUG"  # tracebacks instead of one `error:` line (`--debug`)
 QUIET = "LABELER_QUIET"  # no progress bars or hints (`--quiet`)
 VERBOSE = "LABELER_VERBOSE"  # more detail on stderr (`--verbose`)
 CACHE_DIR = "LABELER_CACHE_DIR"  # the per-user cache folder (LLM calls, embeddings, models)
+KILT_SOURCE = "LABELER_KILT_SOURCE"  # a copy of KILT's kilt_knowledgesource.json: URL or path
 HUB_BACKOFF = "LABELER_HUB_BACKOFF"  # seconds before the first Hub retry (then doubling)
 XDG_CACHE_HOME = "XDG_CACHE_HOME"  # the user cache base when LABELER_CACHE_DIR is unset
 HF_HUB_OFFLINE = "HF_HUB_OFFLINE"  # huggingface_hub's offline switch ...
@@ -90,6 +92,11 @@ def cache_dir() -> Path:
 def passed_to_workers() -> dict[str, str]:
     """The WORKER_VARIABLES this process has, by name, to set in a worker's environment."""
     return {name: os.environ[name] for name in WORKER_VARIABLES if name in os.environ}
+
+
+def kilt_source(default: str) -> str:
+    """Where the KILT knowledge source is read from: LABELER_KILT_SOURCE, else `default`."""
+    return os.environ.get(KILT_SOURCE) or default
 
 
 def hub_backoff() -> float:

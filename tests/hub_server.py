@@ -8,6 +8,12 @@ endpoints that `create_repo`, `repo_info`, `validate-yaml`, `preupload`, `create
 `get_paths_info` and file downloads (`resolve`, HEAD and ranged GET) use in
 huggingface_hub 1.33. Every upload is answered `regular` (inline content, no LFS or Xet).
 
+Mirrors of real repos: `seed(repo_id, files, sha=...)` adds a commit with the given sha (a real
+Hub commit a source pins) on a branch (`main`, or `refs/convert/parquet`); `gated=True` makes the
+repo answer as a gated one whose licence the caller has not accepted (401 without a token, 403
+with one, `X-Error-Code: GatedRepo`, as the Hub does). `static(path, content)` serves a plain file
+outside any repo (a dataset's canonical download URL).
+
 Faults: `inject(at=N, kind=...)` makes the Nth request from now fail with an HTTP error status
 (`"500"`, `"503"`, `"429"`, ...), a connection closed before the request is handled (`"drop"`),
 or one closed after it was handled, so its effect stays but the answer is lost
@@ -62,6 +68,7 @@ class Repo:
     commits: dict[str, Commit] = field(default_factory=dict)
     branches: dict[str, str] = field(default_factory=dict)
     tags: dict[str, str] = field(default_factory=dict)
+    gated: bool = False
 
     def resolve(self, revision: str) -> Commit | None:
         sha = self.branches.get(revision) or self.tags.get(revision)
@@ -103,6 +110,7 @@ class HubServer:
     def __init__(self, tokens: set[str] | frozenset[str] = frozenset({"hf_test_token"})):
         self.tokens = set(tokens)
         self.repos: dict[tuple[str, str], Repo] = {}
+        self.statics: dict[str, bytes] = {}  # URL path -> content, outside any repo
         self.log: list[str] = []  # "METHOD path" of every request, in arrival order
         self._lock = threading.RLock()
         self._faults: list[tuple[int, str, int | None]] = []  # (request number, kind, times)
@@ -132,6 +140,23 @@ class HubServer:
         with self._lock:
             self._faults.append((self._counter + at, kind, times))
 
+    def seed(self, repo_id: str, files: dict[str, bytes], *, sha: str, repo_type: str = "dataset",
+             branch: str = "main", gated: bool = False) -> Repo:
+        """A commit with sha `sha` holding `files` on `branch` of `repo_id` (created if new)."""
+        with self._lock:
+            repo = self.repos.setdefault((repo_type, repo_id), Repo(repo_id, repo_type, False))
+            repo.gated = repo.gated or gated
+            date = datetime.fromtimestamp(1_600_000_000 + len(repo.commits), UTC).isoformat()
+            repo.commits[sha] = Commit(sha, repo.branches.get(branch), f"seed {branch}",
+                                       date.replace("+00:00", ".000Z"), dict(files))
+            repo.branches[branch] = sha
+            return repo
+
+    def static(self, path: str, content: bytes) -> str:
+        """Serve `content` at URL path `path`; returns its full URL."""
+        self.statics["/" + path.lstrip("/")] = content
+        return f"{self.url}/{path.lstrip('/')}"
+
     def clear_faults(self) -> None:
         with self._lock:
             self._faults.clear()
@@ -159,6 +184,8 @@ class HubServer:
         if token is not None and token not in self.tokens:
             raise HttpError(401, "Invalid credentials in Authorization header")
         with self._lock:
+            if split.path in self.statics and method in ("GET", "HEAD"):
+                return self._content(self.statics[split.path], {}, headers)
             if parts[0] == "api":
                 return self._api(method, parts[1:], query, token, headers, body)
             return self._resolve(method, parts, token, headers)
@@ -238,7 +265,7 @@ class HubServer:
                 "lastModified": commit.date,
                 "createdAt": first.date,
                 "private": repo.private,
-                "gated": False,
+                "gated": "auto" if repo.gated else False,
                 "disabled": False,
                 "downloads": 0,
                 "likes": 0,
@@ -255,11 +282,14 @@ class HubServer:
                 for n, sha in sorted(names.items())
             ]
 
+        heads = {n: s for n, s in repo.branches.items() if not n.startswith("refs/convert/")}
+        converts = [{"name": n.removeprefix("refs/convert/"), "ref": n, "targetCommit": s}
+                    for n, s in sorted(repo.branches.items()) if n not in heads]
         return _json(
             200,
             {
-                "branches": refs("heads", repo.branches),
-                "converts": [],
+                "branches": refs("heads", heads),
+                "converts": converts,
                 "tags": refs("tags", repo.tags),
                 "pullRequests": [],
             },
@@ -374,10 +404,13 @@ class HubServer:
                 "EntryNotFound",
                 extra_headers={"X-Repo-Commit": commit.sha},
             )
-        content = commit.files[path]
+        return self._content(commit.files[path], {"X-Repo-Commit": commit.sha}, headers)
+
+    def _content(self, content: bytes, extra: dict, headers):
+        """A file's bytes, whole or the asked range."""
         out = {
             "ETag": f'"{blob_oid(content)}"',
-            "X-Repo-Commit": commit.sha,
+            **extra,
             "Accept-Ranges": "bytes",
             "Content-Type": "text/plain; charset=utf-8",
         }
@@ -399,6 +432,11 @@ class HubServer:
         repo = self.repos.get((repo_type, repo_id))
         if repo is None or (repo.private and token is None):
             raise HttpError(404, "Repository not found", "RepoNotFound")
+        if repo.gated:
+            raise HttpError(401 if token is None else 403,
+                            f"Access to dataset {repo_id} is restricted. You must have access "
+                            "to it and be authenticated to access it. Please log in.",
+                            "GatedRepo")
         return repo
 
     def _commit(self, repo: Repo, revision: str) -> Commit:

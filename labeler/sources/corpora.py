@@ -6,73 +6,103 @@
   ids, the same as DPR's and Tevatron's gold passage ids (`nq-tevatron`).
 - `msmarco-passage`: MS MARCO's 8,841,823 passages, the paper's corpus for MS MARCO, as
   Tevatron/msmarco-passage-corpus (same layout; pids the MS MARCO passage ids).
-- `kilt-wikipedia`: the KILT knowledge source (facebook/kilt_wikipedia, 2019-08-01 dump, 5.9M
-  pages), cut into its paragraphs with pids `<wikipedia_id>_<paragraph>`: the corpus in which
-  KILT provenance (`Query.gold_refs` of `nq`, `tq`, `hotpotqa`, `fever`) names gold passages.
+- `kilt-wikipedia`: the KILT knowledge source (2019-08-01 dump, 5.9M pages, `kilt_pages`), cut
+  into its paragraphs with pids `<wikipedia_id>_<paragraph>`: the corpus in which KILT
+  provenance (`Query.gold_refs` of `nq`, `tq`, `hotpotqa`, `fever`) names gold passages.
 
-Each is read through `datasets` (labeler.sources.hubload): the first use downloads it (tens
-of GB for the Wikipedia ones), later ones read the local cache. The whole corpus is held in
-memory, so it must fit on the machine; encoding it is resumable (labeler.retrieval.index).
-Offline with no cached copy, the error names the corpus and how to pass a file instead.
+The files are `hub_files`'s, pinned; the first use downloads them (GBs), later ones read the
+local cache. Rows become passages in column batches (`BATCH` rows at a time), never a Python
+object per row of the source. Offline with no cached copy, the error names the corpus and how
+to pass a file instead.
 """
 
 from __future__ import annotations
 
-from labeler.sources import Corpus, Passage
-from labeler.sources.hubload import load_hub, rows
+from collections.abc import Callable, Iterator
 
-#: name -> (Hub id, config, split)
-HUB = {
-    "wiki-dpr": ("Tevatron/wikipedia-nq-corpus", None, "train"),
-    "msmarco-passage": ("Tevatron/msmarco-passage-corpus", None, "train"),
-    "kilt-wikipedia": ("facebook/kilt_wikipedia", "2019-08-01", "full"),
-}
+from labeler import settings
+from labeler.sources import Corpus
+from labeler.sources.hub_files import HUB_FILES, KILT_SOURCE_REPO, KILT_SOURCE_URL
+from labeler.sources.hubload import fetch_url, load_hub
+
 #: The text's own licences: Wikipedia's text is CC BY-SA 3.0 (DPR's psgs_w100 and KILT's
 #: knowledge source are cuts of Wikipedia dumps); MS MARCO's terms allow non-commercial
 #: research use only ("other"), as labeler.sources.msmarco says.
 LICENSE = {"wiki-dpr": "cc-by-sa-3.0", "msmarco-passage": "other",
-           "kilt-wikipedia": "cc-by-sa-3.0"}
+           "kilt-wikipedia": "cc-by-sa-3.0", "kilt-w100": "cc-by-sa-3.0"}
 _FILE_HINT = ("or pass --corpus FILE: a FlashRAG corpus jsonl, one {id, contents} per line, "
               "contents \"Title\"\\ntext")
+#: rows read at a time when turning a source's rows into passages
+BATCH = 10_000
+
+Batches = Iterator[dict[str, list[str]]]
 
 
 def load_wiki_dpr() -> Corpus:
     """DPR's 100-word Wikipedia passages (psgs_w100)."""
-    return _load("wiki-dpr", from_tevatron_rows)
+    dataset, revision = load_hub(HUB_FILES["wiki-dpr"], what="corpus 'wiki-dpr'",
+                                 hint=_FILE_HINT)
+    return _corpus("wiki-dpr", revision, lambda: tevatron_batches(dataset), len(dataset))
 
 
 def load_msmarco_passage() -> Corpus:
     """MS MARCO's 8.8M passages."""
-    return _load("msmarco-passage", from_tevatron_rows)
+    dataset, revision = load_hub(HUB_FILES["msmarco-passage"],
+                                 what="corpus 'msmarco-passage'", hint=_FILE_HINT)
+    return _corpus("msmarco-passage", revision, lambda: tevatron_batches(dataset),
+                   len(dataset))
 
 
 def load_kilt_wikipedia() -> Corpus:
     """The KILT knowledge source, one passage per paragraph, pids `<wikipedia_id>_<i>`."""
-    return _load("kilt-wikipedia", from_kilt_rows)
+    pages, revision = kilt_pages()
+    return _corpus("kilt-wikipedia", revision, lambda: kilt_paragraph_batches(pages), 0)
 
 
-def from_tevatron_rows(dataset) -> list[Passage]:
-    """Tevatron corpus rows `{docid, title, text}` -> passages, pid = docid."""
-    return [Passage(str(row["docid"]), row.get("title") or "", row["text"]) for row in dataset]
+def kilt_pages():
+    """(pages, revision): KILT's knowledge source as a `datasets.Dataset`, one row a page
+    `{wikipedia_id, wikipedia_title, text: [paragraph, ...], ...}` (memory-mapped Arrow);
+    the revision names the file and its `datasets` fingerprint."""
+    import datasets
+
+    source = kilt_source()
+    if source.startswith(("http://", "https://")):
+        source = fetch_url(source, what="corpus 'kilt-wikipedia'", repo=KILT_SOURCE_REPO,
+                           hint=_FILE_HINT)
+    pages = datasets.load_dataset("json", data_files={"full": [source]}, split="full")
+    return pages, f"kilt_knowledgesource.json@{pages._fingerprint}"
 
 
-def from_kilt_rows(dataset) -> list[Passage]:
-    """kilt_wikipedia rows `{wikipedia_id, wikipedia_title, text: {paragraph: [...]}}` ->
-    one passage per paragraph, pid `<wikipedia_id>_<index>` (index 0 is the page title, as
-    KILT counts paragraphs), text without its trailing newline."""
-    passages = []
-    for row in dataset:
-        text = row["text"]
-        paragraphs = text["paragraph"] if isinstance(text, dict) else [p["paragraph"]
-                                                                      for p in rows(text)]
-        passages += [Passage(f"{row['wikipedia_id']}_{i}", row["wikipedia_title"],
-                             paragraph.strip())
-                     for i, paragraph in enumerate(paragraphs)]
-    return passages
+def kilt_source() -> str:
+    """Where the KILT knowledge source is read from: KILT's URL, or the copy
+    `LABELER_KILT_SOURCE` names."""
+    return settings.kilt_source(KILT_SOURCE_URL)
 
 
-def _load(name: str, convert) -> Corpus:
-    repo, config, split = HUB[name]
-    dataset, revision = load_hub(repo, config=config, split=split, what=f"corpus '{name}'",
-                                 hint=_FILE_HINT)
-    return Corpus(convert(dataset), name=name, revision=revision, license=LICENSE[name])
+def tevatron_batches(dataset) -> Batches:
+    """Tevatron corpus rows `{docid, title, text}` -> passage column batches, pid = docid."""
+    for batch in dataset.iter(batch_size=BATCH):
+        yield {"pid": [str(d) for d in batch["docid"]],
+               "title": [t or "" for t in batch["title"]], "text": batch["text"]}
+
+
+def kilt_paragraph_batches(pages) -> Batches:
+    """KILT pages -> one passage per paragraph, pid `<wikipedia_id>_<index>` (index 0 is the
+    page title, as KILT counts paragraphs), text without its trailing newline. A page's `text`
+    is a list of paragraphs (KILT's file) or `{paragraph: [...]}` (the Hub builder's layout)."""
+    for batch in pages.iter(batch_size=BATCH):
+        out = {"pid": [], "title": [], "text": []}
+        for page_id, title, text in zip(batch["wikipedia_id"], batch["wikipedia_title"],
+                                        batch["text"]):
+            paragraphs = text["paragraph"] if isinstance(text, dict) else text
+            out["pid"] += [f"{page_id}_{i}" for i in range(len(paragraphs))]
+            out["title"] += [title] * len(paragraphs)
+            out["text"] += [p.strip() for p in paragraphs]
+        yield out
+
+
+def _corpus(name: str, revision: str, batches: Callable[[], Batches], total: int) -> Corpus:
+    """The named corpus at `revision`, stored once from its passage batches (an on-disk table
+    memory-mapped on later runs)."""
+    return Corpus.stored(f"{name}@{revision}", batches, name=name, revision=revision,
+                         license=LICENSE[name], what=f"corpus '{name}'", total=total)

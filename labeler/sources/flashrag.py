@@ -13,10 +13,9 @@ from labeler.formats import read_jsonl
 from labeler.paths import file_sha256
 from labeler.sources import Corpus, Passage, Query, Source
 from labeler.sources.corpus import BATCH as CORPUS_BATCH
+from labeler.sources.hub_files import HUB_FILES
 from labeler.sources.hubload import head, load_hub
 
-#: 2WikiMultihopQA dev in FlashRAG's benchmark collection (queries and answers only).
-TWOWIKI = ("RUC-NLPIR/FlashRAG_datasets", "2wikimultihopqa/dev.jsonl")
 #: 2WikiMultihopQA's own licence, Apache-2.0 (Alab-NII/2wikimultihop LICENSE); the cc-by-sa-4.0
 #: on FlashRAG_datasets' card is the collection's.
 TWOWIKI_LICENSE = "apache-2.0"
@@ -38,10 +37,10 @@ def load_jsonl(path: str | Path, *, limit: int | None = None) -> Source:
 
 def load_2wiki(*, limit: int | None = None) -> Source:
     """2WikiMultihopQA dev (FlashRAG layout) from the Hub; retrieval pools need --corpus."""
-    repo, data_file = TWOWIKI
-    dataset, revision = load_hub(repo, split="dev", data_files=data_file)
-    source = from_dataset(dataset, name="2wiki", revision=revision, where=f"{repo}/{data_file}",
-                          limit=limit)
+    spec = HUB_FILES["2wiki"]  # 2WikiMultihopQA dev in FlashRAG's benchmark collection
+    dataset, revision = load_hub(spec)
+    source = from_dataset(dataset, name="2wiki", revision=revision,
+                          where=f"{spec.repo}/{spec.files[0]}", limit=limit)
     source.license = TWOWIKI_LICENSE
     return source
 

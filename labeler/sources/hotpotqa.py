@@ -7,17 +7,16 @@ paragraph's pid is its Wikipedia title with spaces as underscores (HotpotQA's ow
 from __future__ import annotations
 
 from labeler.sources import Corpus, Passage, Query, Source
+from labeler.sources.hub_files import HUB_FILES
 from labeler.sources.hubload import head, load_hub
 
-HUB = ("hotpotqa/hotpot_qa", "distractor", "validation")
 #: HotpotQA is CC BY-SA 4.0 (hotpotqa.github.io; the Hub card says the same).
 LICENSE = "cc-by-sa-4.0"
 
 
 def load_hotpotqa(*, limit: int | None = None) -> Source:
     """HotpotQA distractor validation from the Hub."""
-    repo, config, split = HUB
-    dataset, revision = load_hub(repo, config=config, split=split)
+    dataset, revision = load_hub(HUB_FILES["hotpotqa-distractor"])
     return from_dataset(dataset, name="hotpotqa-distractor", revision=revision, license=LICENSE, limit=limit)
 
 

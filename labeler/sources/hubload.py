@@ -1,46 +1,126 @@
-"""The one place sources call `datasets.load_dataset` on the Hugging Face Hub."""
+"""The one place sources read Hub data: the pinned files of `hub_files.HUB_FILES` through
+`huggingface_hub` (so a pinned commit reads from the local cache offline) and `datasets`."""
 
 from __future__ import annotations
 
 from labeler.errors import HubError
+from labeler.sources.hub_files import HubFiles
+
+#: one hint per cause, so the error says what to do about the cause it names
+NOT_FOUND = "check the id; a private repo needs a token: hf auth login"
+GATED = "accept its conditions on https://huggingface.co/datasets/{repo}, then set a token: " \
+        "hf auth login"
+SCRIPT = "datasets no longer runs loading scripts; labeler.sources.hub_files must name data files"
+OFFLINE = "needs network on first use; later runs read the local cache"
 
 
-def load_hub(
-    repo: str,
-    *,
-    config: str | None = None,
-    split: str = "validation",
-    data_files: str | None = None,
-    what: str = "dataset",
-    hint: str = "",
-):
-    """(rows, revision) of one split of a Hub dataset; adapters stop reading at their limit.
-    `what` names it in the error ("dataset", "corpus 'wiki-dpr'"); `hint` adds another way.
+def load_hub(spec: HubFiles, *, what: str = "dataset", hint: str = ""):
+    """(dataset, revision) of `spec`'s files as one `datasets.Dataset` split; `what` names it in
+    the error ("dataset", "corpus 'wiki-dpr'"), `hint` adds another way round a failure.
 
-    The revision is the Hub commit when the Hub answers, else the `datasets` cache
-    fingerprint (offline, from the local cache), so manifests always pin something.
-    """
+    The revision is the pinned commit (for a branch, the commit it resolved to)."""
     import datasets
 
-    kwargs = {"data_files": {split: data_files}} if data_files else {}
+    paths, revision = download(spec, what=what, hint=hint)
+    fmt = {"json": "json", "parquet": "parquet"}[spec.format]
+    dataset = datasets.load_dataset(fmt, data_files={spec.split: paths}, split=spec.split)
+    return dataset, revision
+
+
+def download(spec: HubFiles, *, what: str = "dataset", hint: str = "") -> tuple[list[str], str]:
+    """Local paths of `spec`'s files (downloaded once, then from the Hub cache) and the commit;
+    HubError names the cause: no such repo, gated, only a loading script, offline."""
+    from huggingface_hub import hf_hub_download
+
+    paths = []
     try:
-        dataset = datasets.load_dataset(repo, config, split=split, **kwargs)
-    except Exception as exc:  # datasets raises many types: offline, missing, gated, ...
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        first = "needs network on first use; later runs read the local cache"
-        raise HubError(f"cannot load {what}: {reason}", repo,
-                       hint=f"{first}; {hint}" if hint else first) from exc
-    return dataset, _revision(repo, dataset)
+        for name in spec.files:
+            paths.append(hf_hub_download(spec.repo, name, revision=spec.revision,
+                                         repo_type="dataset"))
+    except Exception as exc:  # huggingface_hub raises one type per cause, mapped below
+        message, advice = _cause(spec, exc)
+        raise HubError(f"cannot load {what}: {message}", spec.repo,
+                       hint=f"{advice}; {hint}" if hint else advice) from exc
+    return paths, _commit(spec, paths[0])
 
 
-def _revision(repo: str, dataset) -> str:
+def fetch_url(url: str, *, what: str, repo: str, hint: str = "") -> str:
+    """A file outside the Hub (a dataset's canonical download URL), downloaded once into the
+    labeler cache and read from there after; HubError when it is not cached and cannot be had."""
+    import hashlib
+
     import httpx
+
+    from labeler import settings
+
+    path = settings.cache_dir() / "downloads" / (
+        f"{hashlib.sha256(url.encode()).hexdigest()[:16]}-{url.rsplit('/', 1)[-1]}")
+    if path.exists():
+        return str(path)
+    advice = f"{OFFLINE}; {hint}" if hint else OFFLINE
+    if settings.offline():
+        raise HubError(f"cannot load {what}: {url} is not in the local cache and the Hub is "
+                       "offline (HF_HUB_OFFLINE)", repo, hint=advice)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".part")
+    try:
+        with httpx.stream("GET", url, follow_redirects=True, timeout=60) as response, \
+                partial.open("wb") as out:
+            response.raise_for_status()
+            for chunk in response.iter_bytes(1 << 20):
+                out.write(chunk)
+    except httpx.HTTPError as exc:
+        raise HubError(f"cannot load {what}: {url}: {exc}", repo, hint=advice) from exc
+    partial.replace(path)
+    return str(path)
+
+
+def _cause(spec: HubFiles, exc: Exception) -> tuple[str, str]:
+    """(what went wrong, what to do) for a failed download of `spec`."""
+    from huggingface_hub.errors import (
+        EntryNotFoundError,
+        GatedRepoError,
+        LocalEntryNotFoundError,
+        OfflineModeIsEnabled,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+
+    if isinstance(exc, GatedRepoError):
+        return "the repo is gated", GATED.format(repo=spec.repo)
+    if isinstance(exc, RepositoryNotFoundError):
+        return "no such dataset repo on the Hub", NOT_FOUND
+    if isinstance(exc, RevisionNotFoundError):
+        return f"the Hub has no revision {spec.revision}", NOT_FOUND
+    if isinstance(exc, (LocalEntryNotFoundError, OfflineModeIsEnabled, ConnectionError)):
+        return "not in the local cache and the Hub cannot be reached", OFFLINE
+    if isinstance(exc, EntryNotFoundError):
+        script = _script(spec)
+        if script:
+            return (f"the repo holds only a loading script ({script}), not "
+                    f"{', '.join(spec.files)}"), SCRIPT
+        return f"no {', '.join(spec.files)} at {spec.revision}", NOT_FOUND
+    return (str(exc).splitlines()[0] if str(exc) else type(exc).__name__), OFFLINE
+
+
+def _script(spec: HubFiles) -> str | None:
+    """The repo's loading script at the revision, if it has one (asked only on a failure)."""
     from huggingface_hub import HfApi
 
     try:
-        return HfApi().dataset_info(repo).sha
-    except (OSError, httpx.HTTPError):  # offline, unreachable or refused: fingerprint instead
-        return f"fingerprint:{dataset._fingerprint}"
+        files = HfApi().list_repo_files(spec.repo, revision=spec.revision, repo_type="dataset")
+    except Exception:  # noqa: BLE001 - only a better message was at stake
+        return None
+    return next((f for f in files if f.endswith(".py") and "/" not in f), None)
+
+
+def _commit(spec: HubFiles, path: str) -> str:
+    """The commit a downloaded file came from: the pinned sha, or what a branch resolved to
+    (the snapshot folder of the Hub cache is named by it)."""
+    from pathlib import Path
+
+    return spec.revision if len(spec.revision) == 40 else Path(path).parents[
+        len(Path(spec.files[0]).parts) - 1].name
 
 
 def rows(value) -> list[dict]:

@@ -14,20 +14,18 @@ retrieval over `--corpus` (or a `--run`). `load_source` turns the references int
 passages when that corpus holds their paragraphs as `<wikipedia_id>_<paragraph>`.
 
 TriviaQA: KILT ships only the question ids; the questions come from TriviaQA itself
-(mandarjoshi90/trivia_qa, `unfiltered.nocontext`, validation), joined on the id as the
+(mandarjoshi/trivia_qa, `unfiltered.nocontext`, validation), joined on the id as the
 kilt_tasks card does. Answers are KILT's (the answer and its aliases).
+
+Files: `hub_files.HUB_FILES` (the parquet files of kilt_tasks' main branch, pinned).
 """
 
 from __future__ import annotations
 
 from labeler.sources import GoldRef, Query, Source
+from labeler.sources.hub_files import HUB_FILES
 from labeler.sources.hubload import load_hub, rows
 
-REPO, SPLIT = "facebook/kilt_tasks", "validation"
-#: dataset name -> the kilt_tasks config holding it
-CONFIGS = {"nq": "nq", "tq": "triviaqa_support_only", "hotpotqa": "hotpotqa", "fever": "fever"}
-#: where KILT-TriviaQA's questions are: (repo, config, split)
-TRIVIAQA = ("mandarjoshi90/trivia_qa", "unfiltered.nocontext", "validation")
 #: The questions' own licences, not the "mit" on facebook/kilt_tasks' card (KILT's, which
 #: repackages them): Natural Questions CC BY-SA 3.0 (google-research-datasets/
 #: natural-questions); TriviaQA's README: "The Apache 2.0 License applies to both the code
@@ -54,16 +52,16 @@ def load_fever(*, limit: int | None = None) -> Source:
 
 def load_tq(*, limit: int | None = None) -> Source:
     """KILT TriviaQA dev, its questions joined from TriviaQA by question id."""
-    repo, config, split = TRIVIAQA
-    trivia, trivia_revision = load_hub(repo, config=config, split=split)
+    spec = HUB_FILES["tq-questions"]
+    trivia, trivia_revision = load_hub(spec)
     questions = dict(zip(trivia["question_id"], trivia["question"]))
     source = _load("tq", limit, questions=questions)
-    source.revision = f"{source.revision}+{repo}:{trivia_revision}"
+    source.revision = f"{source.revision}+{spec.repo}:{trivia_revision}"
     return source
 
 
 def _load(name: str, limit: int | None, **options) -> Source:
-    dataset, revision = load_hub(REPO, config=CONFIGS[name], split=SPLIT)
+    dataset, revision = load_hub(HUB_FILES[name])
     return from_dataset(dataset, name=name, revision=revision, license=LICENSE[name],
                         limit=limit, **options)
 

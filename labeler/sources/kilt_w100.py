@@ -36,11 +36,11 @@ _MARKUP = re.compile(r"^(Section|BULLET)::::(- )?")
 
 
 def passages_of(page: dict) -> list[tuple[str, str, str, int, int]]:
-    """One KILT page `{wikipedia_id, wikipedia_title, text: {paragraph: [...]}}` -> its
+    """One KILT page `{wikipedia_id, wikipedia_title, text: [paragraph, ...]}` -> its
     passages (pid, title, text, start paragraph, end paragraph)."""
     page_id, title = str(page["wikipedia_id"]), page["wikipedia_title"]
     text = page["text"]
-    paragraphs = text["paragraph"] if isinstance(text, dict) else [p["paragraph"] for p in text]
+    paragraphs = text["paragraph"] if isinstance(text, dict) else list(text)
     words: list[tuple[str, int]] = [
         (word, i) for i, paragraph in enumerate(paragraphs) if i > 0
         for word in _MARKUP.sub("", paragraph.strip()).split()]
@@ -68,10 +68,13 @@ def cut(pages: Iterable[dict]) -> Iterator[Batch]:
 
 
 def load_kilt_w100() -> Corpus:
-    """The corpus, cut from the KILT pages at their pinned revision on first use."""
-    from labeler.sources.corpora import KILT_PAGES, LICENSE, kilt_pages
+    """The corpus, cut from the KILT pages on first use; its revision names KILT's file and
+    the cut."""
+    from labeler.sources.corpora import LICENSE, kilt_pages, kilt_source
 
-    key = f"{NAME}@{KILT_PAGES.revision}:cut{CUT}"
+    source = kilt_source()
+    revision = f"{source.rsplit('/', 1)[-1]}:cut{CUT}"  # KILT's file is never re-released
+    key = f"{NAME}@{source}:cut{CUT}"
     if not (corpus_folder(key) / "corpus.json").exists():
         _first_use_notice()
 
@@ -80,7 +83,7 @@ def load_kilt_w100() -> Corpus:
         for rows in pages.iter(batch_size=1_000):
             yield from cut(dict(zip(rows, values)) for values in zip(*rows.values()))
 
-    return Corpus.stored(key, batches, name=NAME, revision=KILT_PAGES.revision,
+    return Corpus.stored(key, batches, name=NAME, revision=revision,
                          license=LICENSE[NAME], what=f"corpus '{NAME}'")
 
 
@@ -89,12 +92,12 @@ def _first_use_notice() -> None:
     import torch
 
     from labeler.progress import info
-    from labeler.sources.corpora import KILT_PAGES
+    from labeler.sources.hub_files import KILT_SOURCE_GIB, KILT_SOURCE_URL
 
     device = "GPU" if torch.cuda.is_available() else "CPU"
     hours = PAPER_PASSAGES * SECONDS_PER_PASSAGE[device] / 3600
-    info(f"{NAME}: the first use downloads KILT's Wikipedia ({KILT_PAGES.gigabytes:.0f} GB from "
-         f"{KILT_PAGES.repo}), cuts it into about {PAPER_PASSAGES / 1e6:.0f}M 100-word passages "
+    info(f"{NAME}: the first use downloads KILT's Wikipedia ({KILT_SOURCE_GIB} GiB, "
+         f"{KILT_SOURCE_URL}), cuts it into about {PAPER_PASSAGES / 1e6:.0f}M 100-word passages "
          f"and stores them once; encoding them with BGE-M3 takes about {hours:,.0f} h on one "
          f"{device} (an estimate: README, Corpus scale); later runs reuse both")
 

@@ -10,9 +10,9 @@ them to entity answers first, as the paper did with Qwen3-32B
 from __future__ import annotations
 
 from labeler.sources import Corpus, Passage, Query, Source
+from labeler.sources.hub_files import HUB_FILES
 from labeler.sources.hubload import load_hub, rows
 
-HUB = ("microsoft/ms_marco", "v1.1", "validation")
 FACTOID = ("LOCATION", "NUMERIC", "PERSON", "ENTITY")
 NO_ANSWER = "No Answer Present."
 #: MS MARCO's own terms (non-commercial research use only); its Hub card declares no licence.
@@ -21,8 +21,7 @@ LICENSE = "other"
 
 def load_msmarco_fqa(*, limit: int | None = None) -> Source:
     """The factoid subset of MS MARCO v1.1 validation from the Hub."""
-    repo, config, split = HUB
-    dataset, revision = load_hub(repo, config=config, split=split)
+    dataset, revision = load_hub(HUB_FILES["msmarco-fqa"])
     return from_dataset(dataset, name="msmarco-fqa", revision=revision, license=LICENSE,
                         limit=limit)
 

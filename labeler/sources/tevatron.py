@@ -13,10 +13,9 @@ supervision, not human gold), hence `-distant`. The paper's `nq` and `tq` are KI
 from __future__ import annotations
 
 from labeler.sources import Corpus, Passage, Query, Source
+from labeler.sources.hub_files import HUB_FILES
 from labeler.sources.hubload import head, load_hub, rows
 
-HUB = {"nq": "Tevatron/wikipedia-nq", "tq": "Tevatron/wikipedia-trivia"}
-SPLIT = "dev"
 #: Tevatron's Hub cards declare none, so the questions' own: Natural Questions is CC BY-SA 3.0
 #: (google-research-datasets/natural-questions); TriviaQA's README: "The Apache 2.0 License
 #: applies to both the code and the data" (mandarjoshi90/triviaqa).
@@ -25,13 +24,13 @@ LICENSE = {"nq": "cc-by-sa-3.0", "tq": "apache-2.0"}
 
 def load_nq(*, limit: int | None = None) -> Source:
     """NQ dev from Tevatron/wikipedia-nq."""
-    dataset, revision = load_hub(HUB["nq"], split=SPLIT)
+    dataset, revision = load_hub(HUB_FILES["nq-tevatron"])
     return from_dataset(dataset, name="nq-tevatron", revision=revision, license=LICENSE["nq"], limit=limit)
 
 
 def load_tq(*, limit: int | None = None) -> Source:
     """TriviaQA dev from Tevatron/wikipedia-trivia; its gold is distant supervision."""
-    dataset, revision = load_hub(HUB["tq"], split=SPLIT)
+    dataset, revision = load_hub(HUB_FILES["tq-tevatron-distant"])
     return from_dataset(dataset, name="tq-tevatron-distant", revision=revision, license=LICENSE["tq"], limit=limit)
 
 

@@ -1,8 +1,5 @@
-"""Each Hub adapter on real fixture records, through the same code path a Hub load takes.
-
-`datasets.load_dataset` is pointed at the local fixture (the `json`/`parquet` builders)
-instead of the Hub; everything after the loading call is the production path.
-"""
+"""Each Hub adapter on real fixture records, read from the Hub mirror (tests/hub_mirror.py)
+through the tests' Hub server: the production path, nothing patched."""
 
 from __future__ import annotations
 
@@ -11,61 +8,28 @@ from pathlib import Path
 
 import datasets
 import pytest
+from hub_mirror import mirror_env
+from hub_server import HubServer
 
-from labeler.errors import HubError, InputError
+from labeler.errors import InputError
 from labeler.sources import SOURCES, GoldRef, Source, kilt, load_source, msmarco
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 
-KILT = "facebook/kilt_tasks"
-#: dataset name -> the Hub loads it must make, in order: (Hub id, config, split, the local
-#: fixture standing in for it)
-HUB_LOADS = {
-    "nq": [(KILT, "nq", "validation", "kilt_nq_dev.jsonl")],
-    "tq": [("mandarjoshi90/trivia_qa", "unfiltered.nocontext", "validation",
-            "trivia_qa_dev.jsonl"),
-           (KILT, "triviaqa_support_only", "validation", "kilt_triviaqa_dev.jsonl")],
-    "hotpotqa": [(KILT, "hotpotqa", "validation", "kilt_hotpotqa_dev.jsonl")],
-    "fever": [(KILT, "fever", "validation", "kilt_fever_dev.jsonl")],
-    "msmarco-fqa": [("microsoft/ms_marco", "v1.1", "validation", "ms_marco_v1.1_dev.parquet")],
-    "2wiki": [("RUC-NLPIR/FlashRAG_datasets", None, "dev", "flashrag_nq_test.jsonl")],
-    "nq-tevatron": [("Tevatron/wikipedia-nq", None, "dev", "tevatron_nq_dev.jsonl")],
-    # no TriviaQA record in this layout is available offline: the NQ rows stand in
-    "tq-tevatron-distant": [("Tevatron/wikipedia-trivia", None, "dev", "tevatron_nq_dev.jsonl")],
-    "hotpotqa-distractor": [("hotpotqa/hotpot_qa", "distractor", "validation",
-                             "hotpot_dev_distractor.json")],
-}
-
-
 @pytest.fixture
-def hub_from_fixtures(monkeypatch):
-    """Serve each Hub id from its fixture with the real json/parquet builders; record calls."""
-    real = datasets.load_dataset
-    calls = []
+def hub_from_fixtures(tmp_path, monkeypatch):
+    """This process reading the Hub mirror (tests/hub_mirror.py) through the tests' server."""
+    from huggingface_hub import constants
 
-    def load_dataset(path, name=None, *, split, **kwargs):
-        if path in ("json", "parquet"):  # a test reading a fixture itself
-            return real(path, name, split=split, **kwargs)
-        calls.append((path, name, split))
-        for loads in HUB_LOADS.values():
-            for repo, config, _, fixture in loads:
-                if (path, name) == (repo, config):
-                    builder = "parquet" if fixture.endswith(".parquet") else "json"
-                    return real(builder, data_files={split: str(FIXTURES / fixture)},
-                                split=split)
-        raise AssertionError(f"unexpected Hub load {path} {name}")
-
-    monkeypatch.setattr(datasets, "load_dataset", load_dataset)
-    return calls
-
-
-@pytest.mark.parametrize("name", list(HUB_LOADS))
-def test_adapter_asks_the_hub_for_its_dataset_and_pins_a_revision(name, hub_from_fixtures):
-    source = load_source(name)
-    assert hub_from_fixtures == [(repo, config, split) for repo, config, split, _ in
-                                 HUB_LOADS[name]]
-    assert source.name == name
-    assert source.revision.startswith("fingerprint:")  # offline: the data's own fingerprint
+    with HubServer() as hub:
+        for name, value in mirror_env(hub, tmp_path).items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.setattr(constants, "ENDPOINT", hub.url)
+        monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE",
+                            hub.url + "/{repo_id}/resolve/{revision}/{filename}")
+        monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+        monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hf-home" / "hub"))
+        yield hub
 
 
 #: dataset name -> the licence its authors release it under (Hub licence id), and where it says so
@@ -140,12 +104,12 @@ def test_fever_claims_have_verdicts_and_provenance_references(hub_from_fixtures)
     # 105095: two verdicts whose provenance repeats paragraphs; each reference kept once
     assert [(r.title, r.start_paragraph_id) for r in source.queries[4].gold_refs] == [
         ("Nicholas Brody", 1), ("Carrie Mathison", 1)]
-    assert all(not q.gold for q in source.queries) and source.corpus is None
+    assert source.corpus.name == "kilt-w100"  # the paper's corpus, by default
 
 
 def test_kilt_nq_answers_and_provenance_references(hub_from_fixtures):
     source = load_source("nq")
-    assert (source.kind, source.corpus, len(source.queries)) == ("question", None, 5)
+    assert (source.kind, source.corpus.name, len(source.queries)) == ("question", "kilt-w100", 5)
     first = source.queries[0]
     assert (first.qid, first.question) == ("6915606477668963399",
                                            "what do the 3 dots mean in math")
@@ -155,7 +119,8 @@ def test_kilt_nq_answers_and_provenance_references(hub_from_fixtures):
                              ("the therefore sign ( \u2234 ) is generally used before a "
                               "logical consequence , such as the conclusion of a syllogism")]
     assert first.gold_refs == [GoldRef("10593264", "Therefore sign", 1, 1)]
-    assert first.gold == []  # KILT provenance holds no passage text
+    # KILT provenance holds no text: its gold is the kilt-w100 passage over paragraph 1
+    assert [p.pid for p in first.gold] == ["10593264-0"]
     # 7217222058435937287: an output with neither answer nor provenance adds nothing
     assert source.queries[3].answers[0] == "Davos" and None not in source.queries[3].answers
     assert [(r.title, r.start_paragraph_id) for r in source.queries[3].gold_refs] == [
@@ -193,7 +158,7 @@ def test_kilt_triviaqa_takes_its_questions_from_triviaqa_by_id(hub_from_fixtures
     # among the five KILT dev ids, so no record has a question and none is kept
     source = load_source("tq")
     assert source.queries == []
-    assert source.revision.count("fingerprint:") == 2  # both datasets pinned
+    assert "+mandarjoshi/trivia_qa:" in source.revision  # both datasets pinned
     # with the question of its id, a KILT record is kept; the text here is a placeholder (no
     # offline TriviaQA record has a KILT id), the answers and provenance are KILT's
     row = datasets.load_dataset("json", split="train",
@@ -243,11 +208,9 @@ def test_kilt_outputs_in_the_struct_of_lists_layout_read_the_same():
 
 
 def test_2wiki_reads_flashrag_rows(hub_from_fixtures):
-    # no 2WikiMultihopQA record is available offline: real FlashRAG-format NQ rows stand in
-    source = load_source("2wiki")
-    assert len(source.queries) == 17
-    assert source.queries[2].answers == ["Olivia", "MFSK"]
-    assert source.corpus is None
+    source = load_source("2wiki")  # two real 2WikiMultihopQA dev questions (fixtures/README)
+    assert [q.answers for q in source.queries] == [["The Mask Of Fu Manchu"], ["no"]]
+    assert source.corpus.name == "kilt-w100"
 
 
 def test_msmarco_keeps_only_factoid_queries(hub_from_fixtures):
@@ -268,9 +231,3 @@ def test_msmarco_selected_passages_are_the_gold_in_either_arrow_layout(fixture):
     assert [p.pid for p in query.gold] == ["0_2"]
     assert query.gold[0].text.startswith("Spread some human hair around your vegetable")
     assert len(source.corpus) == 7
-
-
-def test_hub_failure_is_one_clear_error():
-    with pytest.raises(HubError) as error:
-        load_source("tq-tevatron-distant")  # offline, nothing cached
-    assert str(error.value).startswith("Tevatron/wikipedia-trivia: cannot load dataset: ")
