@@ -42,8 +42,9 @@ SPAN_COLUMNS = ("page", "start_paragraph", "end_paragraph")
 #: bumped when the stored layout changes, so an older folder is written again
 FORMAT = 1
 _META = "corpus.json"
-#: rows hashed and written per step while a corpus is stored
-BATCH = 65_536
+#: rows hashed and written per step while a corpus is stored: a batch's Python strings (up to
+#: ~3 KB a 100-word passage) are what a store holds in memory
+BATCH = 8_192
 
 #: one batch of passages as column lists: pid, title, text (and optionally the span columns)
 Batch = dict[str, list]
@@ -275,11 +276,15 @@ class Corpus:
         return lambda row: self.table.column(column)[row].as_py()
 
     def _take(self, rows, columns: list[str]) -> dict[str, list]:
-        if isinstance(rows, range) and rows.step == 1:  # a span: a zero-copy slice
-            part = self.table.slice(rows.start, len(rows))
-        else:
-            part = self.table.take(pa.array(np.fromiter(rows, dtype=np.int64)))
-        return part.select(columns).to_pydict()
+        table = self.table.select(columns)
+        if isinstance(rows, range) and rows.step == 1:  # a span: one zero-copy slice
+            return table.slice(rows.start, len(rows)).to_pydict()
+        # row by row: `take` on a memory-mapped table of many chunks costs ms a call
+        taken: dict[str, list] = {c: [] for c in columns}
+        for row in rows:
+            for column, value in table.slice(int(row), 1).to_pydict().items():
+                taken[column] += value
+        return taken
 
     def _rows(self, rows) -> list[Passage]:
         taken = self._take(rows, list(COLUMNS))
@@ -324,8 +329,8 @@ class _Hasher:
         self._pids.append(np.fromiter((_hash(_pid_key(p)) for p in pids), np.uint64, len(pids)))
         self._texts.append(np.fromiter((_hash(_text_key(t, x)) for t, x in zip(titles, texts)),
                                        np.uint64, len(pids)))
-        self._digest.update("".join(f"{p}\t{t}\t{x}\n"
-                                    for p, t, x in zip(pids, titles, texts)).encode())
+        for p, t, x in zip(pids, titles, texts):
+            self._digest.update(f"{p}\t{t}\t{x}\n".encode())
         self.count += len(pids)
 
     def pid_keys(self) -> _Keys:
