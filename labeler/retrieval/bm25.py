@@ -132,8 +132,8 @@ class SparseIndex:
         # a passage is in at most len(terms) postings, so the best k x len(terms) postings
         # hold at least k passages: every passage of the top k scores at least their least
         if len(values) > k * len(terms):
-            least = -np.partition(-values, k * len(terms) - 1)[k * len(terms) - 1]
-            found = found[values >= least]
+            cut = len(values) - k * len(terms)
+            found = found[values >= np.partition(values, cut)[cut]]
         found = np.unique(found)  # in corpus order, so the stable sort breaks ties by it
         values = scores[found]
         best = np.argsort(-values, kind="stable")[:k]
