@@ -1,4 +1,5 @@
-"""BM25 through bm25s: Lucene's formula on the bundled cisi-sample, and pools from it."""
+"""BM25 through bm25s: Lucene's formula on the bundled cisi-sample, pools from it, and the
+on-disk index: bm25s's own arrays, the same rankings as a full sort, cached and rebuilt."""
 
 from __future__ import annotations
 
@@ -6,13 +7,15 @@ import math
 import re
 from collections import Counter
 
+import bm25s
+import numpy as np
 import pytest
 from bm25s.stopwords import STOPWORDS_EN
 
 from labeler.metrics.ranking import rank_metrics
 from labeler.retrieval import build_pools
-from labeler.retrieval.bm25 import K1, B, bm25_run
-from labeler.sources import load_source
+from labeler.retrieval.bm25 import BM25, K1, B, bm25_run, index_folder, open_index
+from labeler.sources import Corpus, Passage, load_source
 
 
 @pytest.fixture(scope="module")
@@ -58,3 +61,98 @@ def test_bm25_pools_rank_cisi_judgments_far_above_chance(cisi):
     assert bm25 > 0.2 and bm25 > 2 * rank_metrics(reverse, qrels, ks=[10])["ndcg@10"].mean()
     assert all(c.gold == (c.passage.pid in qrels[qid]) for qid, cands in pools.items()
                for c in cands)
+
+
+def _in_memory(corpus):
+    """bm25s's own in-memory index of `corpus`, built as bm25_run built it before the index
+    moved to disk: the reference the on-disk index must equal."""
+    tokens = bm25s.tokenize(corpus.contents(range(len(corpus))), stopwords="en",
+                            show_progress=False)
+    index = bm25s.BM25(k1=K1, b=B, method="lucene")
+    index.index(tokens, show_progress=False)
+    return index
+
+
+def _full_sort_run(index, corpus, queries, k):
+    """The ranking bm25_run made before: every score, fully sorted (stable)."""
+    words = bm25s.tokenize([q.question for q in queries], stopwords="en", return_ids=False,
+                           show_progress=False)
+    run = {}
+    for query, terms in zip(queries, words):
+        known = [w for w in terms if w in index.vocab_dict]
+        scores = index.get_scores(known) if known else np.zeros(len(corpus), np.float32)
+        top = np.argsort(-scores, kind="stable")[:k]
+        run[query.qid] = {corpus.passages[i].pid: float(scores[i]) for i in top
+                          if scores[i] > 0}
+    return run
+
+
+@pytest.mark.parametrize("name", ["cisi-sample", "nq-sample"])
+def test_the_disk_index_is_bm25s_own_index_and_ranks_as_a_full_sort(name):
+    source = load_source(name)
+    corpus, reference = source.corpus, _in_memory(source.corpus)
+    # small batches and chunks: many spill files, many term ranges
+    index = open_index(corpus, batch=500, chunk=20_000)
+    for array in ("data", "indices", "indptr"):
+        assert np.array_equal(index.model.scores[array], reference.scores[array]), array
+        assert index.model.scores[array].dtype == reference.scores[array].dtype
+    assert isinstance(index.model.scores["data"], np.memmap)
+    assert index.model.vocab_dict == reference.vocab_dict
+    assert index.model.scores["num_docs"] == reference.scores["num_docs"]
+    for k in (1, 10, 100):
+        run = bm25_run(corpus, source.queries, k=k)
+        expected = _full_sort_run(reference, corpus, source.queries, k)
+        assert {q: list(r.items()) for q, r in run.items()} == {
+            q: list(r.items()) for q, r in expected.items()}
+
+
+def test_equal_scores_rank_by_corpus_position(cisi):
+    # every passage twice (the copy after all originals): each copy ties with its original
+    passages = cisi.corpus.passages
+    twice = Corpus([*passages, *(Passage(f"{p.pid}-copy", p.title, p.text) for p in passages)])
+    queries = cisi.queries[:20]
+    run = bm25_run(twice, queries, k=50)
+    assert run == _full_sort_run(_in_memory(twice), twice, queries, 50)
+    position = {p.pid: i for i, p in enumerate(twice.passages)}
+    for ranking in run.values():
+        assert list(ranking) == sorted(ranking, key=lambda pid: (-ranking[pid], position[pid]))
+        assert all(ranking[f"{pid}-copy"] == score for pid, score in ranking.items()
+                   if f"{pid}-copy" in ranking)
+    assert sum(pid.endswith("-copy") for ranking in run.values() for pid in ranking) > 400
+    everything = bm25_run(twice, queries[:3], k=len(twice))
+    assert everything == _full_sort_run(_in_memory(twice), twice, queries[:3], len(twice))
+
+
+def test_the_index_is_built_once_per_corpus_and_parameters(cisi, tmp_path):
+    folder = index_folder(cisi.corpus)
+    assert folder == index_folder(Corpus(list(cisi.corpus.passages)))  # same passages
+    assert folder != index_folder(cisi.corpus, BM25(k1=0.9))
+    assert folder != index_folder(load_source("nq-sample").corpus)
+    assert folder != index_folder(cisi.corpus, cache_dir=tmp_path / "other")
+    open_index(cisi.corpus)
+    record = (folder / "index.json").stat().st_mtime_ns
+    open_index(cisi.corpus)
+    assert (folder / "index.json").stat().st_mtime_ns == record
+    assert sorted(p.name for p in folder.iterdir()) == sorted([
+        "data.csc.index.npy", "indices.csc.index.npy", "indptr.csc.index.npy",
+        "vocab.index.json", "params.index.json", "index.json"])
+    loaded = bm25s.BM25.load(folder, mmap=True)  # bm25s reads it as its own
+    assert loaded.k1 == K1 and loaded.b == B and loaded.method == "lucene"
+
+
+def test_a_cut_or_damaged_index_is_said_and_rebuilt(cisi, capsys):
+    query = cisi.queries[2]
+    before = bm25_run(cisi.corpus, [query], k=20)
+    folder = index_folder(cisi.corpus)
+    capsys.readouterr()
+    (folder / "index.json").unlink()  # a build killed before its commit record
+    assert bm25_run(cisi.corpus, [query], k=20) == before
+    err = " ".join(capsys.readouterr().err.split())
+    assert "is incomplete (no commit record); deleting and rebuilding it" in err
+    data = folder / "data.csc.index.npy"
+    data.write_bytes(data.read_bytes()[:1000])  # a file cut short
+    assert bm25_run(cisi.corpus, [query], k=20) == before
+    err = " ".join(capsys.readouterr().err.split())
+    assert err.count("warning:") == 1 and "is incomplete (files" in err
+    assert bm25_run(cisi.corpus, [query], k=20) == before
+    assert capsys.readouterr().err == ""  # rebuilt and committed: read as it is
