@@ -19,8 +19,10 @@ from labeler.build import DEFAULT_SHARD_SIZE, config_pools, config_source
 from labeler.errors import InputError
 from labeler.formats import check_record
 from labeler.llm.config import LLMConfig
+from labeler.llm.models import resolve_model
 from labeler.paths import atomic_file
 from labeler.progress import track
+from labeler.retrieval.pools import check_pools
 from labeler.tasks.base import make_shards
 from labeler.tasks.judge import JudgeConfig, JudgeTask
 
@@ -56,8 +58,12 @@ def judge(config: JudgeConfig, llm: LLMConfig | None, *, out: str | Path,
     task = JudgeTask(config)
     if llm is None and task.templates():
         raise InputError(f"{config.method} asks an LLM: name one", field_name="llm")
+    if llm is not None:
+        resolve_model(llm.name)  # an unknown name fails before the dataset's download
     source = config_source(config)
     templates = task.templates(source.kind)  # the judge prompts are for questions
+    check_pools(source, pool=config.pool, k=config.k, run=config.run, encoder=config.encoder,
+                index=config.index)
     model = None if llm is None or not templates else llm.load(cache_dir)
     pools = config_pools(source, config, cache_dir)
     records = []

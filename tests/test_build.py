@@ -190,12 +190,14 @@ def _bad_run(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("case", ["unknown dataset", "missing corpus file", "no corpus",
                                   "run with unknown pid", "unloadable llm", "same llm twice",
                                   "existing version", "unloadable encoder"])
-def test_bad_input_fails_before_any_llm_work_and_leaves_no_artifact(tmp_path, loads, smollm,
-                                                                     case):
+def test_bad_input_fails_before_any_model_is_loaded_and_leaves_no_artifact(tmp_path, loads,
+                                                                            case):
     out = tmp_path / "out"
     base = ["--llm", "smollm2-135m", "--limit", 3, "--k", 3]
     missing = tmp_path / "missing.jsonl"
     gguf = tmp_path / "nowhere" / "model.gguf"
+    twin = tmp_path / "smollm2-135m"
+    twin.mkdir()
     args, error, line = {
         "unknown dataset": (
             ["--dataset", "nq-smaple", *base], UnknownNameError,
@@ -213,9 +215,9 @@ def test_bad_input_fails_before_any_llm_work_and_leaves_no_artifact(tmp_path, lo
         "unloadable llm": (
             ["--dataset", "nq-sample", "--run", RUN, *base, "--llm", gguf], ModelLoadError,
             f"cannot load model '{gguf}': no such file or folder"),
-        "same llm twice": (
-            ["--dataset", "nq-sample", "--run", RUN, *base, "--llm", smollm.model_id], InputError,
-            (f"field 'llm': --llm 'smollm2-135m' and --llm '{smollm.model_id}' are both "
+        "same llm twice": (  # a local folder named as the alias: the same artifact folder
+            ["--dataset", "nq-sample", "--run", RUN, *base, "--llm", twin], InputError,
+            (f"field 'llm': --llm 'smollm2-135m' and --llm '{twin}' are both "
              "'smollm2-135m': their artifacts would share one folder (name each model once)")),
         "existing version": (
             ["--dataset", "nq-sample", "--run", RUN, "--version", "1", *base], ArtifactError,
@@ -235,7 +237,7 @@ def test_bad_input_fails_before_any_llm_work_and_leaves_no_artifact(tmp_path, lo
     assert isinstance(result.exception, error)
     assert result.exception.line().startswith(line)
     assert "\n" not in result.exception.line()
-    assert all(b.backend_calls == 0 for b in loads)  # the model was never asked anything
+    assert loads == []  # no model was loaded: every check runs first
     assert _computed(tmp_path / "labeler-cache") == 0
     assert (sorted(out.rglob("*")) if out.exists() else []) == before  # nothing written
 
