@@ -9,6 +9,9 @@ the corpus (minutes on 2 CPU cores) and still labels real retrieved passages.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -336,3 +339,32 @@ def test_a_build_killed_in_its_third_shard_resumes_to_the_same_data(tmp_path, lo
     assert result.exit_code == 0, result.output
     assert _data(llm_dir / "v1") == _data(whole / "utility" / "nq-sample" / "smollm2-135m" / "v1")
     assert validate_path(llm_dir / "v1") == []
+
+
+#: imported only to load a model: none may be in sys.modules after a build that fails its checks
+MODEL_MODULES = ("labeler.llm.hf", "labeler.llm.vllm", "FlagEmbedding",
+                 "transformers.models.llama.modeling_llama")
+
+
+def test_the_headline_offline_with_an_empty_cache_fails_in_one_line_before_any_model(tmp_path):
+    """`labeler build --dataset nq --llm llama3.1-8b` as a new user types it, offline, with an
+    empty Hugging Face and labeler cache: one error line, exit 1, no model module imported,
+    nothing downloaded or written."""
+    report = tmp_path / "loaded.json"
+    code = ("import atexit, json, sys\n"
+            f"atexit.register(lambda: open({str(report)!r}, 'w').write(json.dumps(\n"
+            f"    [m for m in {MODEL_MODULES!r} if m in sys.modules])))\n"
+            "from labeler.cli import main\n"
+            "main()\n")
+    home, cache, out = tmp_path / "hf-home", tmp_path / "labeler-cache", tmp_path / "out"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(home),
+           "HF_DATASETS_CACHE": str(home / "datasets"), "LABELER_CACHE_DIR": str(cache)}
+    run = subprocess.run([sys.executable, "-c", code, "build", "--dataset", "nq", "--llm",
+                          "llama3.1-8b", "--out", str(out)], env=env, capture_output=True,
+                         text=True, timeout=300, check=False)
+    assert run.returncode == 1
+    [line] = run.stderr.splitlines()
+    assert line.startswith("error: ")
+    assert json.loads(report.read_text()) == []
+    assert not out.exists()
+    assert not list(home.glob("hub/models--*")) and not (cache / "models").exists()
