@@ -25,11 +25,11 @@ from labeler.errors import InputError, UnknownNameError
 from labeler.executors import Executor, Job, ModelIdentity, load_executor
 from labeler.llm import BACKENDS, resolve_model
 from labeler.llm.config import LLMConfig
-from labeler.paths import check_writable
+from labeler.paths import check_writable, published_file
 from labeler.progress import info, track
 from labeler.retrieval import Pools, build_pools
 from labeler.retrieval.pools import check_pools
-from labeler.sources import JSONL_PREFIX, Source, load_source
+from labeler.sources import CORPORA, JSONL_PREFIX, SEARCH_PREFIX, Source, load_source
 from labeler.tasks import answer_extraction, load_task
 from labeler.tasks.base import Calls, Task, TaskConfig, make_shards
 
@@ -81,9 +81,9 @@ def build(
             task_manifest, extractor_config.describe(), extractor.revision)
     folder = dataset_folder(source.name)
     base = {
-        **source.describe(),
+        **published_source(source),
         **task_manifest,
-        "config": asdict(config),
+        "config": published_config(config),
         "shard_size": shard_size,
     }
     writers = []
@@ -176,6 +176,41 @@ def config_pools(source: Source, config: TaskConfig, cache_dir: str | Path | Non
     return build_pools(source, pool=config.pool, k=config.k, run=config.run,
                        encoder=config.encoder, index=config.index, cache_dir=cache_dir,
                        executor=executor)
+
+
+#: config fields that name a file even without a folder in the name (a CORPORA name aside)
+_FILE_FIELDS = ("corpus", "run", "qrels")
+
+
+def published_config(config: TaskConfig) -> dict:
+    """`asdict(config)` as a published manifest records it, with no local path: the corpus
+    file (not a CORPORA name), run and qrels as {name, sha256}, any other option naming an
+    existing local file or folder by its name (a file also by sha256), a jsonl:/search:
+    dataset by its file's name."""
+    published = asdict(config)
+    for name, value in published.items():
+        if not isinstance(value, str) or (name == "corpus" and value in CORPORA):
+            continue
+        path = Path(value).expanduser()
+        if name == "dataset":
+            published[name] = published_dataset(value)
+        elif path.exists() and (name in _FILE_FIELDS or len(path.parts) > 1):
+            published[name] = published_file(path)
+    return published
+
+
+def published_source(source: Source) -> dict:
+    """`source.describe()` with its name as `published_dataset` gives it."""
+    described = source.describe()
+    return {**described, "source_dataset": published_dataset(described["source_dataset"])}
+
+
+def published_dataset(name: str) -> str:
+    """A dataset name without a local path: jsonl:PATH and search:PATH by their file's name."""
+    for prefix in (JSONL_PREFIX, SEARCH_PREFIX):
+        if name.startswith(prefix):
+            return prefix + Path(name[len(prefix):]).name
+    return name
 
 
 def dataset_folder(name: str) -> str:

@@ -11,11 +11,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from labeler import __version__
-from labeler.build import DEFAULT_SHARD_SIZE, config_pools, config_source
+from labeler.build import (
+    DEFAULT_SHARD_SIZE,
+    config_pools,
+    config_source,
+    published_config,
+    published_source,
+)
 from labeler.errors import InputError
 from labeler.formats import check_record
 from labeler.llm.config import LLMConfig
@@ -86,9 +92,9 @@ def judge(config: JudgeConfig, llm: LLMConfig | None, *, out: str | Path,
         "prompt_templates": {name: {"sha256": hashlib.sha256(text.encode()).hexdigest(),
                                     "text": text} for name, text in templates.items()},
         "sampling": {name: s.key() for name, s in task.decoding.items()},
-        **source.describe(),
+        **published_source(source),
         **pools.describe(),
-        "config": asdict(config),
+        "config": published_config(config),
         "stats": stats,
     }
     with atomic_file(out) as f:

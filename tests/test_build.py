@@ -24,6 +24,7 @@ from labeler.errors import ArtifactError, InputError, ModelLoadError, UnknownNam
 from labeler.llm import LoglikelihoodRequest
 from labeler.llm.cache import cache_stats
 from labeler.metrics import has_answer
+from labeler.paths import file_sha256
 from labeler.sources import Passage, load_source
 from labeler.tasks import utility
 
@@ -77,9 +78,10 @@ def test_build_writes_a_valid_artifact_and_a_rerun_comes_from_the_cache(tmp_path
         utility.PROMPT_TEMPLATES
     assert manifest["sampling"]["answer"]["temperature"] == 0
     assert manifest["sampling"]["answer"]["max_tokens"] == 32
-    assert (manifest["pool"], manifest["k"], manifest["run"]) == ("rp", 3, str(RUN))
+    run = {"name": RUN.name, "sha256": file_sha256(RUN)}  # the file, never its local path
+    assert (manifest["pool"], manifest["k"], manifest["run"]) == ("rp", 3, run)
     assert manifest["config"] == {"dataset": "nq-sample", "corpus": None, "limit": 3, "pool": "rp",
-                                  "k": 3, "run": str(RUN), "encoder": None, "index": None,
+                                  "k": 3, "run": run, "encoder": None, "index": None,
                                   "answer_extractor": None, "qrels": None,
                                   "with_likelihood": True, "max_new_tokens": 32}
     assert manifest["corpus_passages"] == 4349
@@ -127,7 +129,8 @@ def test_build_writes_a_valid_artifact_and_a_rerun_comes_from_the_cache(tmp_path
     assert "| answer cap | 32 new tokens per answer;" in card
     for departure in ("the queries are `nq-sample`", "only the first 3 queries",
                       "k = 3 retrieved passages per query, not 20",
-                      f"the retrieved passages come from the run file `{RUN}`",
+                      (f"the retrieved passages come from the run file `{RUN.name} (sha256 "
+                      f"{file_sha256(RUN)[:12]})`"),
                       "answers are capped at 32 new tokens, the paper's code at 4,096"):
         assert f"- {departure}" in card, departure
 
@@ -179,8 +182,15 @@ def test_the_first_queries_get_the_same_pools_whatever_the_limit(tmp_path, loads
                                            "queries_with_gold_in_corpus": 5}
     assert manifests[5]["corpus_source"] is None  # a file, not a named corpus
     assert manifests[5]["encoder"]["index"] == {"kind": "flat"}  # exact search, the default
-    card = (tmp_path / "out-5" / "utility" / "nq-sample" / "smollm2-135m" / "v1" / "README.md")
-    assert "mean pooling), searched exactly (flat index) |" in card.read_text()
+    folder = tmp_path / "out-5" / "utility" / "nq-sample" / "smollm2-135m" / "v1"
+    assert "mean pooling), searched exactly (flat index) |" in (folder / "README.md").read_text()
+    # the corpus file as its name and sha256: no local path in what `labeler push` publishes
+    assert manifests[5]["config"]["corpus"] == {"name": "corpus.jsonl",
+                                                "sha256": file_sha256(corpus)}
+    assert f"`corpus.jsonl (sha256 {file_sha256(corpus)[:12]})` ({len(gold + others)} passages)" in (
+        folder / "README.md").read_text()
+    for published in folder.iterdir():
+        assert str(tmp_path) not in published.read_text(), published.name
 
 
 def _bad_run(tmp_path: Path) -> Path:

@@ -20,6 +20,7 @@ import numpy as np
 from labeler import settings
 from labeler.errors import MissingDependencyError, ModelLoadError
 from labeler.formats import Run
+from labeler.paths import published_file
 from labeler.progress import progress_bar, transformers_quiet, warning
 from labeler.retrieval.ann import AnnIndex, IndexSpec
 from labeler.retrieval.index import SHARD_SIZE, EmbeddingIndex, open_index
@@ -56,8 +57,11 @@ class Encoder:
         return f"{slug}-{hashlib.sha256(spec.encode()).hexdigest()[:12]}"
 
     def describe(self) -> dict:
-        """The manifest's record of the encoder."""
-        return {"name": self.name, "model_id": self.model_id, "pooling": self.pooling}
+        """The manifest's record of the encoder: a local folder by its name, not its path."""
+        model_id = self.model_id
+        if Path(model_id).expanduser().exists():
+            model_id = published_file(model_id)
+        return {"name": self.name, "model_id": model_id, "pooling": self.pooling}
 
     def encode(self, texts: list[str], description: str) -> np.ndarray:
         """Unit-normalised float32 embeddings, batched longest-first, under a progress bar."""

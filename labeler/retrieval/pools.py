@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from labeler.errors import InputError, UnknownNameError
 from labeler.formats import Run
+from labeler.paths import published_file
 from labeler.sources import Passage, Source
 
 if TYPE_CHECKING:
@@ -35,8 +36,10 @@ class Pools(dict):
         self.pool, self.k, self.encoder, self.run = pool, k, encoder, run
 
     def describe(self) -> dict:
-        """pool, k, encoder {name, model_id, pooling} or None, run file or None."""
-        return {"pool": self.pool, "k": self.k, "encoder": self.encoder, "run": self.run}
+        """pool, k, encoder {name, model_id, pooling} or None, the run file ({name, sha256},
+        never its local path) or None."""
+        run = None if self.run is None else published_file(self.run)
+        return {"pool": self.pool, "k": self.k, "encoder": self.encoder, "run": run}
 
 
 def build_pools(
