@@ -378,3 +378,17 @@ def test_the_headline_offline_with_an_empty_cache_fails_in_one_line_before_any_m
     assert json.loads(report.read_text()) == []
     assert not out.exists()
     assert not list(home.glob("hub/models--*")) and not (cache / "models").exists()
+
+
+def test_a_dry_run_prints_the_plan_loads_no_model_and_writes_nothing(tmp_path, loads):
+    out = tmp_path / "out"
+    args = ["build", "--out", str(out), "--dataset", "nq-sample", "--llm",
+            "nonexistent-org/no-such-model", "--limit", "10", "--k", "5", "--encoder", "minilm",
+            "--dry-run"]
+    result = CliRunner().invoke(cli, args, env={"COLUMNS": "200"})  # rows unwrapped
+
+    assert result.exit_code == 0, result.output
+    assert loads == [] and not out.exists()
+    for row in ("queries", "corpus passages", "embeddings to compute", "upper bound: queries × k",
+                "closed-book", "estimate from characters", "served by the cache"):
+        assert row in result.output, row

@@ -53,8 +53,7 @@ class Encoder:
     def key(self) -> str:
         """Everything that determines an embedding, as a short hash (the cache's folder)."""
         spec = f"{self.model_id}|{self.pooling}|{self.embedder.normalize_embeddings}|{_MAX_LENGTH}"
-        slug = re.sub(r"[^A-Za-z0-9.-]+", "_", self.model_id.rsplit("/", 1)[-1])
-        return f"{slug}-{hashlib.sha256(spec.encode()).hexdigest()[:12]}"
+        return f"{key_slug(self.model_id)}-{hashlib.sha256(spec.encode()).hexdigest()[:12]}"
 
     def describe(self) -> dict:
         """The manifest's record of the encoder: a local folder by its name, not its path."""
@@ -113,6 +112,11 @@ class Encoder:
                 vectors = e.pooling(hidden, inputs["attention_mask"])
             vectors = F.normalize(vectors.float(), dim=-1)
         return vectors.cpu().numpy()
+
+
+def key_slug(model_id: str) -> str:
+    """The readable start of an encoder's cache key: its model's name."""
+    return re.sub(r"[^A-Za-z0-9.-]+", "_", model_id.rsplit("/", 1)[-1])
 
 
 def load_encoder(name: str | None = None, *, device: str | None = None) -> Encoder:
