@@ -20,16 +20,18 @@ from pathlib import Path
 
 from labeler import __version__
 from labeler.artifacts.manifest import read_manifest
-from labeler.artifacts.writer import VersionWriter, check_caller_manifest
-from labeler.errors import InputError
+from labeler.artifacts.writer import VersionWriter, artifact_dir, check_caller_manifest
+from labeler.errors import InputError, UnknownNameError
 from labeler.executors import Executor, Job, ModelIdentity, load_executor
+from labeler.llm import BACKENDS, resolve_model
 from labeler.llm.config import LLMConfig
-from labeler.paths import check_writable
+from labeler.paths import check_writable, published_file
 from labeler.progress import info, track
 from labeler.retrieval import Pools, build_pools
-from labeler.sources import JSONL_PREFIX, Source, load_source
+from labeler.retrieval.pools import check_pools
+from labeler.sources import CORPORA, JSONL_PREFIX, SEARCH_PREFIX, Source, load_source
 from labeler.tasks import answer_extraction, load_task
-from labeler.tasks.base import Calls, TaskConfig, make_shards
+from labeler.tasks.base import Calls, Task, TaskConfig, make_shards
 
 #: queries per shard: the unit of resumption and of distribution
 DEFAULT_SHARD_SIZE = 256
@@ -61,24 +63,13 @@ def build(
     All LLMs are loaded before retrieval and before any is asked, so a model that cannot be
     loaded stops the build before any work (at the price of holding all of them in memory).
     """
-    task = load_task(artifact)(config)
-    if not llms:
-        raise InputError("name at least one LLM", field_name="llm")
-    check_writable(out)  # a read-only or full --out fails now, not after the LLM phase
-    source = config_source(config)
-    task.check(source)
-    answer_extraction.check(source, config.answer_extractor)
-    task_manifest = task.manifest(source.kind)  # a kind of query the task cannot label fails here
+    task, source, task_manifest = check_build(artifact, config, llms, out=out, version=version)
     executor = executor or load_executor("local")
     cache = None if cache_dir is None else str(cache_dir)
     # alias -> (its config, what names it), each loaded where the executor's workers load it
     loaded: dict[str, tuple[LLMConfig, ModelIdentity]] = {}
     for llm in dict.fromkeys(llms):
         model = executor.identify(llm, cache)
-        if model.alias in loaded:
-            raise InputError(f"--llm {loaded[model.alias][0].name!r} and --llm {llm.name!r} are "
-                             f"both '{model.alias}': their artifacts would share one folder",
-                             field_name="llm", hint="name each model once")
         loaded[model.alias] = (llm, model)
         for name in task.extra_models().values():  # a model that cannot load fails now
             executor.identify(replace(llm, name=name), cache)
@@ -90,9 +81,9 @@ def build(
             task_manifest, extractor_config.describe(), extractor.revision)
     folder = dataset_folder(source.name)
     base = {
-        **source.describe(),
+        **published_source(source),
         **task_manifest,
-        "config": asdict(config),
+        "config": published_config(config),
         "shard_size": shard_size,
     }
     writers = []
@@ -135,6 +126,42 @@ def build(
     return built
 
 
+def check_build(artifact: str, config: TaskConfig, llms: Sequence[LLMConfig], *,
+                out: str | Path = "out", version: str | None = None
+                ) -> tuple[Task, Source, dict]:
+    """Every check of a build that needs no model, in the order a user meets them: the task,
+    the LLM names, --out, the dataset and corpus, the pools (`check_pools`), the versions to
+    write. Loads the source (not its embeddings or any model); (task, source, the task's
+    manifest part)."""
+    task = load_task(artifact)(config)
+    if not llms:
+        raise InputError("name at least one LLM", field_name="llm")
+    named: dict[str, str] = {}
+    for llm in dict.fromkeys(llms):
+        if llm.backend not in BACKENDS:
+            raise UnknownNameError("backend", llm.backend, sorted(BACKENDS))
+        alias = resolve_model(llm.name).alias  # an unknown name or a missing file fails now
+        if alias in named:
+            raise InputError(f"--llm {named[alias]!r} and --llm {llm.name!r} are both "
+                             f"'{alias}': their artifacts would share one folder",
+                             field_name="llm", hint="name each model once")
+        named[alias] = llm.name
+    for name in [*task.extra_models().values(), config.answer_extractor]:
+        if name:
+            resolve_model(name)
+    check_writable(out)  # a read-only or full --out fails now, not after the LLM phase
+    source = config_source(config)
+    task.check(source)
+    answer_extraction.check(source, config.answer_extractor)
+    task_manifest = task.manifest(source.kind)  # a kind of query the task cannot label fails here
+    check_pools(source, pool=config.pool, k=config.k, run=config.run, encoder=config.encoder,
+                index=config.index)
+    folder = dataset_folder(source.name)
+    for alias in named:  # an existing --version or a name that cannot be a folder fails now
+        artifact_dir(out, artifact=artifact, dataset=folder, llm=alias, version=version)
+    return task, source, task_manifest
+
+
 def config_source(config: TaskConfig) -> Source:
     """The queries and corpus `config` names: the first step of `build` and `judge`."""
     return load_source(config.dataset, corpus=config.corpus, limit=config.limit,
@@ -149,6 +176,41 @@ def config_pools(source: Source, config: TaskConfig, cache_dir: str | Path | Non
     return build_pools(source, pool=config.pool, k=config.k, run=config.run,
                        encoder=config.encoder, index=config.index, cache_dir=cache_dir,
                        executor=executor)
+
+
+#: config fields that name a file even without a folder in the name (a CORPORA name aside)
+_FILE_FIELDS = ("corpus", "run", "qrels")
+
+
+def published_config(config: TaskConfig) -> dict:
+    """`asdict(config)` as a published manifest records it, with no local path: the corpus
+    file (not a CORPORA name), run and qrels as {name, sha256}, any other option naming an
+    existing local file or folder by its name (a file also by sha256), a jsonl:/search:
+    dataset by its file's name."""
+    published = asdict(config)
+    for name, value in published.items():
+        if not isinstance(value, str) or (name == "corpus" and value in CORPORA):
+            continue
+        path = Path(value).expanduser()
+        if name == "dataset":
+            published[name] = published_dataset(value)
+        elif path.exists() and (name in _FILE_FIELDS or len(path.parts) > 1):
+            published[name] = published_file(path)
+    return published
+
+
+def published_source(source: Source) -> dict:
+    """`source.describe()` with its name as `published_dataset` gives it."""
+    described = source.describe()
+    return {**described, "source_dataset": published_dataset(described["source_dataset"])}
+
+
+def published_dataset(name: str) -> str:
+    """A dataset name without a local path: jsonl:PATH and search:PATH by their file's name."""
+    for prefix in (JSONL_PREFIX, SEARCH_PREFIX):
+        if name.startswith(prefix):
+            return prefix + Path(name[len(prefix):]).name
+    return name
 
 
 def dataset_folder(name: str) -> str:

@@ -11,16 +11,24 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from labeler import __version__
-from labeler.build import DEFAULT_SHARD_SIZE, config_pools, config_source
+from labeler.build import (
+    DEFAULT_SHARD_SIZE,
+    config_pools,
+    config_source,
+    published_config,
+    published_source,
+)
 from labeler.errors import InputError
 from labeler.formats import check_record
 from labeler.llm.config import LLMConfig
+from labeler.llm.models import resolve_model
 from labeler.paths import atomic_file
 from labeler.progress import track
+from labeler.retrieval.pools import check_pools
 from labeler.tasks.base import make_shards
 from labeler.tasks.judge import JudgeConfig, JudgeTask
 
@@ -56,8 +64,12 @@ def judge(config: JudgeConfig, llm: LLMConfig | None, *, out: str | Path,
     task = JudgeTask(config)
     if llm is None and task.templates():
         raise InputError(f"{config.method} asks an LLM: name one", field_name="llm")
+    if llm is not None:
+        resolve_model(llm.name)  # an unknown name fails before the dataset's download
     source = config_source(config)
     templates = task.templates(source.kind)  # the judge prompts are for questions
+    check_pools(source, pool=config.pool, k=config.k, run=config.run, encoder=config.encoder,
+                index=config.index)
     model = None if llm is None or not templates else llm.load(cache_dir)
     pools = config_pools(source, config, cache_dir)
     records = []
@@ -80,9 +92,9 @@ def judge(config: JudgeConfig, llm: LLMConfig | None, *, out: str | Path,
         "prompt_templates": {name: {"sha256": hashlib.sha256(text.encode()).hexdigest(),
                                     "text": text} for name, text in templates.items()},
         "sampling": {name: s.key() for name, s in task.decoding.items()},
-        **source.describe(),
+        **published_source(source),
         **pools.describe(),
-        "config": asdict(config),
+        "config": published_config(config),
         "stats": stats,
     }
     with atomic_file(out) as f:

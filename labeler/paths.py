@@ -108,6 +108,22 @@ def _unwritable(error: OSError, path: Path, folder: Path) -> StorageError:
     return StorageError.from_os(error, str(path))
 
 
+def published_file(path: str | Path) -> dict | str:
+    """A local file as a published manifest records it: {name, sha256}, never its path; a
+    folder by its name alone."""
+    path = Path(path).expanduser()
+    return {"name": path.name, "sha256": file_sha256(path)} if path.is_file() else path.name
+
+
+def file_label(value) -> str:
+    """How a card or a message names a manifest's file: a record's name and short sha256; an
+    older manifest's path (or a name) as it is."""
+    if isinstance(value, dict) and "name" in value:
+        return f"{value['name']} (sha256 {value['sha256'][:12]})" if value.get("sha256") \
+            else str(value["name"])
+    return str(value)
+
+
 def file_sha256(path: Path) -> str:
     """Hex sha256 of a file's bytes, read in 1 MiB blocks."""
     digest = hashlib.sha256()

@@ -122,3 +122,12 @@ def nq_sample_embeddings(minilm, tmp_path_factory):
     cache = tmp_path_factory.mktemp("nq-sample-embeddings")
     corpus_index(minilm, load_source("nq-sample").corpus, cache_dir=cache)
     return cache
+
+
+@pytest.fixture(scope="session")
+def llama_repo(session_cache) -> dict[str, bytes]:
+    """The files of the tiny random-weight Llama 3.1 that tests/hub_models.py serves as
+    meta-llama/Llama-3.1-8B-Instruct (`seed_llama`); built once per session."""
+    from hub_models import llama_files
+
+    return llama_files(session_cache)

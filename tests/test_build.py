@@ -9,6 +9,9 @@ the corpus (minutes on 2 CPU cores) and still labels real retrieved passages.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +24,7 @@ from labeler.errors import ArtifactError, InputError, ModelLoadError, UnknownNam
 from labeler.llm import LoglikelihoodRequest
 from labeler.llm.cache import cache_stats
 from labeler.metrics import has_answer
+from labeler.paths import file_sha256
 from labeler.sources import Passage, load_source
 from labeler.tasks import utility
 
@@ -74,9 +78,10 @@ def test_build_writes_a_valid_artifact_and_a_rerun_comes_from_the_cache(tmp_path
         utility.PROMPT_TEMPLATES
     assert manifest["sampling"]["answer"]["temperature"] == 0
     assert manifest["sampling"]["answer"]["max_tokens"] == 32
-    assert (manifest["pool"], manifest["k"], manifest["run"]) == ("rp", 3, str(RUN))
+    run = {"name": RUN.name, "sha256": file_sha256(RUN)}  # the file, never its local path
+    assert (manifest["pool"], manifest["k"], manifest["run"]) == ("rp", 3, run)
     assert manifest["config"] == {"dataset": "nq-sample", "corpus": None, "limit": 3, "pool": "rp",
-                                  "k": 3, "run": str(RUN), "encoder": None, "index": None,
+                                  "k": 3, "run": run, "encoder": None, "index": None,
                                   "answer_extractor": None, "qrels": None,
                                   "with_likelihood": True, "max_new_tokens": 32}
     assert manifest["corpus_passages"] == 4349
@@ -124,7 +129,8 @@ def test_build_writes_a_valid_artifact_and_a_rerun_comes_from_the_cache(tmp_path
     assert "| answer cap | 32 new tokens per answer;" in card
     for departure in ("the queries are `nq-sample`", "only the first 3 queries",
                       "k = 3 retrieved passages per query, not 20",
-                      f"the retrieved passages come from the run file `{RUN}`",
+                      (f"the retrieved passages come from the run file `{RUN.name} (sha256 "
+                      f"{file_sha256(RUN)[:12]})`"),
                       "answers are capped at 32 new tokens, the paper's code at 4,096"):
         assert f"- {departure}" in card, departure
 
@@ -176,8 +182,15 @@ def test_the_first_queries_get_the_same_pools_whatever_the_limit(tmp_path, loads
                                            "queries_with_gold_in_corpus": 5}
     assert manifests[5]["corpus_source"] is None  # a file, not a named corpus
     assert manifests[5]["encoder"]["index"] == {"kind": "flat"}  # exact search, the default
-    card = (tmp_path / "out-5" / "utility" / "nq-sample" / "smollm2-135m" / "v1" / "README.md")
-    assert "mean pooling), searched exactly (flat index) |" in card.read_text()
+    folder = tmp_path / "out-5" / "utility" / "nq-sample" / "smollm2-135m" / "v1"
+    assert "mean pooling), searched exactly (flat index) |" in (folder / "README.md").read_text()
+    # the corpus file as its name and sha256: no local path in what `labeler push` publishes
+    assert manifests[5]["config"]["corpus"] == {"name": "corpus.jsonl",
+                                                "sha256": file_sha256(corpus)}
+    assert f"`corpus.jsonl (sha256 {file_sha256(corpus)[:12]})` ({len(gold + others)} passages)" in (
+        folder / "README.md").read_text()
+    for published in folder.iterdir():
+        assert str(tmp_path) not in published.read_text(), published.name
 
 
 def _bad_run(tmp_path: Path) -> Path:
@@ -190,12 +203,14 @@ def _bad_run(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("case", ["unknown dataset", "missing corpus file", "no corpus",
                                   "run with unknown pid", "unloadable llm", "same llm twice",
                                   "existing version", "unloadable encoder"])
-def test_bad_input_fails_before_any_llm_work_and_leaves_no_artifact(tmp_path, loads, smollm,
-                                                                     case):
+def test_bad_input_fails_before_any_model_is_loaded_and_leaves_no_artifact(tmp_path, loads,
+                                                                            case):
     out = tmp_path / "out"
     base = ["--llm", "smollm2-135m", "--limit", 3, "--k", 3]
     missing = tmp_path / "missing.jsonl"
     gguf = tmp_path / "nowhere" / "model.gguf"
+    twin = tmp_path / "smollm2-135m"
+    twin.mkdir()
     args, error, line = {
         "unknown dataset": (
             ["--dataset", "nq-smaple", *base], UnknownNameError,
@@ -213,9 +228,9 @@ def test_bad_input_fails_before_any_llm_work_and_leaves_no_artifact(tmp_path, lo
         "unloadable llm": (
             ["--dataset", "nq-sample", "--run", RUN, *base, "--llm", gguf], ModelLoadError,
             f"cannot load model '{gguf}': no such file or folder"),
-        "same llm twice": (
-            ["--dataset", "nq-sample", "--run", RUN, *base, "--llm", smollm.model_id], InputError,
-            (f"field 'llm': --llm 'smollm2-135m' and --llm '{smollm.model_id}' are both "
+        "same llm twice": (  # a local folder named as the alias: the same artifact folder
+            ["--dataset", "nq-sample", "--run", RUN, *base, "--llm", twin], InputError,
+            (f"field 'llm': --llm 'smollm2-135m' and --llm '{twin}' are both "
              "'smollm2-135m': their artifacts would share one folder (name each model once)")),
         "existing version": (
             ["--dataset", "nq-sample", "--run", RUN, "--version", "1", *base], ArtifactError,
@@ -235,7 +250,7 @@ def test_bad_input_fails_before_any_llm_work_and_leaves_no_artifact(tmp_path, lo
     assert isinstance(result.exception, error)
     assert result.exception.line().startswith(line)
     assert "\n" not in result.exception.line()
-    assert all(b.backend_calls == 0 for b in loads)  # the model was never asked anything
+    assert loads == []  # no model was loaded: every check runs first
     assert _computed(tmp_path / "labeler-cache") == 0
     assert (sorted(out.rglob("*")) if out.exists() else []) == before  # nothing written
 
@@ -334,3 +349,46 @@ def test_a_build_killed_in_its_third_shard_resumes_to_the_same_data(tmp_path, lo
     assert result.exit_code == 0, result.output
     assert _data(llm_dir / "v1") == _data(whole / "utility" / "nq-sample" / "smollm2-135m" / "v1")
     assert validate_path(llm_dir / "v1") == []
+
+
+#: imported only to load a model: none may be in sys.modules after a build that fails its checks
+MODEL_MODULES = ("labeler.llm.hf", "labeler.llm.vllm", "FlagEmbedding",
+                 "transformers.models.llama.modeling_llama")
+
+
+def test_the_headline_offline_with_an_empty_cache_fails_in_one_line_before_any_model(tmp_path):
+    """`labeler build --dataset nq --llm llama3.1-8b` as a new user types it, offline, with an
+    empty Hugging Face and labeler cache: one error line, exit 1, no model module imported,
+    nothing downloaded or written."""
+    report = tmp_path / "loaded.json"
+    code = ("import atexit, json, sys\n"
+            f"atexit.register(lambda: open({str(report)!r}, 'w').write(json.dumps(\n"
+            f"    [m for m in {MODEL_MODULES!r} if m in sys.modules])))\n"
+            "from labeler.cli import main\n"
+            "main()\n")
+    home, cache, out = tmp_path / "hf-home", tmp_path / "labeler-cache", tmp_path / "out"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(home),
+           "HF_DATASETS_CACHE": str(home / "datasets"), "LABELER_CACHE_DIR": str(cache)}
+    run = subprocess.run([sys.executable, "-c", code, "build", "--dataset", "nq", "--llm",
+                          "llama3.1-8b", "--out", str(out)], env=env, capture_output=True,
+                         text=True, timeout=300, check=False)
+    assert run.returncode == 1
+    [line] = run.stderr.splitlines()
+    assert line.startswith("error: ")
+    assert json.loads(report.read_text()) == []
+    assert not out.exists()
+    assert not list(home.glob("hub/models--*")) and not (cache / "models").exists()
+
+
+def test_a_dry_run_prints_the_plan_loads_no_model_and_writes_nothing(tmp_path, loads):
+    out = tmp_path / "out"
+    args = ["build", "--out", str(out), "--dataset", "nq-sample", "--llm",
+            "nonexistent-org/no-such-model", "--limit", "10", "--k", "5", "--encoder", "minilm",
+            "--dry-run"]
+    result = CliRunner().invoke(cli, args, env={"COLUMNS": "200"})  # rows unwrapped
+
+    assert result.exit_code == 0, result.output
+    assert loads == [] and not out.exists()
+    for row in ("queries", "corpus passages", "embeddings to compute", "upper bound: queries × k",
+                "closed-book", "estimate from characters", "served by the cache"):
+        assert row in result.output, row

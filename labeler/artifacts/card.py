@@ -5,6 +5,7 @@ from __future__ import annotations
 from huggingface_hub import DatasetCard, DatasetCardData
 
 from labeler.artifacts.manifest import DATA, table_of
+from labeler.paths import file_label
 from labeler.resources import card_path
 
 #: The Hub's `size_categories` labels, each bucket ten times the one before.
@@ -18,8 +19,8 @@ def render_card(manifest: dict, metadata: dict, context: dict | None = None) -> 
     `metadata` is the task's card metadata (pretty_name, task_categories, tags); the licence
     is the manifest's (the source's). The template sees `manifest`, `stats` (the manifest's;
     missing keys render as "n/a"), `records` (the record count), `data_files`, every
-    metadata field (`license`, `pretty_name`, ...) and the task's `context` (its
-    `card_context(manifest)`).
+    metadata field (`license`, `pretty_name`, ...), `file_label` (how a manifest's file
+    reads) and the task's `context` (its `card_context(manifest)`).
     """
     artifact = manifest["artifact"]
     records = manifest["counts"]["records"]
@@ -37,7 +38,7 @@ def render_card(manifest: dict, metadata: dict, context: dict | None = None) -> 
     card = DatasetCard.from_template(
         data, template_path=str(card_path(artifact)),
         manifest=manifest, stats=manifest.get("stats", {}), records=records, data_files=files,
-        **(context or {}),
+        file_label=file_label, **(context or {}),
     )
     return str(card)
 

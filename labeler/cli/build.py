@@ -64,6 +64,9 @@ from labeler.tasks import TASKS
                    "relevant to this query?\").")
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
               help="LLM call and embedding cache (default: $LABELER_CACHE_DIR or ~/.cache/labeler).")
+@click.option("--dry-run", is_flag=True,
+              help="Check everything and print the plan (queries, passages, embeddings, LLM "
+                   "calls); load no model and write nothing.")
 @click.option("--with-likelihood", is_flag=True,
               help="utility: also record log P(gold answer | q, d) per candidate.")
 @click.option("--max-new-tokens", type=click.IntRange(min=1),
@@ -90,7 +93,8 @@ from labeler.tasks import TASKS
               help="seer: temperature of the CoV weights' softmax [default: 1.0].")
 def build(dataset, llms, artifact, pool, k, limit, backend, batch_size, device, tensor_parallel,
           executor, ray_address, workers, out, version, shard_size, run, encoder, index, corpus,
-          cache_dir, with_likelihood, max_new_tokens, answer_extractor, **task_options) -> None:
+          cache_dir, dry_run, with_likelihood, max_new_tokens, answer_extractor, **task_options
+          ) -> None:
     """Label the candidate passages of a dataset for each LLM, and write one artifact each.
 
     utility (the default): a passage is gold utilitarian for an LLM on a query iff the LLM
@@ -117,6 +121,17 @@ def build(dataset, llms, artifact, pool, k, limit, backend, batch_size, device, 
                                       answer_extractor=answer_extractor, **task_options)
     models = [LLMConfig(name, backend=backend, batch_size=batch_size, device=device,
                         tensor_parallel=tensor_parallel) for name in llms]
+    if dry_run:
+        from labeler.plan import plan
+
+        table = Table(title=f"plan: {artifact} labels of {dataset}, pool {pool}, k {config.k} "
+                            "(dry run: no model loaded, nothing written)")
+        for column in ("step", "count", "how known"):
+            table.add_column(column, justify="right" if column == "count" else "left")
+        for row in plan(artifact, config, models, out=out, version=version, cache_dir=cache_dir):
+            table.add_row(*row)
+        Console().print(table)
+        return
     runner = load_executor(executor, address=ray_address, workers=workers)
     built = build_labels(artifact, config, models, out=out, version=version,
                          shard_size=shard_size, cache_dir=cache_dir, executor=runner)

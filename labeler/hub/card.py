@@ -20,13 +20,20 @@ START, END = "<!-- labeler:configs start -->", "<!-- labeler:configs end -->"
 _LAYOUT = re.compile(r"^([^/]+)/([^/]+)/([^/]+)/v([^/]+)/[^/]+$")
 #: metadata lists that grow with each artifact kind pushed into the repo
 _UNION_KEYS = ("task_categories", "tags", "size_categories")
+#: metadata key: config name -> the licence of its newest version (from that version's card)
+LICENSES = "labeler_licenses"
 
 
 def merge_card(existing: str | None, versions: list[Version], repo: str) -> str:
     """The root card once `versions` (one per config) are published into `existing` (or none)."""
     card = DatasetCard(existing) if existing else DatasetCard(_new_card(repo))
     configs = list(card.data.get("configs") or [])
+    # a card from before per-config licences: its configs keep the licence it said for all
+    licenses = dict(card.data.get(LICENSES) or {
+        c["config_name"]: card.data.get("license") for c in configs
+        if version_folder(c) and card.data.get("license")})
     for version in versions:
+        version_card = DatasetCard((version.folder / "README.md").read_text(encoding="utf-8"))
         for name, files in version.configs.items():
             entry = {
                 "config_name": name,
@@ -38,13 +45,13 @@ def merge_card(existing: str | None, versions: list[Version], repo: str) -> str:
                 configs.append(entry)
             else:
                 configs[at] = entry
-        _merge_metadata(
-            card, DatasetCard((version.folder / "README.md").read_text(encoding="utf-8"))
-        )
+            licenses[name] = version_card.data.get("license") or "unknown"
+        _merge_metadata(card, version_card)
     card.data["configs"] = configs
+    _set_license(card, licenses)
     if not card.data.get("pretty_name"):
         card.data["pretty_name"] = repo.split("/")[-1]
-    card.text = _with_table(card.text, configs, repo)
+    card.text = _with_table(card.text, configs, repo, card.data.get(LICENSES) or {})
     return str(card)
 
 
@@ -75,7 +82,7 @@ def version_folder(config: dict) -> str | None:
 def _merge_metadata(card: DatasetCard, version_card: DatasetCard) -> None:
     """Fill missing keys from a version's own card; grow the list-valued ones."""
     for key, value in version_card.data.to_dict().items():
-        if key in ("configs", "pretty_name"):
+        if key in ("configs", "pretty_name", "license"):
             continue
         current = card.data.get(key)
         if current is None:
@@ -84,7 +91,21 @@ def _merge_metadata(card: DatasetCard, version_card: DatasetCard) -> None:
             card.data[key] = current + [v for v in value if v not in current]
 
 
-def _with_table(text: str, configs: list[dict], repo: str) -> str:
+def _set_license(card: DatasetCard, licenses: dict[str, str]) -> None:
+    """The repo's licence: its configs' one licence, or `other` with each config's listed in
+    `license_details` when they differ (never one config's licence for all)."""
+    card.data[LICENSES] = dict(sorted(licenses.items()))
+    kinds = set(licenses.values())
+    if len(kinds) == 1:
+        card.data["license"] = kinds.pop()
+        card.data.pop("license_details", None)
+    elif kinds:
+        card.data["license"] = "other"
+        card.data["license_details"] = "The configs carry different licences: " + "; ".join(
+            f"{name}: {license}" for name, license in sorted(licenses.items())) + "."
+
+
+def _with_table(text: str, configs: list[dict], repo: str, licenses: dict[str, str]) -> str:
     rows = []
     for config in configs:
         folder = version_folder(config)
@@ -93,13 +114,14 @@ def _with_table(text: str, configs: list[dict], repo: str) -> str:
         artifact, dataset, llm, version = folder.split("/")
         name = config["config_name"]
         rows.append(
-            f"| `{name}` | {artifact} | {dataset} | {llm} | {version} | `{name}.{version}` |"
+            f"| `{name}` | {artifact} | {dataset} | {llm} | {version} | `{name}.{version}` | "
+            f"{licenses.get(name, 'unknown')} |"
         )
     table = "\n".join(
         [
             START,
-            "| config | artifact | dataset | LLM | newest version | its tag |",
-            "|---|---|---|---|---|---|",
+            "| config | artifact | dataset | LLM | newest version | its tag | licence |",
+            "|---|---|---|---|---|---|---|",
             *rows,
             END,
         ]

@@ -74,7 +74,8 @@ def resolve_model(name: str) -> ModelSpec:
 
 
 def model_revision(spec: ModelSpec) -> str:
-    """sha256 of a local file's (or folder's) content; a Hub model's cached commit, else "main"."""
+    """sha256 of a local file's (or folder's) content; a Hub model's cached commit (of its
+    config.json), else "main"."""
     if spec.local:
         path = Path(spec.model_id)
         files = [path] if path.is_file() else sorted(
@@ -83,12 +84,13 @@ def model_revision(spec: ModelSpec) -> str:
         return _content_hash(tuple(
             (str(p), p.relative_to(path).as_posix() if p != path else "", p.stat().st_size,
              p.stat().st_mtime_ns) for p in files))
-    from huggingface_hub import snapshot_download
+    from huggingface_hub import try_to_load_from_cache
 
-    try:
-        return Path(snapshot_download(spec.model_id, local_files_only=True)).name
-    except (OSError, ValueError):  # not in the local HF cache (or not a valid repo id)
-        return "main"
+    # the snapshot folder config.json lies in is named by its commit; snapshot_download's
+    # local_files_only refuses a snapshot without every file of the repo (README, LICENSE,
+    # original/...), which a model's load never fetches
+    found = try_to_load_from_cache(spec.model_id, "config.json")
+    return Path(found).parent.name if isinstance(found, str) else "main"
 
 
 def model_availability(spec: ModelSpec) -> str:

@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from labeler import settings
-from labeler.errors import InputError, MissingDependencyError, ModelLoadError
+from labeler.errors import MissingDependencyError, ModelLoadError
 from labeler.formats import Run
+from labeler.paths import published_file
 from labeler.progress import progress_bar, transformers_quiet, warning
 from labeler.retrieval.ann import AnnIndex, IndexSpec
 from labeler.retrieval.index import SHARD_SIZE, EmbeddingIndex, open_index
@@ -33,6 +34,8 @@ ENCODERS = {"bge-m3": "BAAI/bge-m3", "minilm": "sentence-transformers/all-MiniLM
 DEFAULT_ENCODER = "bge-m3"
 FALLBACK_ENCODER = "minilm"
 _BATCH = 32
+_FALLBACK_HINT = (f"leave --encoder unset to fall back to the bundled {FALLBACK_ENCODER}, "
+                  f"or pass --encoder {FALLBACK_ENCODER}")
 _MAX_LENGTH = 512
 
 
@@ -50,12 +53,14 @@ class Encoder:
     def key(self) -> str:
         """Everything that determines an embedding, as a short hash (the cache's folder)."""
         spec = f"{self.model_id}|{self.pooling}|{self.embedder.normalize_embeddings}|{_MAX_LENGTH}"
-        slug = re.sub(r"[^A-Za-z0-9.-]+", "_", self.model_id.rsplit("/", 1)[-1])
-        return f"{slug}-{hashlib.sha256(spec.encode()).hexdigest()[:12]}"
+        return f"{key_slug(self.model_id)}-{hashlib.sha256(spec.encode()).hexdigest()[:12]}"
 
     def describe(self) -> dict:
-        """The manifest's record of the encoder."""
-        return {"name": self.name, "model_id": self.model_id, "pooling": self.pooling}
+        """The manifest's record of the encoder: a local folder by its name, not its path."""
+        model_id = self.model_id
+        if Path(model_id).expanduser().exists():
+            model_id = published_file(model_id)
+        return {"name": self.name, "model_id": model_id, "pooling": self.pooling}
 
     def encode(self, texts: list[str], description: str) -> np.ndarray:
         """Unit-normalised float32 embeddings, batched longest-first, under a progress bar."""
@@ -109,6 +114,11 @@ class Encoder:
         return vectors.cpu().numpy()
 
 
+def key_slug(model_id: str) -> str:
+    """The readable start of an encoder's cache key: its model's name."""
+    return re.sub(r"[^A-Za-z0-9.-]+", "_", model_id.rsplit("/", 1)[-1])
+
+
 def load_encoder(name: str | None = None, *, device: str | None = None) -> Encoder:
     """Load `name`, or raise ModelLoadError: an encoder asked for by name is never replaced.
     None means the default, BGE-M3, falling back with a warning on stderr to the bundled
@@ -119,8 +129,7 @@ def load_encoder(name: str | None = None, *, device: str | None = None) -> Encod
             return _load(name, device)
         except ModelLoadError as exc:
             if not exc.hint and name != FALLBACK_ENCODER:
-                exc.hint = (f"leave --encoder unset to fall back to the bundled "
-                            f"{FALLBACK_ENCODER}, or pass --encoder {FALLBACK_ENCODER}")
+                exc.hint = _FALLBACK_HINT
             raise
     try:
         return _load(DEFAULT_ENCODER, device)
@@ -190,15 +199,9 @@ def retrieve(
     source: Source, *, k: int = 20, encoder: str | None = None, cache_dir=None,
     index: str | None = None, executor: Executor | None = None,
 ) -> tuple[Run, Retriever]:
-    """Top-`k` over `source.corpus` for every query, and what ranked them."""
-    spec = IndexSpec.parse(index)  # a bad --index fails before the encoder loads
-    if source.corpus is None:
-        raise InputError(f"dataset '{source.name}' has no passage corpus to retrieve from",
-                         field_name="corpus",
-                         hint="pass --corpus NAME (wiki-dpr, msmarco-passage, kilt-wikipedia) "
-                              "or FILE (FlashRAG corpus jsonl), or --run FILE")
-    if not source.corpus.passages:
-        raise InputError(f"dataset '{source.name}' has an empty corpus", field_name="corpus")
+    """Top-`k` over `source.corpus` for every query, and what ranked them; the pools'
+    checks (`labeler.retrieval.pools.check_pools`: a corpus, a valid `index`) come first."""
+    spec = IndexSpec.parse(index)
     loaded = load_encoder(encoder)
     run, described = search(source.corpus, source.queries, k=k, encoder=loaded,
                             cache_dir=cache_dir, index=spec, executor=executor)
@@ -213,10 +216,9 @@ def _load(name: str, device: str | None = None) -> Encoder:
         raise MissingDependencyError("dense retrieval", "FlagEmbedding") from exc
     import torch
 
+    check_encoder(name)
     model_id = ENCODERS.get(name, name)
     path = _bundled_minilm() if name == FALLBACK_ENCODER else model_id
-    if settings.offline() and not Path(path).exists() and not _cached(model_id):
-        raise ModelLoadError(model_id, "not in the local Hugging Face cache and HF_HUB_OFFLINE is set")
     device = device or ("cuda:0" if torch.cuda.is_available() else "cpu")
     known = Path(model_id).name.lower() in AUTO_EMBEDDER_MAPPING
     options: dict = {"model_class": "encoder-only-base", "pooling_method": "mean",
@@ -232,6 +234,16 @@ def _load(name: str, device: str | None = None) -> Encoder:
     embedder.model.to(device).eval()
     pooling = "m3-dense" if type(embedder).__name__ == "BGEM3FlagModel" else embedder.pooling_method
     return Encoder(name=name, model_id=model_id, pooling=pooling, embedder=embedder, device=device)
+
+
+def check_encoder(name: str) -> None:
+    """ModelLoadError, without loading it, for encoder `name` where it cannot load: offline and
+    neither a local folder nor in the local Hugging Face cache (the bundled minilm missing)."""
+    model_id = ENCODERS.get(name, name)
+    path = _bundled_minilm() if name == FALLBACK_ENCODER else model_id
+    if settings.offline() and not Path(path).exists() and not _cached(model_id):
+        raise ModelLoadError(model_id, "not in the local Hugging Face cache and HF_HUB_OFFLINE is set",
+                             hint="" if name == FALLBACK_ENCODER else _FALLBACK_HINT)
 
 
 def _cached(repo: str) -> bool:

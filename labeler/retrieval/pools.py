@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from labeler.errors import InputError, UnknownNameError
 from labeler.formats import Run
+from labeler.paths import published_file
 from labeler.sources import Passage, Source
 
 if TYPE_CHECKING:
@@ -35,8 +36,10 @@ class Pools(dict):
         self.pool, self.k, self.encoder, self.run = pool, k, encoder, run
 
     def describe(self) -> dict:
-        """pool, k, encoder {name, model_id, pooling} or None, run file or None."""
-        return {"pool": self.pool, "k": self.k, "encoder": self.encoder, "run": self.run}
+        """pool, k, encoder {name, model_id, pooling} or None, the run file ({name, sha256},
+        never its local path) or None."""
+        run = None if self.run is None else published_file(self.run)
+        return {"pool": self.pool, "k": self.k, "encoder": self.encoder, "run": run}
 
 
 def build_pools(
@@ -57,23 +60,9 @@ def build_pools(
     `mcp`: rp, then each gold passage not already there (same pid or identical text).
     `index`: the dense index searched (labeler.retrieval.ann; default flat, exact).
     `executor`: where dense retrieval encodes the corpus's missing shards (default: here).
-    Fails before any model work on an unknown pool, a missing corpus, a bad run file, or
-    an `index` where no dense retrieval runs.
+    Fails before any model work as `check_pools` does.
     """
-    if pool not in POOLS:
-        raise UnknownNameError("pool", pool, list(POOLS))
-    if not source.queries:
-        raise InputError(f"dataset '{source.name}' has no queries to pool for")
-    if k < 1:
-        raise InputError(f"k must be at least 1, got {k}", field_name="k")
-    if pool in ("hgp", "mcp") and not any(q.gold for q in source.queries):
-        hint = "use --pool rp"
-        if any(q.gold_refs for q in source.queries):  # KILT: references without text
-            hint = ("its gold is KILT provenance without text: pass --corpus with KILT "
-                    "paragraphs as <wikipedia_id>_<paragraph>, or use --pool rp")
-        raise InputError(f"dataset '{source.name}' has no human gold passages",
-                         field_name="pool", hint=hint)
-    check_index(index, pool=pool, run=run, encoder=encoder)
+    ranked = check_pools(source, pool=pool, k=k, run=run, encoder=encoder, index=index)
     if pool == "hgp":
         pools = {q.qid: [Candidate(p, "human", None, gold=True) for p in q.gold]
                  for q in source.queries}
@@ -81,9 +70,7 @@ def build_pools(
 
     passages = _Lookup(source)
     described = None
-    if run is not None:
-        ranked = Run.from_file(run, qids={q.qid for q in source.queries}, docids=passages)
-    else:
+    if ranked is None:
         from labeler.retrieval import bm25, dense
 
         if encoder == bm25.NAME:
@@ -101,6 +88,56 @@ def build_pools(
         ]
         pools[query.qid] = _with_gold(retrieved, query.gold) if pool == "mcp" else retrieved
     return Pools(pools, pool=pool, k=k, encoder=described, run=str(run) if run else None)
+
+
+def check_pools(source: Source, *, pool: str = "rp", k: int = 20, run: str | Path | None = None,
+                encoder: str | None = None, index: str | None = None) -> Run | None:
+    """InputError for pools that cannot be made, checked without loading any model: an
+    unknown pool, no queries, k < 1, hgp/mcp without human gold, a bad `index`, rp/mcp with
+    neither a run file nor a non-empty corpus, a bad run file, a named dense encoder that
+    cannot load offline (ModelLoadError); the run file's ranking where one is given (None
+    otherwise)."""
+    if pool not in POOLS:
+        raise UnknownNameError("pool", pool, list(POOLS))
+    if not source.queries:
+        raise InputError(f"dataset '{source.name}' has no queries to pool for")
+    if k < 1:
+        raise InputError(f"k must be at least 1, got {k}", field_name="k")
+    if pool in ("hgp", "mcp") and not any(q.gold for q in source.queries):
+        hint = "use --pool rp"
+        if any(q.gold_refs for q in source.queries):  # KILT: references without text
+            hint = ("its gold is KILT provenance without text: pass --corpus with KILT "
+                    "paragraphs as <wikipedia_id>_<paragraph>, or use --pool rp")
+        raise InputError(f"dataset '{source.name}' has no human gold passages",
+                         field_name="pool", hint=hint)
+    check_index(index, pool=pool, run=run, encoder=encoder)
+    if pool == "hgp":
+        return None
+    if run is not None:
+        return Run.from_file(run, qids={q.qid for q in source.queries}, docids=_Docids(source))
+    if source.corpus is None:
+        raise InputError(f"dataset '{source.name}' has no passage corpus to retrieve from",
+                         field_name="corpus",
+                         hint="pass --corpus NAME (wiki-dpr, msmarco-passage, kilt-wikipedia) "
+                              "or FILE (FlashRAG corpus jsonl), or --run FILE")
+    if not len(source.corpus):
+        raise InputError(f"dataset '{source.name}' has an empty corpus", field_name="corpus")
+    from labeler.retrieval import bm25, dense
+
+    if encoder is not None and encoder != bm25.NAME:  # None falls back to the bundled minilm
+        dense.check_encoder(encoder)
+    return None
+
+
+class _Docids:
+    """The pids a run file may rank: the corpus's and the queries' gold passages'."""
+
+    def __init__(self, source: Source) -> None:
+        self.corpus = source.corpus
+        self.gold = {p.pid for q in source.queries for p in q.gold}
+
+    def __contains__(self, pid: object) -> bool:
+        return pid in self.gold or (self.corpus is not None and pid in self.corpus)
 
 
 def check_index(index: str | None, *, pool: str, run, encoder: str | None) -> None:

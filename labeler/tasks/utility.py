@@ -20,6 +20,7 @@ from typing import ClassVar
 from labeler.errors import InputError
 from labeler.llm.base import Chat, Completion, LoglikelihoodRequest, Sampling, chat
 from labeler.metrics.answers import has_answer
+from labeler.paths import file_label
 from labeler.retrieval import Candidate
 from labeler.sources import Passage, Query, Source
 from labeler.tasks.base import Calls, Shard, Task, TaskConfig
@@ -280,8 +281,8 @@ def departures(manifest: dict) -> list[str]:
         if k is not None and k != PAPER["k"]:
             found.append(f"k = {k} retrieved passages per query, not {PAPER['k']}")
         if run:
-            found.append(f"the retrieved passages come from the run file `{run}`, whose "
-                         "retriever is not recorded (the paper retrieves with BGE-M3)")
+            found.append(f"the retrieved passages come from the run file `{file_label(run)}`, "
+                         "whose retriever is not recorded (the paper retrieves with BGE-M3)")
         elif encoder and encoder.get("model_id") != PAPER["encoder"]:
             found.append(f"dense retrieval with {encoder['name']} (`{encoder['model_id']}`), "
                          "not BGE-M3")
@@ -294,8 +295,8 @@ def departures(manifest: dict) -> list[str]:
         if not run and corpus and corpus != wanted:
             size = manifest.get("corpus_passages")
             size = f" ({size:,} passages)" if isinstance(size, int) else ""
-            found.append(f"retrieval searched `{corpus}`{size}, not the paper's `{wanted}` "
-                         f"({PAPER_CORPORA[wanted]})")
+            found.append(f"retrieval searched `{file_label(corpus)}`{size}, not the paper's "
+                         f"`{wanted}` ({PAPER_CORPORA[wanted]})")
     cap = ((manifest.get("sampling") or {}).get("answer") or {}).get("max_tokens")
     if cap is not None and cap != PAPER["max_new_tokens"]:
         reached = ""

@@ -78,7 +78,8 @@ def write(tmp_path, records):
     from labeler.artifacts import write_artifact
 
     def _write(
-        dataset: str = "nq-sample", n: int | None = None, version: str | None = None
+        dataset: str = "nq-sample", n: int | None = None, version: str | None = None,
+        license: str = "cc-by-sa-3.0",
     ) -> Path:
         chosen = records[:n] if n else records
         manifest = {
@@ -89,7 +90,7 @@ def write(tmp_path, records):
             "prompt_templates": {"closed_book": "Answer the following question ... {question}"},
             "sampling": {"answer": {"n": 1, "temperature": 0.0, "max_tokens": 32}},
             "seed": None,
-            "license": "cc-by-sa-3.0",
+            "license": license,
             "pool": "hgp",
         }
         return write_artifact(

@@ -231,3 +231,22 @@ def test_offline_mode_is_named_not_retried(hub, write, monkeypatch):
         "(unset HF_HUB_OFFLINE to reach the Hub)"
     )
     assert hub.request_count == 0
+
+
+def test_a_root_card_whose_configs_differ_in_licence_says_other_and_lists_each(hub, write):
+    runner = CliRunner()
+    assert runner.invoke(cli, ["push", str(write()), "--repo", REPO]).exit_code == 0
+    assert _card(hub).data.license == "cc-by-sa-3.0"
+    # MS MARCO's terms (non-commercial): the Hub's `other`
+    msmarco = write(dataset="msmarco-fqa", n=2, license="other")
+    assert runner.invoke(cli, ["push", str(msmarco), "--repo", REPO]).exit_code == 0
+
+    card = _card(hub)
+    assert card.data.license == "other"  # never the first config's licence for all
+    assert card.data.labeler_licenses == {"utility.msmarco-fqa.smollm2-135m": "other",
+                                          "utility.nq-sample.smollm2-135m": "cc-by-sa-3.0"}
+    assert card.data.license_details == (
+        "The configs carry different licences: utility.msmarco-fqa.smollm2-135m: other; "
+        "utility.nq-sample.smollm2-135m: cc-by-sa-3.0.")
+    assert "| `utility.nq-sample.smollm2-135m.v1` | cc-by-sa-3.0 |" in card.text
+    assert "| `utility.msmarco-fqa.smollm2-135m.v1` | other |" in card.text

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from labeler.errors import InputError, UnknownNameError
+from labeler.paths import file_sha256
 from labeler.retrieval import build_pools, gold_recall
 from labeler.sources import Passage, Source, load_source
 
@@ -33,7 +34,8 @@ def test_rp_from_a_run_takes_the_top_k(sample, run_file):
     assert [(c.passage.pid, c.source, c.rank, c.gold) for c in pools[q0.qid]] == [
         (q0.gold[0].pid, "retrieved", 1, True), ("11828866", "retrieved", 2, False)]
     assert [c.gold for c in pools[q1.qid]] == [False, False]
-    assert pools.describe() == {"pool": "rp", "k": 2, "encoder": None, "run": str(run_file)}
+    assert pools.describe() == {"pool": "rp", "k": 2, "encoder": None,
+                                "run": {"name": run_file.name, "sha256": file_sha256(run_file)}}
     assert gold_recall(pools, sample) == pytest.approx(1 / 3)
 
 

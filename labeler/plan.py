@@ -1,0 +1,103 @@
+"""`labeler build --dry-run`: what a build would do, from its checks alone; no model is loaded.
+
+Every row is exact, an upper bound or an estimate, and says which: before retrieval an `rp`
+pool's candidates are at most queries × k; prompt tokens are estimated from characters
+(about 4 per token) without the model's tokenizer; the call cache's keys hold the model's
+revision and its rendered prompts, so the hits it would give are unknown without the model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from labeler.llm.config import LLMConfig
+from labeler.paths import cache_root
+from labeler.retrieval.index import SHARD_SIZE
+from labeler.sources import Source
+from labeler.tasks.base import TaskConfig
+
+#: characters per token of the estimate (English prose under a BPE vocabulary)
+CHARS_PER_TOKEN = 4
+
+
+def plan(artifact: str, config: TaskConfig, llms: Sequence[LLMConfig], *,
+         out: str | Path = "out", version: str | None = None, cache_dir=None
+         ) -> list[tuple[str, str, str]]:
+    """(what, how many, how known) rows of the build `labeler build` would run with these
+    options, after every check it makes before loading a model (`check_build`)."""
+    from labeler.build import check_build
+
+    task, source, _ = check_build(artifact, config, llms, out=out, version=version)
+    queries = source.queries
+    corpus = source.corpus
+    rows = [("queries", f"{len(queries):,}", "exact")]
+    retrieves = config.pool != "hgp" and config.run is None
+    rows.append(("corpus passages", "n/a" if corpus is None else f"{len(corpus):,}",
+                 "exact" if retrieves else "not searched"))
+    if retrieves and config.encoder != "bm25":
+        cached = _cached_embeddings(source, config.encoder, cache_dir)
+        rows.append(("corpus embeddings cached", f"{cached:,}", "exact (the cache's shards)"))
+        rows.append(("embeddings to compute", f"{len(corpus) - cached:,}", "exact"))
+    gold = sum(len(q.gold) for q in queries)
+    if config.pool == "hgp":
+        candidates, known = gold, "exact"
+    else:
+        candidates = len(queries) * config.k + (gold if config.pool == "mcp" else 0)
+        known = "upper bound: queries × k" + (" + gold" if config.pool == "mcp" else "")
+    rows.append(("candidates", f"{candidates:,}", known))
+    passage_chars = _mean_chars(source)
+    question_chars = sum(len(q.question) for q in queries) / max(len(queries), 1)
+    for what, calls, passages, how in _calls(task.name, config, source, candidates):
+        tokens = calls * (question_chars + passages * passage_chars) / CHARS_PER_TOKEN
+        rows.append((f"LLM calls: {what}", f"{calls:,}", how))
+        rows.append((f"  prompt tokens: {what}", f"~{int(tokens):,}",
+                     "estimate from characters (no tokenizer loaded), templates excluded"))
+    rows.append(("LLM calls served by the cache", "unknown",
+                 "its keys hold the model's revision and rendered prompts"))
+    rows.append(("LLMs", ", ".join(llm.name for llm in llms), "none loaded by a dry run"))
+    return rows
+
+
+def _calls(task: str, config: TaskConfig, source: Source, candidates: int
+           ) -> list[tuple[str, int, float, str]]:
+    """(kind, calls, passages per prompt, how known) of each kind of call `task` makes."""
+    queries = len(source.queries)
+    if task != "utility":
+        return [(f"{task} (not itemised by --dry-run)", 0, 0, "unknown")]
+    bound = "exact" if config.pool == "hgp" else "upper bound"
+    per_query = candidates / max(queries, 1)
+    rows = [("closed-book answers", queries, 0, "exact"),
+            ("one-passage answers", candidates, 1, bound)]
+    if getattr(config, "with_likelihood", False):
+        rows.append(("answer likelihoods", candidates, 1, bound))
+    rows += [("all-passage answers", queries, per_query, bound),
+             ("utilitarian-passage answers", queries, per_query, "upper bound"),
+             ("human-gold answers", sum(bool(q.gold) for q in source.queries),
+              sum(len(q.gold) for q in source.queries) / max(queries, 1), "exact")]
+    return rows
+
+
+def _mean_chars(source: Source, sample: int = 1000) -> float:
+    """Mean characters of a passage: the corpus's first `sample`, else the gold passages."""
+    corpus = source.corpus
+    texts = corpus.contents(range(min(sample, len(corpus)))) if corpus is not None and len(
+        corpus) else [p.contents for q in source.queries for p in q.gold]
+    return sum(map(len, texts)) / max(len(texts), 1)
+
+
+def _cached_embeddings(source: Source, encoder: str | None, cache_dir) -> int:
+    """Passages of `source.corpus` whose embeddings an index in the cache holds under an
+    encoder of that name (found by the model's name in the index folder, so without loading
+    it: its key's hash needs its pooling)."""
+    from labeler.retrieval.dense import DEFAULT_ENCODER, ENCODERS, key_slug
+
+    slug = key_slug(ENCODERS.get(encoder or DEFAULT_ENCODER, encoder or DEFAULT_ENCODER))
+    corpus = source.corpus
+    best = 0
+    for folder in (cache_root(cache_dir) / "embeddings").glob(
+            f"{slug}-*/{corpus.fingerprint}-s{SHARD_SIZE}"):
+        shards = sorted(folder.glob("shard-*.npy"))
+        best = max(best, sum(min(SHARD_SIZE, len(corpus) - int(p.stem[6:]) * SHARD_SIZE)
+                             for p in shards))
+    return best
