@@ -123,8 +123,8 @@ def main() -> None:
                         f"queries from a run (whole processes; {time.perf_counter() - start:.0f} "
                         "s in all)")
     for column in ("reader", "CPU s", "peak RSS MiB", "× datasets cached (RSS)",
-                   "× datasets cached (CPU)", f"RSS B / passage, {args.small:,} → "
-                                              f"{args.passages:,}"):
+                   "× datasets cached (CPU)",
+                   f"RSS B / passage, {args.small:,} → {args.passages:,}"):
         table.add_column(column, justify="left" if column == "reader" else "right")
     for name, (cpu, rss) in big.items():
         slope = (rss - small[name][1]) / (args.passages - args.small)

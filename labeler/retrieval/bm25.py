@@ -65,10 +65,8 @@ class BM25:
 def retrieve(source: Source, *, k: int = 20, encoder: str | None = None, cache_dir=None
              ) -> tuple[Run, BM25]:
     """Top-`k` BM25 over `source.corpus` for every query, and the retriever that ranked them
-    (called as `dense.retrieve` is; `encoder` is dense retrieval's)."""
-    if source.corpus is None or not len(source.corpus):
-        raise InputError(f"dataset '{source.name}' has no passage corpus to retrieve from",
-                         field_name="corpus", hint="pass --corpus FILE or --run FILE")
+    (called as `dense.retrieve` is, after `pools.check_pools` made sure there is a corpus;
+    `encoder` is dense retrieval's)."""
     used = BM25()
     return bm25_run(source.corpus, source.queries, k=k, bm25=used, cache_dir=cache_dir), used
 

@@ -6,9 +6,9 @@ back memory-mapped:
 
 - `passages.arrow`: an Arrow IPC file of columns pid, title, text (and, for a corpus cut from
   pages, `page`, `start_paragraph`, `end_paragraph`: where each passage lies in its page);
-- `pid.npy` / `pid-rows.npy`: 64-bit hashes of the pids, sorted, and the rows they point at,
+- `pid.u64` / `pid-rows.i64`: 64-bit hashes of the pids, sorted, and the rows they point at,
   so `corpus[pid]` is a binary search, not a dict of every pid;
-- `text.npy` / `text-rows.npy`: the same for (title, text), so gold passages known only by
+- `text.u64` / `text-rows.i64`: the same for (title, text), so gold passages known only by
   their text map onto the corpus;
 - `corpus.json`: passages, fingerprint and format, written last: a folder without it is a
   cut write and is made again.
@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import mmap
+import os
 import shutil
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -147,10 +149,14 @@ class Corpus:
         if meta.get("format") != FORMAT:
             return None
         corpus = cls.__new__(cls)
-        table = pa.ipc.open_file(pa.memory_map(str(folder / "passages.arrow"))).read_all()
-        load = lambda name: np.load(folder / name, mmap_mode="r")  # noqa: E731
-        corpus._open(table, _Keys(load("pid.npy"), load("pid-rows.npy")),
-                     _Keys(load("text.npy"), load("text-rows.npy")), meta["fingerprint"])
+        path = folder / "passages.arrow"
+        mapped = pa.py_buffer(_mapped(path))
+        table = pa.ipc.open_file(pa.BufferReader(mapped)).read_all()
+        keys = [_Keys(_mapped_array(folder / f"{name}.u64", np.uint64),
+                      _mapped_array(folder / f"{name}-rows.i64", np.int64))
+                for name in ("pid", "text")]
+        corpus._open(table, *keys, meta["fingerprint"])
+        corpus._reader = _FileReader(table, mapped.address, path)
         return corpus
 
     @classmethod
@@ -182,8 +188,8 @@ class Corpus:
                 raise (duplicate(*repeated) if duplicate else InputError(
                     f"duplicate passage id '{repeated[1]}' in {what}", field_name="id"))
             for name, keys in (("pid", pid_keys), ("text", text_keys)):
-                np.save(staging / f"{name}.npy", keys.hashes)
-                np.save(staging / f"{name}-rows.npy", keys.rows)
+                keys.hashes.astype(np.uint64).tofile(staging / f"{name}.u64")
+                keys.rows.astype(np.int64).tofile(staging / f"{name}-rows.i64")
             (staging / _META).write_text(json.dumps(
                 {"format": FORMAT, "passages": hasher.count, "fingerprint": hasher.fingerprint()}))
             shutil.rmtree(folder, ignore_errors=True)
@@ -199,6 +205,7 @@ class Corpus:
 
     def _open(self, table: pa.Table, pid_keys: _Keys, text_keys: _Keys, fingerprint: str):
         self.table, self._pid_keys, self._text_keys = table, pid_keys, text_keys
+        self._reader: _FileReader | None = None  # a stored table's: reads by pread
         self.fingerprint = fingerprint  # sha256 over every pid, title and text, in order
         self.name, self.revision, self.license = None, None, "unknown"
 
@@ -255,7 +262,7 @@ class Corpus:
         found = []
         while row is not None and row < len(self):
             stop = min(row + 64, len(self))
-            span = self.table.slice(row, stop - row).select(["pid", *SPAN_COLUMNS]).to_pydict()
+            span = self._take(range(row, stop), ["pid", *SPAN_COLUMNS])
             for pid, page, start, end in zip(*span.values()):
                 if page != wikipedia_id:
                     return found
@@ -270,25 +277,68 @@ class Corpus:
                      if self._at(int(r), "pid")[0] == pid), None)
 
     def _at(self, row: int, *columns: str) -> tuple:
-        return tuple(self.table.column(c)[row].as_py() for c in columns)
+        taken = self._take(range(row, row + 1), list(columns))
+        return tuple(taken[c][0] for c in columns)
 
     def _column_at(self, column: str) -> Callable[[int], str]:
-        return lambda row: self.table.column(column)[row].as_py()
+        return lambda row: self._at(row, column)[0]
 
     def _take(self, rows, columns: list[str]) -> dict[str, list]:
-        table = self.table.select(columns)
-        if isinstance(rows, range) and rows.step == 1:  # a span: one zero-copy slice
-            return table.slice(rows.start, len(rows)).to_pydict()
-        # row by row: `take` on a memory-mapped table of many chunks costs ms a call
+        """Columns at corpus positions `rows` (a range is read as one span per chunk)."""
+        spans = [rows] if isinstance(rows, range) and rows.step == 1 else \
+            [range(int(r), int(r) + 1) for r in rows]
         taken: dict[str, list] = {c: [] for c in columns}
-        for row in rows:
-            for column, value in table.slice(int(row), 1).to_pydict().items():
-                taken[column] += value
+        for span in spans:
+            for column in columns:
+                taken[column] += (self._reader.read(column, span) if self._reader else
+                                  self.table.column(column).slice(span.start, len(span))
+                                  .to_pylist())
         return taken
 
     def _rows(self, rows) -> list[Passage]:
         taken = self._take(rows, list(COLUMNS))
         return [Passage(*values) for values in zip(*taken.values())]
+
+
+class _FileReader:
+    """Reads spans of a stored table's columns with `os.pread`, at the file offsets of the
+    Arrow buffers the mapped table points at: the mapping's pages are never touched, so
+    reading rows neither grows the process's resident memory (the kernel maps ~64 KB of
+    cached file around every page touched) nor keeps what was read."""
+
+    def __init__(self, table: pa.Table, base: int, path: Path):
+        self._table, self._base = table, base
+        self._file = path.open("rb")
+        lengths = [len(chunk) for chunk in table.column(0).chunks]
+        self._starts = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+
+    def read(self, column: str, span: range) -> list:
+        """The column's values at rows `span`."""
+        values: list = []
+        chunks = self._table.column(column).chunks
+        first = int(np.searchsorted(self._starts, span.start, "right")) - 1
+        for k in range(first, len(chunks)):
+            lo = max(span.start, int(self._starts[k])) - int(self._starts[k])
+            hi = min(span.stop, int(self._starts[k + 1])) - int(self._starts[k])
+            if hi <= lo:
+                break
+            values += self._chunk(chunks[k], lo, hi)
+        return values
+
+    def _chunk(self, array: pa.Array, lo: int, hi: int) -> list:
+        buffers = array.buffers()
+        if pa.types.is_string(array.type):  # [validity, int32 offsets, utf-8 data]
+            offsets = np.frombuffer(self._pread(buffers[1], 4 * (array.offset + lo),
+                                                4 * (hi - lo + 1)), np.int32)
+            data = self._pread(buffers[2], int(offsets[0]), int(offsets[-1] - offsets[0]))
+            starts = (offsets - offsets[0]).tolist()
+            return [data[a:b].decode() for a, b in zip(starts, starts[1:])]
+        width = array.type.byte_width  # fixed-width numbers: [validity, values]
+        raw = self._pread(buffers[1], width * (array.offset + lo), width * (hi - lo))
+        return np.frombuffer(raw, array.type.to_pandas_dtype()).tolist()
+
+    def _pread(self, buffer: pa.Buffer, start: int, size: int) -> bytes:
+        return os.pread(self._file.fileno(), size, buffer.address - self._base + start)
 
 
 class _Passages(Sequence):
@@ -310,9 +360,8 @@ class _Passages(Sequence):
         return self._corpus.passage(index)
 
     def __iter__(self) -> Iterator[Passage]:
-        for batch in self._corpus.table.to_batches(max_chunksize=BATCH):
-            columns = batch.select(list(COLUMNS)).to_pydict()
-            yield from (Passage(*values) for values in zip(*columns.values()))
+        for start in range(0, len(self), BATCH):
+            yield from self._corpus._rows(range(start, min(start + BATCH, len(self))))
 
 
 class _Hasher:
@@ -358,6 +407,22 @@ def _first_duplicate(keys: _Keys, pid_at: Callable[[int], str]) -> tuple[int, st
         if pid_at(a) == pid_at(b):
             seconds.append((max(a, b), pid_at(a)))
     return min(seconds) if seconds else None
+
+
+def _mapped(path: Path) -> mmap.mmap:
+    """`path` memory-mapped for random reads: a page read is that page, not the kernel's
+    read-ahead around it (which made every pid looked up cost ~800 KB of resident memory)."""
+    with path.open("rb") as f:
+        mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    mapped.madvise(mmap.MADV_RANDOM)
+    return mapped
+
+
+def _mapped_array(path: Path, dtype) -> np.ndarray:
+    """A raw array file over `_mapped`: read-only, no copy (empty files cannot be mapped)."""
+    if path.stat().st_size == 0:
+        return np.zeros(0, dtype)
+    return np.frombuffer(_mapped(path), dtype)
 
 
 def _table(batch: Batch) -> pa.Table:

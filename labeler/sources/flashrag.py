@@ -6,6 +6,7 @@ and `2wiki` from the Hub) and corpora `{id, contents: "\\"Title\\"\\ntext"}` (`-
 
 from __future__ import annotations
 
+from array import array
 from pathlib import Path
 
 from labeler.errors import InputError
@@ -82,7 +83,7 @@ def read_corpus(path: str | Path) -> Corpus:
         stat = path.stat()
     except FileNotFoundError:
         raise InputError("no such file", str(path)) from None
-    lines: list[int] = []  # the line of each passage, for a duplicate's error
+    lines = array("q")  # the line of each passage, for a duplicate's error
 
     def batches():
         batch: dict[str, list] = {"pid": [], "title": [], "text": []}

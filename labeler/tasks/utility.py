@@ -67,8 +67,8 @@ PAPER = {"max_new_tokens": 4096, "pool": "rp", "k": 20, "encoder": "BAAI/bge-m3"
 #: the sources that load the paper's query sets (KILT dev, 2WikiQA dev, MS MARCO QA factoid)
 PAPER_QUERY_SETS = frozenset({"nq", "tq", "hotpotqa", "fever", "2wiki", "msmarco-fqa"})
 #: the corpora the paper retrieves from (`CORPORA` names): MS MARCO's for its MS MARCO
-#: queries, DPR's Wikipedia passages for every other query set
-PAPER_CORPORA = {"wiki-dpr": "DPR's 100-word Wikipedia passages",
+#: queries, KILT's Wikipedia in DPR's 100-word passages for every other query set
+PAPER_CORPORA = {"kilt-w100": "KILT's Wikipedia in DPR's 100-word passages, about 34M",
                  "msmarco-passage": "MS MARCO's 8.8M passages"}
 POOL_NAMES = {"rp": "top-k retrieved", "hgp": "the human gold passages only",
               "mcp": "top-k retrieved plus the human gold passages"}
@@ -286,12 +286,13 @@ def departures(manifest: dict) -> list[str]:
         elif encoder and encoder.get("model_id") != PAPER["encoder"]:
             found.append(f"dense retrieval with {encoder['name']} (`{encoder['model_id']}`), "
                          "not BGE-M3")
-        if not run and not config.get("corpus") and manifest.get("corpus_passages"):
+        # the corpus asked for, else the named corpus a dataset retrieves from by default
+        corpus = config.get("corpus") or (manifest.get("corpus_source") or {}).get("name")
+        if not run and not corpus and manifest.get("corpus_passages"):
             found.append(f"retrieval searched only the source's own "
                          f"{manifest['corpus_passages']:,} passages (those shipped with its "
                          "queries), not a full corpus as the paper's")
-        corpus = config.get("corpus")
-        wanted = "msmarco-passage" if source.startswith("msmarco") else "wiki-dpr"
+        wanted = "msmarco-passage" if source.startswith("msmarco") else "kilt-w100"
         if not run and corpus and corpus != wanted:
             size = manifest.get("corpus_passages")
             size = f" ({size:,} passages)" if isinstance(size, int) else ""

@@ -30,6 +30,8 @@ def test_the_headline_command_runs_as_written(hub, llama_repo, tmp_path):
     assert (manifest["model_id"], manifest["model_revision"]) == (LLAMA, commit)
     assert manifest["source_revision"].startswith(HUB_FILES["nq"].revision)
     assert manifest["corpus_source"]["name"] == "kilt-w100"
+    card = (manifest_path.parent / "README.md").read_text()
+    assert "| corpus | `kilt-w100`, the dataset's default (3 passages" in card
     assert manifest["stats"]["queries"] == 5  # every served KILT NQ dev record
     # the first use said, once and before any download, what kilt-w100 costs
     assert run.stderr.count("kilt-w100: the first use downloads") == 1

@@ -266,10 +266,12 @@ def test_the_cap_is_the_configs_and_goes_into_the_manifest():
         == 256  # an unset option keeps the default
 
 
-_PAPERS = {"source_dataset": "nq", "config": {"limit": None, "corpus": "wiki-dpr"},
+_PAPERS = {"source_dataset": "nq", "config": {"limit": None, "corpus": None},
+           "corpus_source": {"name": "kilt-w100", "revision": "kilt_knowledgesource.json:cut1",
+                             "license": "cc-by-sa-3.0"},
            "pool": "rp", "k": 20, "run": None,
            "encoder": {"name": "bge-m3", "model_id": "BAAI/bge-m3"},
-           "corpus_passages": 21_015_324, "sampling": {"answer": {"max_tokens": 4096}},
+           "corpus_passages": 34_000_000, "sampling": {"answer": {"max_tokens": 4096}},
            "stats": {"answers": 10, "capped_answers": 0}}
 
 
@@ -277,6 +279,7 @@ def test_departures_from_the_papers_setting_come_from_the_manifest():
     assert utility.departures(_PAPERS) == []
     assert utility.departures({}) == []  # nothing recorded, nothing judged
     demo = {**_PAPERS, "source_dataset": "nq-sample", "config": {"limit": 10, "corpus": None},
+            "corpus_source": None,
             "pool": "mcp", "k": 5, "corpus_passages": 4349,
             "encoder": {"name": "minilm", "model_id": "sentence-transformers/all-MiniLM-L6-v2"},
             "sampling": {"answer": {"max_tokens": 256}},
@@ -306,8 +309,13 @@ def test_departures_from_the_papers_setting_come_from_the_manifest():
            "config": {"limit": None, "corpus": "/data/corpus.jsonl"}, "corpus_passages": 10}
     assert utility.departures(own) == [
         "the queries come from the file `/data/dev.jsonl`, not from one of the paper's query sets",
-        ("retrieval searched `/data/corpus.jsonl` (10 passages), not the paper's `wiki-dpr` "
-         "(DPR's 100-word Wikipedia passages)")]
+        ("retrieval searched `/data/corpus.jsonl` (10 passages), not the paper's `kilt-w100` "
+         "(KILT's Wikipedia in DPR's 100-word passages, about 34M)")]
+    dpr = {**_PAPERS, "config": {"limit": None, "corpus": "wiki-dpr"},
+           "corpus_source": {"name": "wiki-dpr"}, "corpus_passages": 21_015_324}
+    assert utility.departures(dpr) == [
+        ("retrieval searched `wiki-dpr` (21,015,324 passages), not the paper's `kilt-w100` "
+         "(KILT's Wikipedia in DPR's 100-word passages, about 34M)")]
     marco = {**_PAPERS, "source_dataset": "msmarco-fqa", "corpus_passages": 8_841_823,
              "config": {"limit": None, "corpus": "msmarco-passage"}}
     assert utility.departures(marco) == []

@@ -1,0 +1,53 @@
+"""kilt-w100: KILT pages cut into 100-word passages with their paragraph spans, and KILT
+provenance mapped onto the passages that overlap it. The page is real text in KILT's layout:
+HotpotQA's context paragraphs of "Scott Derrickson" and "Ed Wood (film)" (fixtures/README),
+one KILT paragraph per sentence, with KILT's markup on two of them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from labeler.sources.corpus import Corpus
+from labeler.sources.kilt_w100 import WORDS, cut, passages_of
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+
+
+def _page() -> dict:
+    context = json.loads((FIXTURES / "hotpot_dev_distractor.json").read_text())[0]["context"]
+    sentences = [s.strip() for i in (1, 0) for s in context["sentences"][i]]
+    paragraphs = ["Scott Derrickson\n", "Section::::Career.\n",
+                  *(f"BULLET::::- {s}\n" if i == 2 else f"{s}\n" for i, s in enumerate(sentences))]
+    return {"wikipedia_id": "4366", "wikipedia_title": "Scott Derrickson", "text": paragraphs}
+
+
+def test_a_page_is_cut_into_consecutive_100_word_blocks_with_their_paragraphs():
+    page = _page()
+    words = [w for p in page["text"][1:] for w in
+             p.removeprefix("Section::::").removeprefix("BULLET::::- ").split()]
+    passages = passages_of(page)
+
+    assert [p[0] for p in passages] == [f"4366-{n}" for n in range(len(passages))]
+    assert all(title == "Scott Derrickson" for _, title, *_ in passages)
+    assert [len(text.split()) for _, _, text, *_ in passages] == [
+        min(WORDS, len(words) - start) for start in range(0, len(words), WORDS)]
+    assert " ".join(text for _, _, text, *_ in passages) == " ".join(words)  # nothing lost
+    assert "::::" not in " ".join(text for _, _, text, *_ in passages)
+    assert passages[0][3] == 1  # paragraph 0 is the title, never text
+    spans = [(start, end) for *_, start, end in passages]
+    assert all(a <= b for a, b in spans) and spans[-1][1] == len(page["text"]) - 1
+    assert all(later[0] >= earlier[1] for earlier, later in zip(spans, spans[1:]))
+
+
+def test_provenance_maps_onto_the_passages_overlapping_its_paragraphs(tmp_path):
+    page, other = _page(), {**_page(), "wikipedia_id": "77", "wikipedia_title": "Other"}
+    corpus = Corpus.stored("test-kilt-w100", lambda: cut([page, other]), cache_dir=tmp_path)
+    passages = passages_of(page)
+
+    last = len(page["text"]) - 1
+    assert corpus.gold_pids("4366", last, last) == [passages[-1][0]]
+    assert corpus.gold_pids("4366", 1, last) == [p[0] for p in passages]
+    assert corpus.gold_pids("4366", last + 5, last + 9) == []  # past the page's end
+    assert corpus.gold_pids("77", 1, 1) == ["77-0"]  # the next page's rows are not 4366's
+    assert corpus.gold_pids("999", 1, 1) == []
