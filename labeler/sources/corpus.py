@@ -26,6 +26,7 @@ import os
 import shutil
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -332,7 +333,7 @@ class _FileReader:
                                                 4 * (hi - lo + 1)), np.int32)
             data = self._pread(buffers[2], int(offsets[0]), int(offsets[-1] - offsets[0]))
             starts = (offsets - offsets[0]).tolist()
-            return [data[a:b].decode() for a, b in zip(starts, starts[1:])]
+            return [data[a:b].decode() for a, b in pairwise(starts)]
         width = array.type.byte_width  # fixed-width numbers: [validity, values]
         raw = self._pread(buffers[1], width * (array.offset + lo), width * (hi - lo))
         return np.frombuffer(raw, array.type.to_pandas_dtype()).tolist()

@@ -6,6 +6,7 @@ one KILT paragraph per sentence, with KILT's markup on two of them."""
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from pathlib import Path
 
 from labeler.sources.corpus import Corpus
@@ -37,7 +38,7 @@ def test_a_page_is_cut_into_consecutive_100_word_blocks_with_their_paragraphs():
     assert passages[0][3] == 1  # paragraph 0 is the title, never text
     spans = [(start, end) for *_, start, end in passages]
     assert all(a <= b for a, b in spans) and spans[-1][1] == len(page["text"]) - 1
-    assert all(later[0] >= earlier[1] for earlier, later in zip(spans, spans[1:]))
+    assert all(later[0] >= earlier[1] for earlier, later in pairwise(spans))
 
 
 def test_provenance_maps_onto_the_passages_overlapping_its_paragraphs(tmp_path):
