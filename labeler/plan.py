@@ -63,10 +63,22 @@ def _calls(task: str, config: TaskConfig, source: Source, candidates: int
            ) -> list[tuple[str, int, float, str]]:
     """(kind, calls, passages per prompt, how known) of each kind of call `task` makes."""
     queries = len(source.queries)
-    if task != "utility":
-        return [(f"{task} (not itemised by --dry-run)", 0, 0, "unknown")]
-    bound = "exact" if config.pool == "hgp" else "upper bound"
     per_query = candidates / max(queries, 1)
+    if task == "seer":  # extractions of the top-k, then the experts on each distinct one
+        extractions = queries * config.samples
+        rows = [("evidence extractions", extractions, per_query,
+                 "exact: queries × samples, one prompt a query")]
+        if config.faithfulness == "llm":
+            rows.append(("faithfulness judgements", extractions, per_query,
+                         "upper bound: duplicate extractions are dropped"))
+        return [*rows, ("answer likelihoods (helpfulness)", extractions + queries, 0,
+                        "upper bound: with each extraction, and without")]
+    if task == "rubric":  # questions per query, then P(yes) per question and document
+        asked = config.max_questions + config.single_question
+        return [("rubric questions", queries, 0, "exact (asked again where a reply has none)"),
+                ("P(yes)", int(queries * min(config.rerank_k, per_query) * asked), 1,
+                 "upper bound: every query's full rubric on each of its candidates")]
+    bound = "exact" if config.pool == "hgp" else "upper bound"
     rows = [("closed-book answers", queries, 0, "exact"),
             ("one-passage answers", candidates, 1, bound)]
     if getattr(config, "with_likelihood", False):

@@ -392,3 +392,22 @@ def test_a_dry_run_prints_the_plan_loads_no_model_and_writes_nothing(tmp_path, l
     for row in ("queries", "corpus passages", "embeddings to compute", "upper bound: queries × k",
                 "closed-book", "estimate from characters", "served by the cache"):
         assert row in result.output, row
+
+
+def test_a_dry_run_itemises_the_seer_and_rubric_calls(tmp_path, loads):
+    def rows(*args: str) -> dict[str, str]:
+        result = CliRunner().invoke(cli, ["build", "--out", str(tmp_path / "out"), "--llm",
+                                          "smollm2-135m", "--limit", "3", *args, "--dry-run"],
+                                    env={"COLUMNS": "200"})
+        assert result.exit_code == 0, result.output
+        cells = [[c.strip() for c in line.split("│")[1:-1]] for line in result.output.splitlines()
+                 if line.startswith("│")]
+        return {c[0]: c[1] for c in cells if len(c) == 3}
+
+    seer = rows("--artifact", "seer", "--dataset", "nq-sample", "--encoder", "minilm")
+    assert seer["LLM calls: evidence extractions"] == "30"  # 3 queries × SEER's 10 samples
+    assert seer["LLM calls: answer likelihoods (helpfulness)"] == "33"
+    rubric = rows("--artifact", "rubric", "--dataset", "cisi-sample")
+    assert rubric["LLM calls: rubric questions"] == "3"
+    assert rubric["LLM calls: P(yes)"] == "600"  # 3 queries × 20 candidates × 10 questions
+    assert loads == [] and not (tmp_path / "out").exists()

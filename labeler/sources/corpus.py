@@ -170,12 +170,14 @@ class Corpus:
         staging.mkdir(parents=True)
         hasher, writer = _Hasher(), None
         try:
-            info(f"storing {what} as an on-disk table (once; later runs map it): {folder}")
             with progress_bar(f"storing {what}", total or 0) as advance:
-                for batch in batches():
+                for written, batch in enumerate(batches()):
                     table = _table(batch)
                     if writer is None:
                         writer = pa.ipc.new_file(str(staging / "passages.arrow"), table.schema)
+                    if written == 1:  # a corpus of one batch is stored in a blink: no news
+                        info(f"storing {what} as an on-disk table (once; later runs map it): "
+                             f"{folder}")
                     writer.write_table(table, max_chunksize=BATCH)
                     hasher.add(batch)
                     advance(table.num_rows)
