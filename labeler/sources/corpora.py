@@ -18,7 +18,7 @@ to pass a file instead.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from labeler import settings
 from labeler.sources import Corpus
@@ -55,22 +55,28 @@ def load_msmarco_passage() -> Corpus:
 
 def load_kilt_wikipedia() -> Corpus:
     """The KILT knowledge source, one passage per paragraph, pids `<wikipedia_id>_<i>`."""
-    pages, revision = kilt_pages()
-    return _corpus("kilt-wikipedia", revision, lambda: kilt_paragraph_batches(pages), 0)
+    return _corpus("kilt-wikipedia", kilt_revision(),
+                   lambda: kilt_paragraph_batches(kilt_pages()), 0)
 
 
-def kilt_pages():
-    """(pages, revision): KILT's knowledge source as a `datasets.Dataset`, one row a page
-    `{wikipedia_id, wikipedia_title, text: [paragraph, ...], ...}` (memory-mapped Arrow);
-    the revision names the file and its `datasets` fingerprint."""
-    import datasets
+def kilt_pages() -> Iterator[dict]:
+    """KILT's knowledge source, page by page as its file holds them (`{wikipedia_id,
+    wikipedia_title, text: [paragraph, ...], ...}`, one JSON object a line), streamed from
+    the copy downloaded once into the cache: never a table of its 35 GB, whose anchors and
+    Wikidata fields no corpus reads."""
+    from labeler.formats import read_jsonl
 
     source = kilt_source()
     if source.startswith(("http://", "https://")):
         source = fetch_url(source, what="corpus 'kilt-wikipedia'", repo=KILT_SOURCE_REPO,
                            hint=_FILE_HINT)
-    pages = datasets.load_dataset("json", data_files={"full": [source]}, split="full")
-    return pages, f"kilt_knowledgesource.json@{pages._fingerprint}"
+    for _, page in read_jsonl(source, skip_blank=True):
+        yield page
+
+
+def kilt_revision() -> str:
+    """What pins the KILT pages: the file's name (KILT has never re-released it)."""
+    return kilt_source().rsplit("/", 1)[-1]
 
 
 def kilt_source() -> str:
@@ -86,18 +92,21 @@ def tevatron_batches(dataset) -> Batches:
                "title": [t or "" for t in batch["title"]], "text": batch["text"]}
 
 
-def kilt_paragraph_batches(pages) -> Batches:
+def kilt_paragraph_batches(pages: Iterable[dict]) -> Batches:
     """KILT pages -> one passage per paragraph, pid `<wikipedia_id>_<index>` (index 0 is the
     page title, as KILT counts paragraphs), text without its trailing newline. A page's `text`
     is a list of paragraphs (KILT's file) or `{paragraph: [...]}` (the Hub builder's layout)."""
-    for batch in pages.iter(batch_size=BATCH):
-        out = {"pid": [], "title": [], "text": []}
-        for page_id, title, text in zip(batch["wikipedia_id"], batch["wikipedia_title"],
-                                        batch["text"]):
-            paragraphs = text["paragraph"] if isinstance(text, dict) else text
-            out["pid"] += [f"{page_id}_{i}" for i in range(len(paragraphs))]
-            out["title"] += [title] * len(paragraphs)
-            out["text"] += [p.strip() for p in paragraphs]
+    out: dict[str, list[str]] = {"pid": [], "title": [], "text": []}
+    for page in pages:
+        text = page["text"]
+        paragraphs = text["paragraph"] if isinstance(text, dict) else text
+        out["pid"] += [f"{page['wikipedia_id']}_{i}" for i in range(len(paragraphs))]
+        out["title"] += [page["wikipedia_title"]] * len(paragraphs)
+        out["text"] += [p.strip() for p in paragraphs]
+        if len(out["pid"]) >= BATCH:
+            yield out
+            out = {"pid": [], "title": [], "text": []}
+    if out["pid"]:
         yield out
 
 

@@ -70,20 +70,13 @@ def cut(pages: Iterable[dict]) -> Iterator[Batch]:
 def load_kilt_w100() -> Corpus:
     """The corpus, cut from the KILT pages on first use; its revision names KILT's file and
     the cut."""
-    from labeler.sources.corpora import LICENSE, kilt_pages, kilt_source
+    from labeler.sources.corpora import LICENSE, kilt_pages, kilt_revision, kilt_source
 
-    source = kilt_source()
-    revision = f"{source.rsplit('/', 1)[-1]}:cut{CUT}"  # KILT's file is never re-released
-    key = f"{NAME}@{source}:cut{CUT}"
+    revision = f"{kilt_revision()}:cut{CUT}"
+    key = f"{NAME}@{kilt_source()}:cut{CUT}"
     if not (corpus_folder(key) / "corpus.json").exists():
         _first_use_notice()
-
-    def batches() -> Iterator[Batch]:
-        pages, _ = kilt_pages()
-        for rows in pages.iter(batch_size=1_000):
-            yield from cut(dict(zip(rows, values)) for values in zip(*rows.values()))
-
-    return Corpus.stored(key, batches, name=NAME, revision=revision,
+    return Corpus.stored(key, lambda: cut(kilt_pages()), name=NAME, revision=revision,
                          license=LICENSE[NAME], what=f"corpus '{NAME}'")
 
 

@@ -31,7 +31,7 @@ def test_kilt_paragraphs_read_the_same_in_kilts_file_and_the_hub_builders_layout
     as_file = {"wikipedia_id": ["7"], "wikipedia_title": ["T"], "text": [["T\n", "a"]]}
     as_builder = {**as_file, "text": [{"paragraph": ["T\n", "a"]}]}
     batches = [list(kilt_paragraph_batches(datasets.Dataset.from_dict(rows)))
-               for rows in (as_file, as_builder)]
+               for rows in (as_file, as_builder)]  # a Dataset iterates as page dicts
     assert batches[0] == batches[1] == [{"pid": ["7_0", "7_1"], "title": ["T", "T"],
                                          "text": ["T", "a"]}]
 
