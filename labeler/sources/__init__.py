@@ -12,15 +12,33 @@ import re
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from labeler.errors import InputError, UnknownNameError
 from labeler.formats import read_jsonl
-from labeler.sources.corpus import Corpus, Passage
+from labeler.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from labeler.sources.corpus import Corpus
 
 __all__ = [
     "CORPORA", "KINDS", "SOURCES", "Corpus", "GoldRef", "Passage", "Query", "Source", "available",
     "load_source",
 ]
+
+
+@dataclass(frozen=True)
+class Passage:
+    """One retrievable unit of text."""
+
+    pid: str  # stable id: the psgs_w100 id where the source has one
+    title: str
+    text: str
+
+    @property
+    def contents(self) -> str:
+        """The text an LLM or an encoder sees: `"{title} {text}"`."""
+        return f"{self.title} {self.text}" if self.title else self.text
 
 
 @dataclass(frozen=True)
@@ -118,6 +136,9 @@ class Source:
                 "queries_with_gold_in_corpus": queries_found}
 
 
+#: `Corpus` (pyarrow) is imported when first asked for: `labeler score` needs only `Passage`
+__getattr__, __dir__ = lazy_exports(__name__, {"Corpus": "labeler.sources.corpus"})
+
 #: what a query can be (`Source.kind`)
 KINDS = ("question", "claim")
 
@@ -184,16 +205,17 @@ def load_source(
     corpus file) replaces its passage corpus; `qrels` (TREC qrels) gives its queries graded
     relevance and gold (`search.with_qrels`). The corpus never depends on `limit`.
 
-    The corpus is read first, so a bad one fails before the queries' download. Each gold
+    A corpus named by `corpus` is read first, so a bad one fails before the queries'
+    download; a dataset's default corpus (`DEFAULT_CORPORA`) after its queries. Each gold
     passage is mapped onto the corpus passage with the same pid (DPR / psgs_w100 ids), else
     the same title and text; one the corpus lacks stays a gold passage of its own text (an
     `mcp` pool adds it) and `Source.gold_in_corpus()` counts it as missing. A query's gold
-    references (KILT provenance) become gold passages where the corpus has their paragraphs
-    under pids `<wikipedia_id>_<paragraph>` (`kilt-wikipedia`); other corpora match none.
+    references (KILT provenance) become the corpus passages over their paragraphs
+    (`Corpus.gold_pids`: `kilt-w100`'s spans, `kilt-wikipedia`'s paragraphs); other corpora
+    match none.
     """
     from labeler.sources import flashrag, search
 
-    corpus = corpus if corpus is not None else DEFAULT_CORPORA.get(name)
     passages = load_corpus(corpus) if corpus is not None else None
     if name.startswith(JSONL_PREFIX):
         source = flashrag.load_jsonl(name[len(JSONL_PREFIX) :], limit=limit)
@@ -205,6 +227,8 @@ def load_source(
         source = getattr(importlib.import_module(module), attr)(limit=limit)
     else:
         raise UnknownNameError("dataset", name, available())
+    if passages is None and name in DEFAULT_CORPORA:  # after the queries: it is the bigger
+        passages = load_corpus(DEFAULT_CORPORA[name])
     if passages is not None:
         source.corpus = passages
         pinned = (f"{passages.name}@{passages.revision}" if passages.name

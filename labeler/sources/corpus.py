@@ -25,7 +25,6 @@ import mmap
 import os
 import shutil
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 
@@ -34,8 +33,9 @@ import pyarrow as pa
 
 from labeler.errors import InputError
 from labeler.paths import cache_root, locked
+from labeler.sources import Passage
 
-__all__ = ["SPAN_COLUMNS", "Corpus", "Passage", "corpus_folder"]
+__all__ = ["SPAN_COLUMNS", "Corpus", "corpus_folder"]
 
 #: the columns every corpus has, in order
 COLUMNS = ("pid", "title", "text")
@@ -51,20 +51,6 @@ BATCH = 8_192
 
 #: one batch of passages as column lists: pid, title, text (and optionally the span columns)
 Batch = dict[str, list]
-
-
-@dataclass(frozen=True)
-class Passage:
-    """One retrievable unit of text."""
-
-    pid: str  # stable id: the psgs_w100 id where the source has one
-    title: str
-    text: str
-
-    @property
-    def contents(self) -> str:
-        """The text an LLM or an encoder sees: `"{title} {text}"`."""
-        return f"{self.title} {self.text}" if self.title else self.text
 
 
 class _Keys:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 
+from labeler import settings
 from labeler.sources.corpus import BATCH, Batch, Corpus, corpus_folder
 
 NAME = "kilt-w100"
@@ -74,8 +75,8 @@ def load_kilt_w100() -> Corpus:
 
     revision = f"{kilt_revision()}:cut{CUT}"
     key = f"{NAME}@{kilt_source()}:cut{CUT}"
-    if not (corpus_folder(key) / "corpus.json").exists():
-        _first_use_notice()
+    if not (corpus_folder(key) / "corpus.json").exists() and not settings.offline():
+        _first_use_notice()  # offline, the download's error says enough
     return Corpus.stored(key, lambda: cut(kilt_pages()), name=NAME, revision=revision,
                          license=LICENSE[NAME], what=f"corpus '{NAME}'")
 

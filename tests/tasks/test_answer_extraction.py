@@ -89,8 +89,8 @@ def test_sentence_answers_need_an_extractor_and_only_they_take_one():
 
 def test_an_extractor_for_a_dataset_without_sentence_answers_fails_before_any_model_loads(
         tmp_path):
-    result = CliRunner().invoke(cli, ["build", "--dataset", "nq-sample", "--llm", "no-such-model",
-                                      "--answer-extractor", "no-such-model",
+    result = CliRunner().invoke(cli, ["build", "--dataset", "nq-sample", "--llm", "smollm2-135m",
+                                      "--answer-extractor", "smollm2-135m",
                                       "--out", str(tmp_path)])
     assert isinstance(result.exception, InputError)  # not a model load error: none was tried
     assert result.exception.line() == (
