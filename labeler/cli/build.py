@@ -49,9 +49,11 @@ from labeler.tasks import TASKS
               "[rubric: bm25].")
 @click.option("--index", metavar="KIND[:NAME=N,...]", help=INDEX_HELP)
 @click.option("--corpus", metavar="NAME|FILE",
-              help="Corpus to retrieve from instead of the dataset's own: wiki-dpr (DPR's "
-                   "100-word Wikipedia passages), msmarco-passage, kilt-wikipedia (KILT "
-                   "paragraphs), or a FlashRAG-format file ({id, contents}).")
+              help="Corpus to retrieve from instead of the dataset's own (nq, tq, hotpotqa, "
+                   "fever, 2wiki: kilt-w100 by default): kilt-w100 (KILT's Wikipedia in DPR's "
+                   "100-word passages, the paper's), wiki-dpr (DPR's 21M psgs_w100), "
+                   "msmarco-passage, kilt-wikipedia (KILT paragraphs), or a FlashRAG-format "
+                   "file ({id, contents}).")
 @click.option("--qrels", type=click.Path(dir_okay=False, path_type=Path),
               help="TREC qrels with the queries' graded human judgments (rubric: for NDCG).")
 @click.option("--max-questions", type=click.IntRange(min=1),

@@ -38,9 +38,11 @@ def executor_options(where: str, loaded: str):
               help="Source: nq-sample, nq, tq, msmarco-fqa, hotpotqa, fever, 2wiki, "
                    "nq-tevatron, tq-tevatron-distant, hotpotqa-distractor or jsonl:PATH.")
 @click.option("--corpus", metavar="NAME|FILE",
-              help="Corpus to retrieve from instead of the dataset's own: wiki-dpr (DPR's "
-                   "100-word Wikipedia passages), msmarco-passage, kilt-wikipedia (KILT "
-                   "paragraphs), or a FlashRAG-format file ({id, contents}).")
+              help="Corpus to retrieve from instead of the dataset's own (nq, tq, hotpotqa, "
+                   "fever, 2wiki: kilt-w100 by default): kilt-w100 (KILT's Wikipedia in DPR's "
+                   "100-word passages, the paper's), wiki-dpr (DPR's 21M psgs_w100), "
+                   "msmarco-passage, kilt-wikipedia (KILT paragraphs), or a FlashRAG-format "
+                   "file ({id, contents}).")
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first N queries.")
 @click.option("--k", type=click.IntRange(min=1), default=20, show_default=True,
               help="Passages per query.")

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from labeler.errors import InputError, UnknownNameError
 from labeler.formats import Run
 from labeler.paths import published_file
-from labeler.sources import Passage, Source
+from labeler.sources import CORPORA, Passage, Source
 
 if TYPE_CHECKING:
     from labeler.executors import Executor
@@ -118,8 +118,8 @@ def check_pools(source: Source, *, pool: str = "rp", k: int = 20, run: str | Pat
     if source.corpus is None:
         raise InputError(f"dataset '{source.name}' has no passage corpus to retrieve from",
                          field_name="corpus",
-                         hint="pass --corpus NAME (wiki-dpr, msmarco-passage, kilt-wikipedia) "
-                              "or FILE (FlashRAG corpus jsonl), or --run FILE")
+                         hint=f"pass --corpus NAME ({', '.join(CORPORA)}) or FILE (FlashRAG "
+                              "corpus jsonl), or --run FILE")
     if not len(source.corpus):
         raise InputError(f"dataset '{source.name}' has an empty corpus", field_name="corpus")
     from labeler.retrieval import bm25, dense

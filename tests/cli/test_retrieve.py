@@ -36,8 +36,8 @@ def test_missing_corpus_fails_with_one_line_and_writes_nothing(tmp_path):
     assert result.exit_code == 1
     assert result.exception.line() == (
         f"field 'corpus': dataset '{DATASET}' has no passage corpus to retrieve from "
-        "(pass --corpus NAME (wiki-dpr, msmarco-passage, kilt-wikipedia) or FILE (FlashRAG "
-        "corpus jsonl), or --run FILE)")
+        "(pass --corpus NAME (kilt-w100, wiki-dpr, msmarco-passage, kilt-wikipedia) or FILE "
+        "(FlashRAG corpus jsonl), or --run FILE)")
     assert not out.exists()
 
 

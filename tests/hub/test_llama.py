@@ -60,7 +60,7 @@ def test_a_build_that_cannot_pool_fails_before_the_model_is_asked_for(hub, llama
     assert run.returncode == 1
     assert run.stderr.splitlines() == [
         (f"error: field 'corpus': dataset 'jsonl:{FIXTURES / 'flashrag_nq_test.jsonl'}' has no "
-        "passage corpus to retrieve from (pass --corpus NAME (wiki-dpr, msmarco-passage, "
-        "kilt-wikipedia) or FILE (FlashRAG corpus jsonl), or --run FILE)")]
+        "passage corpus to retrieve from (pass --corpus NAME (kilt-w100, wiki-dpr, "
+        "msmarco-passage, kilt-wikipedia) or FILE (FlashRAG corpus jsonl), or --run FILE)")]
     assert not [line for line in hub.log if LLAMA in line]  # not one request for the model
     assert not out.exists()

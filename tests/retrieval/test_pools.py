@@ -95,5 +95,5 @@ def test_bad_requests_fail_before_any_model_work(sample):
         build_pools(no_gold, pool="rp")  # no corpus: fails before an encoder is loaded
     assert error.value.line() == (
         "field 'corpus': dataset 'fever' has no passage corpus to retrieve from "
-        "(pass --corpus NAME (wiki-dpr, msmarco-passage, kilt-wikipedia) or FILE (FlashRAG "
-        "corpus jsonl), or --run FILE)")
+        "(pass --corpus NAME (kilt-w100, wiki-dpr, msmarco-passage, kilt-wikipedia) or FILE "
+        "(FlashRAG corpus jsonl), or --run FILE)")
