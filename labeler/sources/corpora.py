@@ -10,9 +10,10 @@
   into its paragraphs with pids `<wikipedia_id>_<paragraph>`: the corpus in which KILT
   provenance (`Query.gold_refs` of `nq`, `tq`, `hotpotqa`, `fever`) names gold passages.
 
-The files are `hub_files`'s, pinned; the first use downloads them (GBs), later ones read the
-local cache. Rows become passages in column batches (`BATCH` rows at a time), never a Python
-object per row of the source. Offline with no cached copy, the error names the corpus and how
+The files are `hub_files`'s, pinned; the first use downloads them (GBs) and streams them once
+into the corpus's on-disk table, which later runs map without downloading or reading them.
+Rows become passages in column batches (`BATCH` rows at a time), never a Python object per
+row of the source. Offline with no cached copy, the error names the corpus and how
 to pass a file instead.
 """
 
@@ -23,7 +24,7 @@ from collections.abc import Callable, Iterable, Iterator
 from labeler import settings
 from labeler.sources import Corpus
 from labeler.sources.hub_files import HUB_FILES, KILT_SOURCE_REPO, KILT_SOURCE_URL
-from labeler.sources.hubload import fetch_url, load_hub
+from labeler.sources.hubload import download, fetch_url
 
 #: The text's own licences: Wikipedia's text is CC BY-SA 3.0 (DPR's psgs_w100 and KILT's
 #: knowledge source are cuts of Wikipedia dumps); MS MARCO's terms allow non-commercial
@@ -40,17 +41,27 @@ Batches = Iterator[dict[str, list[str]]]
 
 def load_wiki_dpr() -> Corpus:
     """DPR's 100-word Wikipedia passages (psgs_w100)."""
-    dataset, revision = load_hub(HUB_FILES["wiki-dpr"], what="corpus 'wiki-dpr'",
-                                 hint=_FILE_HINT)
-    return _corpus("wiki-dpr", revision, lambda: tevatron_batches(dataset), len(dataset))
+    return _tevatron_corpus("wiki-dpr")
 
 
 def load_msmarco_passage() -> Corpus:
     """MS MARCO's 8.8M passages."""
-    dataset, revision = load_hub(HUB_FILES["msmarco-passage"],
-                                 what="corpus 'msmarco-passage'", hint=_FILE_HINT)
-    return _corpus("msmarco-passage", revision, lambda: tevatron_batches(dataset),
-                   len(dataset))
+    return _tevatron_corpus("msmarco-passage")
+
+
+def _tevatron_corpus(name: str) -> Corpus:
+    """A Tevatron corpus at its pinned commit: once stored, no download and no `datasets`
+    table; on first use its files are downloaded and streamed line by line."""
+    from labeler.formats import read_jsonl
+
+    spec = HUB_FILES[name]
+
+    def batches() -> Batches:
+        paths, _ = download(spec, what=f"corpus '{name}'", hint=_FILE_HINT)
+        for path in paths:
+            yield from tevatron_batches(row for _, row in read_jsonl(path, skip_blank=True))
+
+    return _corpus(name, spec.revision, batches, spec.rows or 0)
 
 
 def load_kilt_wikipedia() -> Corpus:
@@ -85,11 +96,18 @@ def kilt_source() -> str:
     return settings.kilt_source(KILT_SOURCE_URL)
 
 
-def tevatron_batches(dataset) -> Batches:
+def tevatron_batches(rows: Iterable[dict]) -> Batches:
     """Tevatron corpus rows `{docid, title, text}` -> passage column batches, pid = docid."""
-    for batch in dataset.iter(batch_size=BATCH):
-        yield {"pid": [str(d) for d in batch["docid"]],
-               "title": [t or "" for t in batch["title"]], "text": batch["text"]}
+    out: dict[str, list[str]] = {"pid": [], "title": [], "text": []}
+    for row in rows:
+        out["pid"].append(str(row["docid"]))
+        out["title"].append(row.get("title") or "")
+        out["text"].append(row["text"])
+        if len(out["pid"]) >= BATCH:
+            yield out
+            out = {"pid": [], "title": [], "text": []}
+    if out["pid"]:
+        yield out
 
 
 def kilt_paragraph_batches(pages: Iterable[dict]) -> Batches:

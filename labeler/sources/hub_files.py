@@ -27,6 +27,7 @@ class HubFiles:
     license: str  # the repo card's licence field ("none": the card declares none)
     script: str | None = None  # the repo's loading script, which is not run
     note: str = ""
+    rows: int | None = None  # a corpus's passages, where known (its progress bar's total)
 
 
 def _kilt(config: str, size: str) -> HubFiles:
@@ -67,11 +68,12 @@ HUB_FILES: dict[str, HubFiles] = {
     "wiki-dpr": HubFiles(
         "Tevatron/wikipedia-nq-corpus", "56fe4cbb5f79b501f4441c5f1a150695ba2d4088",
         ("corpus.jsonl.gz",), "json", "train", "4.73 GB", "none",
-        script="wikipedia-nq-corpus.py", note="DPR psgs_w100, 21,015,324 passages"),
+        script="wikipedia-nq-corpus.py", note="DPR psgs_w100, 21,015,324 passages",
+        rows=21_015_324),
     "msmarco-passage": HubFiles(
         "Tevatron/msmarco-passage-corpus", "5b250efbb2149162100c58f2394e990651b47beb",
         ("corpus.jsonl.gz",), "json", "train", "1.12 GB", "none",
-        script="msmarco-passage-corpus.py", note="8,841,823 passages"),
+        script="msmarco-passage-corpus.py", note="8,841,823 passages", rows=8_841_823),
 }
 
 #: The KILT knowledge source (5,903,530 pages of the 2019-08-01 dump, one JSON object a line:
