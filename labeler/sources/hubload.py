@@ -46,12 +46,14 @@ def download(spec: HubFiles, *, what: str = "dataset", hint: str = "") -> tuple[
 
 def fetch_url(url: str, *, what: str, repo: str, hint: str = "") -> str:
     """A file outside the Hub (a dataset's canonical download URL), downloaded once into the
-    labeler cache and read from there after; HubError when it is not cached and cannot be had."""
+    labeler cache and read from there after; a cut download resumes where it stopped (an HTTP
+    range). HubError when it is not cached and cannot be had."""
     import hashlib
 
     import httpx
 
     from labeler import settings
+    from labeler.progress import progress_bar
 
     path = settings.cache_dir() / "downloads" / (
         f"{hashlib.sha256(url.encode()).hexdigest()[:16]}-{url.rsplit('/', 1)[-1]}")
@@ -63,12 +65,22 @@ def fetch_url(url: str, *, what: str, repo: str, hint: str = "") -> str:
                        "offline (HF_HUB_OFFLINE)", repo, hint=advice)
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".part")
+    have = partial.stat().st_size if partial.exists() else 0  # a cut download resumes
     try:
-        with httpx.stream("GET", url, follow_redirects=True, timeout=60) as response, \
-                partial.open("wb") as out:
-            response.raise_for_status()
-            for chunk in response.iter_bytes(1 << 20):
-                out.write(chunk)
+        with httpx.stream("GET", url, follow_redirects=True, timeout=60,
+                          headers={"Range": f"bytes={have}-"} if have else {}) as response:
+            if have and response.status_code == 416:  # the part was already whole
+                response.close()
+            else:
+                response.raise_for_status()
+                resumed = have and response.status_code == 206
+                total = int(response.headers.get("Content-Length") or 0) + (have if resumed else 0)
+                with partial.open("ab" if resumed else "wb") as out, progress_bar(
+                        f"downloading {url.rsplit('/', 1)[-1]}", total) as advance:
+                    advance(have if resumed else 0)
+                    for chunk in response.iter_bytes(1 << 20):
+                        out.write(chunk)
+                        advance(len(chunk))
     except httpx.HTTPError as exc:
         raise HubError(f"cannot load {what}: {url}: {exc}", repo, hint=advice) from exc
     partial.replace(path)
