@@ -3,7 +3,8 @@
 Every row is exact, an upper bound or an estimate, and says which: before retrieval an `rp`
 pool's candidates are at most queries × k; prompt tokens are estimated from characters
 (about 4 per token) without the model's tokenizer; the call cache's keys hold the model's
-revision and its rendered prompts, so the hits it would give are unknown without the model.
+revision and its rendered prompts, so the plan shows how many answers of each LLM the cache
+holds, not which of them the build will ask again.
 """
 
 from __future__ import annotations
@@ -53,9 +54,25 @@ def plan(artifact: str, config: TaskConfig, llms: Sequence[LLMConfig], *,
         rows.append((f"LLM calls: {what}", f"{calls:,}", how))
         rows.append((f"  prompt tokens: {what}", f"~{int(tokens):,}",
                      "estimate from characters (no tokenizer loaded), templates excluded"))
-    rows.append(("LLM calls served by the cache", "unknown",
-                 "its keys hold the model's revision and rendered prompts"))
+    rows += _cached_calls(llms, cache_dir)
     rows.append(("LLMs", ", ".join(llm.name for llm in llms), "none loaded by a dry run"))
+    return rows
+
+
+def _cached_calls(llms: Sequence[LLMConfig], cache_dir) -> list[tuple[str, str, str]]:
+    """Per LLM, the answers the call cache holds for it by operation: the most a build can be
+    served (which of them it asks again needs its rendered prompts, so the model)."""
+    from labeler.llm.cache import cache_stats
+    from labeler.llm.models import resolve_model
+
+    held = cache_stats(cache_dir).by_model
+    rows = []
+    for llm in llms:
+        alias = resolve_model(llm.name).alias
+        ops = [f"{count:,} {op}" for model, op, count in held if model == alias]
+        rows.append((f"answers of {alias} in the call cache", ", ".join(ops) or "0",
+                     "exact; those this build asks again are known once its prompts are "
+                     "rendered by the model"))
     return rows
 
 

@@ -390,7 +390,7 @@ def test_a_dry_run_prints_the_plan_loads_no_model_and_writes_nothing(tmp_path, l
     assert result.exit_code == 0, result.output
     assert loads == [] and not out.exists()
     for row in ("queries", "corpus passages", "embeddings to compute", "upper bound: queries × k",
-                "closed-book", "estimate from characters", "served by the cache"):
+                "closed-book", "estimate from characters", "in the call cache"):
         assert row in result.output, row
 
 
