@@ -71,8 +71,7 @@ def _cached_calls(llms: Sequence[LLMConfig], cache_dir) -> list[tuple[str, str, 
         alias = resolve_model(llm.name).alias
         ops = [f"{count:,} {op}" for model, op, count in held if model == alias]
         rows.append((f"answers of {alias} in the call cache", ", ".join(ops) or "0",
-                     "exact; those this build asks again are known once its prompts are "
-                     "rendered by the model"))
+                     "exact; which this build asks again needs its prompts rendered"))
     return rows
 
 
