@@ -25,6 +25,7 @@ from labeler.errors import InputError, UnknownNameError
 from labeler.executors import Executor, Job, ModelIdentity, load_executor
 from labeler.llm import BACKENDS, resolve_model
 from labeler.llm.config import LLMConfig
+from labeler.llm.models import check_access
 from labeler.paths import check_writable, published_file
 from labeler.progress import info, track
 from labeler.retrieval import Pools, build_pools
@@ -140,7 +141,9 @@ def check_build(artifact: str, config: TaskConfig, llms: Sequence[LLMConfig], *,
     for llm in dict.fromkeys(llms):
         if llm.backend not in BACKENDS:
             raise UnknownNameError("backend", llm.backend, sorted(BACKENDS))
-        alias = resolve_model(llm.name).alias  # an unknown name or a missing file fails now
+        spec = resolve_model(llm.name)  # an unknown name or a missing file fails now
+        check_access(spec)  # so does a gated model whose licence this user has not accepted
+        alias = spec.alias
         if alias in named:
             raise InputError(f"--llm {named[alias]!r} and --llm {llm.name!r} are both "
                              f"'{alias}': their artifacts would share one folder",
@@ -148,7 +151,7 @@ def check_build(artifact: str, config: TaskConfig, llms: Sequence[LLMConfig], *,
         named[alias] = llm.name
     for name in [*task.extra_models().values(), config.answer_extractor]:
         if name:
-            resolve_model(name)
+            check_access(resolve_model(name))
     check_writable(out)  # a read-only or full --out fails now, not after the LLM phase
     source = config_source(config)
     task.check(source)

@@ -25,7 +25,7 @@ from labeler.build import (
 from labeler.errors import InputError
 from labeler.formats import check_record
 from labeler.llm.config import LLMConfig
-from labeler.llm.models import resolve_model
+from labeler.llm.models import check_access, resolve_model
 from labeler.paths import atomic_file
 from labeler.progress import track
 from labeler.retrieval.pools import check_pools
@@ -65,7 +65,7 @@ def judge(config: JudgeConfig, llm: LLMConfig | None, *, out: str | Path,
     if llm is None and task.templates():
         raise InputError(f"{config.method} asks an LLM: name one", field_name="llm")
     if llm is not None:
-        resolve_model(llm.name)  # an unknown name fails before the dataset's download
+        check_access(resolve_model(llm.name))  # an unknown or gated one fails before the data
     source = config_source(config)
     templates = task.templates(source.kind)  # the judge prompts are for questions
     check_pools(source, pool=config.pool, k=config.k, run=config.run, encoder=config.encoder,

@@ -12,11 +12,12 @@ huggingface_hub and transformers code.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import tempfile
 from pathlib import Path
 
-from hub_server import GITATTRIBUTES, HubServer
+from hub_server import GITATTRIBUTES, HubServer, blob_oid
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 SHARDS = 4  # as the real repo: model-00001-of-00004.safetensors ...
@@ -105,15 +106,13 @@ def llama_files(cache_dir: str | Path) -> dict[str, bytes]:
 
 
 def seed_llama(hub: HubServer, files: dict[str, bytes]) -> str:
-    """Serve `files` (from `llama_files`) on `hub` as the model repo LLAMA; its commit sha."""
-    from hub_server import Repo
-
-    with hub._lock:
-        repo = Repo(LLAMA, "model", private=False)
-        commit = hub._new_commit(repo, None, "initial commit",
-                                 {".gitattributes": GITATTRIBUTES, **files})
-        hub.repos[("model", LLAMA)] = repo
-    return commit.sha
+    """Serve `files` (from `llama_files`) on `hub` as the model repo LLAMA, gated as the real
+    one is, its licence accepted by every token the server knows; its commit sha."""
+    files = {".gitattributes": GITATTRIBUTES, **files}
+    sha = hashlib.sha1(b"".join(blob_oid(files[name]).encode() for name in sorted(files)))
+    hub.seed(LLAMA, files, sha=sha.hexdigest(), repo_type="model", gated=True,
+             accepted=hub.tokens)
+    return sha.hexdigest()
 
 
 def _json(value: dict) -> bytes:

@@ -10,7 +10,8 @@ huggingface_hub 1.33. Every upload is answered `regular` (inline content, no LFS
 
 Mirrors of real repos: `seed(repo_id, files, sha=...)` adds a commit with the given sha (a real
 Hub commit a source pins) on a branch (`main`, or `refs/convert/parquet`); `gated=True` makes the
-repo answer as a gated one whose licence the caller has not accepted (401 without a token, 403
+repo answer as a gated one whose licence the caller has not accepted, unless its token is one of
+`accepted` (401 without a token, 403
 with one, `X-Error-Code: GatedRepo`, as the Hub does). `static(path, content)` serves a plain file
 outside any repo (a dataset's canonical download URL).
 
@@ -69,6 +70,7 @@ class Repo:
     branches: dict[str, str] = field(default_factory=dict)
     tags: dict[str, str] = field(default_factory=dict)
     gated: bool = False
+    accepted: set[str] = field(default_factory=set)  # tokens of users granted a gated repo
 
     def resolve(self, revision: str) -> Commit | None:
         sha = self.branches.get(revision) or self.tags.get(revision)
@@ -141,11 +143,13 @@ class HubServer:
             self._faults.append((self._counter + at, kind, times))
 
     def seed(self, repo_id: str, files: dict[str, bytes], *, sha: str, repo_type: str = "dataset",
-             branch: str = "main", gated: bool = False) -> Repo:
-        """A commit with sha `sha` holding `files` on `branch` of `repo_id` (created if new)."""
+             branch: str = "main", gated: bool = False, accepted=()) -> Repo:
+        """A commit with sha `sha` holding `files` on `branch` of `repo_id` (created if new);
+        a `gated` repo serves only the tokens in `accepted` (users who accepted its terms)."""
         with self._lock:
             repo = self.repos.setdefault((repo_type, repo_id), Repo(repo_id, repo_type, False))
             repo.gated = repo.gated or gated
+            repo.accepted.update(accepted)
             date = datetime.fromtimestamp(1_600_000_000 + len(repo.commits), UTC).isoformat()
             repo.commits[sha] = Commit(sha, repo.branches.get(branch), f"seed {branch}",
                                        date.replace("+00:00", ".000Z"), dict(files))
@@ -202,6 +206,8 @@ class HubServer:
         rest = parts[3:]
         if method == "GET" and (not rest or rest[0] == "revision"):
             return self._info(repo, rest[1] if rest else "main", query)
+        if method == "GET" and rest == ["auth-check"]:  # `_repo` let this token through
+            return _json(200, {})
         if method == "GET" and rest == ["refs"]:
             return self._refs(repo)
         if method == "GET" and rest and rest[0] == "tree":
@@ -432,7 +438,7 @@ class HubServer:
         repo = self.repos.get((repo_type, repo_id))
         if repo is None or (repo.private and token is None):
             raise HttpError(404, "Repository not found", "RepoNotFound")
-        if repo.gated:
+        if repo.gated and token not in repo.accepted:
             raise HttpError(401 if token is None else 403,
                             f"Access to dataset {repo_id} is restricted. You must have access "
                             "to it and be authenticated to access it. Please log in.",

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from labeler import settings
 from labeler.errors import MissingDependencyError, ModelLoadError, UnknownNameError
 
 
@@ -103,6 +104,32 @@ def model_availability(spec: ModelSpec) -> str:
 
     cached = isinstance(try_to_load_from_cache(spec.model_id, "config.json"), str)
     return "HF cache" if cached else "Hub download"
+
+
+def check_access(spec: ModelSpec) -> None:
+    """ModelLoadError, before any data or weights are downloaded, for a Hub model this user
+    cannot download: a gated repo whose terms it has not accepted, or an id the Hub does not
+    know. Bundled, local and cached models, and offline runs, are not asked about; a Hub that
+    cannot be reached is left for the load to report."""
+    if spec.bundled or spec.local or settings.offline() or model_availability(spec) != \
+            "Hub download":
+        return
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
+
+    try:
+        HfApi().auth_check(spec.model_id)
+    except GatedRepoError as exc:  # before its parent, RepositoryNotFoundError
+        raise ModelLoadError(spec.model_id, "the repo is gated and this user has not been "
+                             "granted access", hint=f"accept its licence on https://"
+                             f"huggingface.co/{spec.model_id}, then set a token: hf auth login"
+                             ) from exc
+    except RepositoryNotFoundError as exc:
+        raise ModelLoadError(spec.model_id, "no such model repo on the Hub",
+                             hint="check the id; a private repo needs a token: hf auth login"
+                             ) from exc
+    except Exception:  # noqa: BLE001 - unreachable or refused: the load says what it meets
+        return
 
 
 def _spec(alias: str, model_id: str, *, local: bool, bundled: bool = False) -> ModelSpec:
