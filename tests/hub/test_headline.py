@@ -52,8 +52,8 @@ def test_a_user_without_the_llamas_licence_is_told_before_any_download(hub, llam
                          timeout=300, check=False)
 
     assert run.returncode == 1
-    assert run.stderr.splitlines() == [
+    assert run.stderr.splitlines() == [(
         f"error: cannot load model '{LLAMA}': the repo is gated and this user has not been "
         f"granted access (accept its licence on https://huggingface.co/{LLAMA}, then set a "
-        "token: hf auth login)"]
+        "token: hf auth login)")]
     assert hub.log[asked:] == [f"GET /api/models/{LLAMA}/auth-check"]  # nothing downloaded
