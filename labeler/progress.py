@@ -36,11 +36,12 @@ _live: Progress | None = None
 
 
 @contextmanager
-def progress_bar(description: str, total: int) -> Iterator[callable]:
-    """Yield `advance(n)`; draws done/total, rate-derived ETA and elapsed time on a TTY.
+def progress_bar(description: str, total: int | None) -> Iterator[callable]:
+    """Yield `advance(n)`; draws done/total, rate-derived ETA and elapsed time on a TTY
+    (done alone where `total` is None: not known in advance; nothing where it is 0).
     Bars opened while another is shown stack below it and go when done."""
     global _live
-    if not _enabled() or total <= 0:
+    if not _enabled() or total is not None and total <= 0:
         yield lambda n=1: None
         return
     if _live is not None:

@@ -23,7 +23,12 @@ from collections.abc import Callable, Iterable, Iterator
 
 from labeler import settings
 from labeler.sources import Corpus
-from labeler.sources.hub_files import HUB_FILES, KILT_SOURCE_REPO, KILT_SOURCE_URL
+from labeler.sources.hub_files import (
+    HUB_FILES,
+    KILT_SOURCE_PAGES,
+    KILT_SOURCE_REPO,
+    KILT_SOURCE_URL,
+)
 from labeler.sources.hubload import download, fetch_url
 
 #: The text's own licences: Wikipedia's text is CC BY-SA 3.0 (DPR's psgs_w100 and KILT's
@@ -61,13 +66,13 @@ def _tevatron_corpus(name: str) -> Corpus:
         for path in paths:
             yield from tevatron_batches(row for _, row in read_jsonl(path, skip_blank=True))
 
-    return _corpus(name, spec.revision, batches, spec.rows or 0)
+    return _corpus(name, spec.revision, batches, spec.rows)
 
 
 def load_kilt_wikipedia() -> Corpus:
     """The KILT knowledge source, one passage per paragraph, pids `<wikipedia_id>_<i>`."""
     return _corpus("kilt-wikipedia", kilt_revision(),
-                   lambda: kilt_paragraph_batches(kilt_pages()), 0)
+                   lambda: kilt_paragraph_batches(kilt_pages()), None)
 
 
 def kilt_pages() -> Iterator[dict]:
@@ -76,13 +81,14 @@ def kilt_pages() -> Iterator[dict]:
     the copy downloaded once into the cache: never a table of its 35 GB, whose anchors and
     Wikidata fields no corpus reads."""
     from labeler.formats import read_jsonl
+    from labeler.progress import track
 
     source = kilt_source()
     if source.startswith(("http://", "https://")):
         source = fetch_url(source, what="corpus 'kilt-wikipedia'", repo=KILT_SOURCE_REPO,
                            hint=_FILE_HINT)
-    for _, page in read_jsonl(source, skip_blank=True):
-        yield page
+    pages = (page for _, page in read_jsonl(source, skip_blank=True))
+    yield from track(pages, "reading KILT's pages", total=KILT_SOURCE_PAGES)
 
 
 def kilt_revision() -> str:
@@ -128,7 +134,8 @@ def kilt_paragraph_batches(pages: Iterable[dict]) -> Batches:
         yield out
 
 
-def _corpus(name: str, revision: str, batches: Callable[[], Batches], total: int) -> Corpus:
+def _corpus(name: str, revision: str, batches: Callable[[], Batches], total: int | None
+            ) -> Corpus:
     """The named corpus at `revision`, stored once from its passage batches (an on-disk table
     memory-mapped on later runs)."""
     return Corpus.stored(f"{name}@{revision}", batches, name=name, revision=revision,

@@ -117,7 +117,7 @@ class Corpus:
         concurrent run waits on. `what` names the corpus in progress lines and errors; a pid
         that occurs twice fails the write with `duplicate(row, pid)` (row: its second
         occurrence), by default an InputError naming it; `total`, the passages expected where
-        known, sizes the progress bar."""
+        known (None: not known), sizes the progress bar."""
         folder = corpus_folder(key, cache_dir)
         corpus = cls._read(folder)
         if corpus is None:
@@ -156,7 +156,7 @@ class Corpus:
         staging.mkdir(parents=True)
         hasher, writer = _Hasher(), None
         try:
-            with progress_bar(f"storing {what}", total or 0) as advance:
+            with progress_bar(f"storing {what}", total) as advance:
                 for written, batch in enumerate(batches()):
                     table = _table(batch)
                     if writer is None:

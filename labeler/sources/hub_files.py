@@ -84,5 +84,6 @@ HUB_FILES: dict[str, HubFiles] = {
 #: README says); `LABELER_KILT_SOURCE` names another copy (a URL or a local path).
 KILT_SOURCE_URL = "http://dl.fbaipublicfiles.com/KILT/kilt_knowledgesource.json"
 KILT_SOURCE_GIB = 34.76
+KILT_SOURCE_PAGES = 5_903_530
 KILT_SOURCE_REPO = "facebook/kilt_wikipedia"
 KILT_SOURCE_SCRIPT = "kilt_wikipedia.py"
