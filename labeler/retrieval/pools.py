@@ -114,7 +114,7 @@ def check_pools(source: Source, *, pool: str = "rp", k: int = 20, run: str | Pat
     if pool == "hgp":
         return None
     if run is not None:
-        return Run.from_file(run, qids={q.qid for q in source.queries}, docids=_Docids(source))
+        return Run.from_file(run, qids={q.qid for q in source.queries}, docids=_Lookup(source))
     if source.corpus is None:
         raise InputError(f"dataset '{source.name}' has no passage corpus to retrieve from",
                          field_name="corpus",
@@ -127,17 +127,6 @@ def check_pools(source: Source, *, pool: str = "rp", k: int = 20, run: str | Pat
     if encoder is not None and encoder != bm25.NAME:  # None falls back to the bundled minilm
         dense.check_encoder(encoder)
     return None
-
-
-class _Docids:
-    """The pids a run file may rank: the corpus's and the queries' gold passages'."""
-
-    def __init__(self, source: Source) -> None:
-        self.corpus = source.corpus
-        self.gold = {p.pid for q in source.queries for p in q.gold}
-
-    def __contains__(self, pid: object) -> bool:
-        return pid in self.gold or (self.corpus is not None and pid in self.corpus)
 
 
 def check_index(index: str | None, *, pool: str, run, encoder: str | None) -> None:
@@ -166,8 +155,9 @@ def gold_recall(pools: dict, source: Source) -> float | None:
 
 
 class _Lookup:
-    """Passages by pid: the corpus's, else the queries' own gold passages (a run may name a
-    gold passage the corpus lacks); read one pid at a time, never the whole corpus."""
+    """Passages by pid, and the pids a run file may rank: the corpus's, else the queries' own
+    gold passages (a run may name a gold passage the corpus lacks); read one pid at a time,
+    never the whole corpus."""
 
     def __init__(self, source: Source):
         self._corpus = source.corpus
@@ -177,8 +167,11 @@ class _Lookup:
         return pid in self._gold or (self._corpus is not None and pid in self._corpus)
 
     def __getitem__(self, pid: str) -> Passage:
-        if self._corpus is not None and pid in self._corpus:
-            return self._corpus[pid]
+        if self._corpus is not None:
+            try:
+                return self._corpus[pid]
+            except KeyError:  # a gold passage the corpus lacks
+                pass
         return self._gold[pid]
 
 
