@@ -12,7 +12,7 @@
 
 The files are `hub_files`'s, pinned; the first use downloads them (GBs) and streams them once
 into the corpus's on-disk table, which later runs map without downloading or reading them.
-Rows become passages in column batches (`BATCH` rows at a time), never a Python object per
+Rows become passages in column batches (`corpus.in_batches`), never a Python object per
 row of the source. Offline with no cached copy, the error names the corpus and how
 to pass a file instead.
 """
@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 from labeler import settings
 from labeler.sources import Corpus
+from labeler.sources.corpus import in_batches
 from labeler.sources.hub_files import (
     HUB_FILES,
     KILT_SOURCE_PAGES,
@@ -38,9 +39,6 @@ LICENSE = {"wiki-dpr": "cc-by-sa-3.0", "msmarco-passage": "other",
            "kilt-wikipedia": "cc-by-sa-3.0", "kilt-w100": "cc-by-sa-3.0"}
 _FILE_HINT = ("or pass --corpus FILE: a FlashRAG corpus jsonl, one {id, contents} per line, "
               "contents \"Title\"\\ntext")
-#: rows read at a time when turning a source's rows into passages
-BATCH = 10_000
-
 Batches = Iterator[dict[str, list[str]]]
 
 
@@ -104,34 +102,18 @@ def kilt_source() -> str:
 
 def tevatron_batches(rows: Iterable[dict]) -> Batches:
     """Tevatron corpus rows `{docid, title, text}` -> passage column batches, pid = docid."""
-    out: dict[str, list[str]] = {"pid": [], "title": [], "text": []}
-    for row in rows:
-        out["pid"].append(str(row["docid"]))
-        out["title"].append(row.get("title") or "")
-        out["text"].append(row["text"])
-        if len(out["pid"]) >= BATCH:
-            yield out
-            out = {"pid": [], "title": [], "text": []}
-    if out["pid"]:
-        yield out
+    return in_batches((str(row["docid"]), row.get("title") or "", row["text"]) for row in rows)
 
 
 def kilt_paragraph_batches(pages: Iterable[dict]) -> Batches:
     """KILT pages -> one passage per paragraph, pid `<wikipedia_id>_<index>` (index 0 is the
     page title, as KILT counts paragraphs), text without its trailing newline. A page's `text`
     is a list of paragraphs (KILT's file) or `{paragraph: [...]}` (the Hub builder's layout)."""
-    out: dict[str, list[str]] = {"pid": [], "title": [], "text": []}
-    for page in pages:
-        text = page["text"]
-        paragraphs = text["paragraph"] if isinstance(text, dict) else text
-        out["pid"] += [f"{page['wikipedia_id']}_{i}" for i in range(len(paragraphs))]
-        out["title"] += [page["wikipedia_title"]] * len(paragraphs)
-        out["text"] += [p.strip() for p in paragraphs]
-        if len(out["pid"]) >= BATCH:
-            yield out
-            out = {"pid": [], "title": [], "text": []}
-    if out["pid"]:
-        yield out
+    return in_batches((f"{page['wikipedia_id']}_{i}", page["wikipedia_title"], paragraph.strip())
+                      for page in pages
+                      for i, paragraph in enumerate(page["text"]["paragraph"]
+                                                    if isinstance(page["text"], dict)
+                                                    else page["text"]))
 
 
 def _corpus(name: str, revision: str, batches: Callable[[], Batches], total: int | None

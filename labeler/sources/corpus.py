@@ -27,7 +27,7 @@ import mmap
 import os
 import shutil
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from itertools import pairwise
+from itertools import islice, pairwise
 from pathlib import Path
 
 import numpy as np
@@ -37,7 +37,7 @@ from labeler.errors import InputError
 from labeler.paths import cache_root, locked
 from labeler.sources import Passage
 
-__all__ = ["SPAN_COLUMNS", "Corpus", "corpus_folder"]
+__all__ = ["SPAN_COLUMNS", "Corpus", "corpus_folder", "in_batches"]
 
 #: the columns every corpus has, in order
 COLUMNS = ("pid", "title", "text")
@@ -414,6 +414,14 @@ def _mapped_array(path: Path, dtype) -> np.ndarray:
     if path.stat().st_size == 0:
         return np.zeros(0, dtype)
     return np.frombuffer(_mapped(path), dtype)
+
+
+def in_batches(rows: Iterable[tuple], columns: Sequence[str] = COLUMNS) -> Iterator[Batch]:
+    """Passages as tuples in `columns` order -> column batches of `BATCH` rows, what
+    `Corpus.stored` writes."""
+    rows = iter(rows)
+    while chunk := list(islice(rows, BATCH)):
+        yield dict(zip(columns, map(list, zip(*chunk))))
 
 
 def _table(batch: Batch) -> pa.Table:

@@ -13,7 +13,7 @@ from labeler.errors import InputError
 from labeler.formats import read_jsonl
 from labeler.paths import file_sha256
 from labeler.sources import Corpus, Passage, Query, Source
-from labeler.sources.corpus import BATCH as CORPUS_BATCH
+from labeler.sources.corpus import in_batches
 from labeler.sources.hub_files import HUB_FILES
 from labeler.sources.hubload import head, load_hub
 
@@ -85,24 +85,15 @@ def read_corpus(path: str | Path) -> Corpus:
         raise InputError("no such file", str(path)) from None
     lines = array("q")  # the line of each passage, for a duplicate's error
 
-    def batches():
-        batch: dict[str, list] = {"pid": [], "title": [], "text": []}
+    def rows():
         for line_no, record in read_jsonl(path, skip_blank=True):
             pid, contents = record.get("id"), record.get("contents")
             if not isinstance(pid, (str, int)) or str(pid) == "":
                 raise InputError("missing or empty id", str(path), line_no, "id")
             if not isinstance(contents, str):
                 raise InputError("missing or non-string contents", str(path), line_no, "contents")
-            title, text = split_contents(contents)
-            batch["pid"].append(str(pid))
-            batch["title"].append(title)
-            batch["text"].append(text)
             lines.append(line_no)
-            if len(lines) % CORPUS_BATCH == 0:
-                yield batch
-                batch = {"pid": [], "title": [], "text": []}
-        if batch["pid"]:
-            yield batch
+            yield (str(pid), *split_contents(contents))
         if not lines:
             raise InputError("no passages in the corpus file", str(path))
 
@@ -110,7 +101,8 @@ def read_corpus(path: str | Path) -> Corpus:
         return InputError(f"duplicate passage id '{pid}'", str(path), lines[row], "id")
 
     key = f"flashrag-file:{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
-    return Corpus.stored(key, batches, what=f"corpus {path.name}", duplicate=duplicate)
+    return Corpus.stored(key, lambda: in_batches(rows()), what=f"corpus {path.name}",
+                         duplicate=duplicate)
 
 
 def split_contents(contents: str) -> tuple[str, str]:

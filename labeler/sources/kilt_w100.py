@@ -22,7 +22,14 @@ import re
 from collections.abc import Iterable, Iterator
 
 from labeler import settings
-from labeler.sources.corpus import BATCH, Batch, Corpus, corpus_folder
+from labeler.sources.corpus import (
+    COLUMNS,
+    SPAN_COLUMNS,
+    Batch,
+    Corpus,
+    corpus_folder,
+    in_batches,
+)
 
 NAME = "kilt-w100"
 WORDS = 100
@@ -55,17 +62,10 @@ def passages_of(page: dict) -> list[tuple[str, str, str, int, int]]:
 
 def cut(pages: Iterable[dict]) -> Iterator[Batch]:
     """KILT pages, in order -> column batches of their passages."""
-    batch = _empty()
-    for page in pages:
-        for pid, title, text, start, end in passages_of(page):
-            values = (pid, title, text, str(page["wikipedia_id"]), start, end)
-            for column, value in zip(batch, values):
-                batch[column].append(value)
-        if len(batch["pid"]) >= BATCH:
-            yield batch
-            batch = _empty()
-    if batch["pid"]:
-        yield batch
+    return in_batches(((pid, title, text, str(page["wikipedia_id"]), start, end)
+                       for page in pages
+                       for pid, title, text, start, end in passages_of(page)),
+                      (*COLUMNS, *SPAN_COLUMNS))
 
 
 def load_kilt_w100() -> Corpus:
@@ -94,8 +94,3 @@ def _first_use_notice() -> None:
          f"{KILT_SOURCE_URL}), cuts it into about {PAPER_PASSAGES / 1e6:.0f}M 100-word passages "
          f"and stores them once; encoding them with BGE-M3 takes about {hours:,.0f} h on one "
          f"{device} (an estimate: README, Corpus scale); later runs reuse both")
-
-
-def _empty() -> Batch:
-    return {"pid": [], "title": [], "text": [], "page": [], "start_paragraph": [],
-            "end_paragraph": []}
