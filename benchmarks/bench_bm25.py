@@ -49,7 +49,7 @@ WORDS, TITLE_WORDS = 100, 2
 
 def write_corpus(path: Path, size: int, seed: int = 0) -> None:
     """`size` generated passages as a FlashRAG corpus file."""
-    from labeler.sources import load_source
+    from labeler.sources.registry import load_source
 
     counts = Counter(w for p in load_source("nq-sample").corpus.passages
                      for w in re.findall(r"\S+", p.contents))
@@ -83,7 +83,7 @@ def child(mode: str, corpus_file: str, cache: str, queries: int, k: int) -> dict
     import bm25s
 
     from labeler.retrieval.bm25 import open_index
-    from labeler.sources import load_corpus, load_source
+    from labeler.sources.registry import load_corpus, load_source
 
     corpus = load_corpus(corpus_file)
     before = _memory("VmRSS")

@@ -35,7 +35,7 @@ from rich.table import Table
 from labeler.retrieval.ann import AnnIndex, IndexSpec, recall_at_k
 from labeler.retrieval.dense import load_encoder
 from labeler.retrieval.index import SHARD_SIZE, EmbeddingIndex
-from labeler.sources import load_source
+from labeler.sources.registry import load_source
 
 #: the corpus scale the README extrapolates to, and BGE-M3's dimension
 TARGET_PASSAGES, TARGET_DIM = 32_000_000, 1024

@@ -40,7 +40,7 @@ SCALES = {"21M (wiki-dpr)": 21_015_324, "34M (kilt-w100)": 34_000_000,
 LABELER = """
 import sys
 from labeler.retrieval import build_pools
-from labeler.sources import load_source
+from labeler.sources.registry import load_source
 source = load_source("jsonl:" + sys.argv[1], corpus=sys.argv[2])
 pools = build_pools(source, pool="rp", k=20, run=sys.argv[3])
 assert len(pools) == len(source.queries) and all(len(p) == 20 for p in pools.values())

@@ -25,7 +25,7 @@ from rich.console import Console
 from rich.table import Table
 
 from labeler.llm import Sampling, chat, load_backend
-from labeler.sources import load_source
+from labeler.sources.registry import load_source
 
 
 @click.command()

@@ -24,7 +24,7 @@ from rich.table import Table
 
 from labeler.llm import ChoiceRequest, load_backend
 from labeler.retrieval.bm25 import bm25_run
-from labeler.sources import load_source
+from labeler.sources.registry import load_source
 from labeler.tasks.rubric import NO, YES, judge_prompt, p_yes
 
 #: yes/no questions of the kind the task's prompts make an LLM write for CISI query 1

@@ -35,8 +35,8 @@ import numpy as np
 import pytrec_eval
 
 from labeler.metrics.ranking import rank_metrics
-from labeler.score import load_reference, score
-from labeler.submissions import read_submission
+from labeler.scoring.score import load_reference, score
+from labeler.scoring.submissions import read_submission
 
 
 def write_data(folder: Path, queries: int, candidates: int) -> tuple[Path, Path, Path]:

@@ -32,7 +32,7 @@ from rich.table import Table
 from timed_build import fresh_caches, timed_build
 
 from labeler.llm import Sampling, chat, load_backend
-from labeler.sources import load_source
+from labeler.sources.registry import load_source
 
 
 @click.command()

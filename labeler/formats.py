@@ -273,7 +273,7 @@ def ranking_entry(record: dict) -> tuple[str, dict[str, float]]:
 
 def check_record(record: dict, schema: str) -> None:
     """Raise InputError with the first way `record` breaks `schemas/<schema>.schema.json`."""
-    from labeler.artifacts.schema import schema_problems  # the artifacts package reads JSONL here
+    from labeler.schemas import schema_problems  # the artifacts package reads JSONL here
 
     found = schema_problems(record, schema)
     if found:

@@ -18,7 +18,9 @@ import re
 from pathlib import Path
 
 from labeler.retrieval.bm25 import bm25_run
-from labeler.sources import Corpus, Passage, Query
+from labeler.sources.corpus import Corpus
+from labeler.sources.passage import Passage
+from labeler.sources.types import Query
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "labeler" / "data" / "cisi_sample"

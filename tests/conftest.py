@@ -117,7 +117,7 @@ def nq_sample_embeddings(minilm, tmp_path_factory):
     `labeler build --encoder minilm` keeps it, encoded once per session: a test that
     retrieves from it links the folder's `embeddings` into its own cache."""
     from labeler.retrieval.dense import corpus_index
-    from labeler.sources import load_source
+    from labeler.sources.registry import load_source
 
     cache = tmp_path_factory.mktemp("nq-sample-embeddings")
     corpus_index(minilm, load_source("nq-sample").corpus, cache_dir=cache)

@@ -25,7 +25,8 @@ from labeler.llm import LoglikelihoodRequest
 from labeler.llm.cache import cache_stats
 from labeler.metrics import has_answer
 from labeler.paths import file_sha256
-from labeler.sources import Passage, load_source
+from labeler.sources.passage import Passage
+from labeler.sources.registry import load_source
 from labeler.tasks import utility
 
 FIXTURES = Path(__file__).parent / "fixtures"

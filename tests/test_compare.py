@@ -18,12 +18,12 @@ from nq2 import copy_nq2_build
 from scripted import ScriptedBackend
 
 from labeler.artifacts import load_artifact, validate_path, write_artifact
-from labeler.build import config_pools, config_source
 from labeler.cli import cli
-from labeler.compare import HUMAN, compare, jaccard
 from labeler.errors import InputError
 from labeler.tasks.base import make_shards
 from labeler.tasks.utility import UtilityConfig, UtilityTask
+from labeler.workflows.compare import HUMAN, compare, jaccard
+from labeler.workflows.steps import config_pools, config_source
 
 
 def _reader(text: str) -> str:

@@ -15,9 +15,9 @@ import pytest
 from labeler.artifacts import schema_problems
 from labeler.errors import InputError, UnknownNameError
 from labeler.formats import Qrels, Run, _fast_ranking, jsonl_lines, read_jsonl
-from labeler.score import load_reference, score
-from labeler.sources import load_source
-from labeler.submissions import read_submission
+from labeler.scoring.score import load_reference, score
+from labeler.scoring.submissions import read_submission
+from labeler.sources.registry import load_source
 
 TESTS = Path(__file__).parent
 QRELS = TESTS / "score" / "fixtures" / "cisi.qrels"  # 3114 CISI judgments, all label 1

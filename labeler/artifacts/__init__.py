@@ -15,7 +15,7 @@ _EXPORTS = {
     "artifact_dir": "labeler.artifacts.writer",
     "check_path": "labeler.artifacts.validate",
     "load_artifact": "labeler.artifacts.reader",
-    "schema_problems": "labeler.artifacts.schema",
+    "schema_problems": "labeler.schemas",
     "validate_path": "labeler.artifacts.validate",
     "verify_artifact": "labeler.artifacts.reader",
     "write_artifact": "labeler.artifacts.writer",

@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import labeler
-from labeler.artifacts.schema import schema_problems
 from labeler.errors import ArtifactError, InputError
 from labeler.resources import load_schema
+from labeler.schemas import schema_problems
 
 MANIFEST = "manifest.json"
 CARD = "README.md"

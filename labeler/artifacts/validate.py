@@ -10,12 +10,12 @@ from pathlib import Path
 from labeler.artifacts.card import render_card
 from labeler.artifacts.manifest import CARD, DATA, MANIFEST, data_files, table_of, table_schema
 from labeler.artifacts.reader import sha256_problem
-from labeler.artifacts.schema import schema_problems
 from labeler.artifacts.writer import abandoned_partials
 from labeler.errors import ArtifactError
 from labeler.formats import jsonl_lines, read_jsonl
 from labeler.progress import progress_bar
 from labeler.resources import schema_names, schema_path
+from labeler.schemas import schema_problems
 from labeler.tasks import TASKS, load_task
 
 

@@ -34,11 +34,11 @@ from labeler.artifacts.manifest import (
     data_files,
     table_schema,
 )
-from labeler.artifacts.schema import schema_problems
 from labeler.errors import ArtifactError, InputError
 from labeler.formats import read_jsonl
 from labeler.paths import atomic_file, file_sha256
 from labeler.resources import card_path, load_schema, schema_path
+from labeler.schemas import schema_problems
 from labeler.tasks import load_task
 
 _DUMPS = partial(json.dumps, ensure_ascii=False, allow_nan=False)

@@ -1,4 +1,4 @@
-"""`labeler build`: parse, call `labeler.build.build`, render the task's summary rows."""
+"""`labeler build`: parse, call `labeler.workflows.build.build`, render the task's summary rows."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from labeler.build import DEFAULT_SHARD_SIZE
 from labeler.cli.retrieve import INDEX_HELP, executor_options
 from labeler.tasks import TASKS
+from labeler.workflows.steps import DEFAULT_SHARD_SIZE
 
 
 @click.command()
@@ -110,10 +110,10 @@ def build(dataset, llms, artifact, pool, k, limit, backend, batch_size, device, 
     Σ P(yes) over them, fused with BM25 (bag-of-decisions reranking); search data:
     cisi-sample, or search:QUERIES (TSV or JSONL) with --corpus and --qrels.
     """
-    from labeler.build import build as build_labels
     from labeler.executors import load_executor
     from labeler.llm.config import LLMConfig
     from labeler.tasks import load_task
+    from labeler.workflows.build import build as build_labels
 
     task = load_task(artifact)
     config = task.Config.from_options(dataset=dataset, pool=pool, k=k, limit=limit, run=run,
@@ -124,7 +124,7 @@ def build(dataset, llms, artifact, pool, k, limit, backend, batch_size, device, 
     models = [LLMConfig(name, backend=backend, batch_size=batch_size, device=device,
                         tensor_parallel=tensor_parallel) for name in llms]
     if dry_run:
-        from labeler.plan import plan
+        from labeler.workflows.plan import plan
 
         table = Table(title=f"plan: {artifact} labels of {dataset}, pool {pool}, k {config.k} "
                             "(dry run: no model loaded, nothing written)")

@@ -1,4 +1,4 @@
-"""`labeler compare`: parse, call `labeler.compare.compare`, render its two tables."""
+"""`labeler compare`: parse, call `labeler.workflows.compare.compare`, render its two tables."""
 
 from __future__ import annotations
 
@@ -30,8 +30,8 @@ def compare(artifacts: tuple[Path, ...], out: Path, llms: tuple[str, ...],
     and the mean Jaccard overlap of their gold utilitarian sets and with the human gold. Writes
     the tables, heatmaps and a card as one version folder.
     """
-    from labeler.compare import IMAGES
-    from labeler.compare import compare as run_compare
+    from labeler.workflows.compare import IMAGES
+    from labeler.workflows.compare import compare as run_compare
 
     overrides = {}
     for item in llms:

@@ -1,4 +1,4 @@
-"""`labeler judge`: parse, call `labeler.judge.judge`, render its statistics."""
+"""`labeler judge`: parse, call `labeler.workflows.judge.judge`, render its statistics."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from labeler.build import DEFAULT_SHARD_SIZE
-from labeler.tasks.judge import METHODS
+from labeler.judge_methods import METHODS
+from labeler.workflows.steps import DEFAULT_SHARD_SIZE
 
 
 @click.command()
@@ -56,9 +56,9 @@ def judge(dataset, llm, method, with_answer, out, pool, k, limit, run, encoder, 
     The pools are those `labeler build` labels for the same options; score the submission
     against the LLM's utility artifact with `labeler score OUT --against ARTIFACT`.
     """
-    from labeler.judge import judge as run_judge
+    from labeler.judge_methods import JudgeConfig, JudgeTask
     from labeler.llm.config import LLMConfig
-    from labeler.tasks.judge import JudgeConfig, JudgeTask
+    from labeler.workflows.judge import judge as run_judge
 
     config = JudgeConfig.from_options(dataset=dataset, pool=pool, k=k, limit=limit, run=run,
                                       encoder=encoder, index=index, corpus=corpus,

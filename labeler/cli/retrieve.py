@@ -1,4 +1,4 @@
-"""`labeler retrieve`: parse, call `labeler.retrieval.retrieve.retrieve_run`, render."""
+"""`labeler retrieve`: parse, call `labeler.workflows.retrieve.retrieve_run`, render."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def retrieve(dataset, corpus, limit, k, encoder, index, executor, ray_address, w
     given back to `labeler build --run`.
     """
     from labeler.executors import load_executor
-    from labeler.retrieval.retrieve import retrieve_run
+    from labeler.workflows.retrieve import retrieve_run
 
     runner = load_executor(executor, address=ray_address, workers=workers)
     stats = retrieve_run(dataset, output, corpus=corpus, limit=limit, k=k, encoder=encoder,

@@ -1,4 +1,4 @@
-"""`labeler score`: parse options, call labeler.score, render the report."""
+"""`labeler score`: parse options, call labeler.scoring.score, render the report."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import click
 
 from labeler.llm.config import LLMConfig
 from labeler.progress import info
-from labeler.score import MISSING, Report, write_per_query
-from labeler.score import score as score_submission
-from labeler.submissions import KINDS
+from labeler.scoring.score import MISSING, Report, write_per_query
+from labeler.scoring.score import score as score_submission
+from labeler.scoring.submissions import KINDS
 
 if TYPE_CHECKING:  # rich is imported for the tables only, not for --json
     from rich.table import Table

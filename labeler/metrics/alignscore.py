@@ -32,8 +32,8 @@ from labeler.llm.batching import Collator
 from labeler.progress import progress_bar
 
 if TYPE_CHECKING:
+    from labeler.llm.calls import Calls
     from labeler.metrics.experts import Extraction
-    from labeler.tasks.base import Calls
 
 #: AlignScore's chunk size, in whitespace-separated words of the premise
 CHUNK_WORDS = 350

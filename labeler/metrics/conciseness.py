@@ -23,9 +23,9 @@ from labeler.llm.base import Sampling, chat
 from labeler.progress import info
 
 if TYPE_CHECKING:
+    from labeler.llm.calls import Calls
     from labeler.metrics.experts import Extraction
     from labeler.retrieval.dense import Encoder
-    from labeler.tasks.base import Calls
 
 #: (question, answer) -> one declarative sentence; reconstructed SEER appendix examples
 FULL_ANSWER = (

@@ -27,8 +27,8 @@ from labeler.llm.base import ChoiceRequest, LoglikelihoodRequest, Message, chat,
 from labeler.metrics.conciseness import FULL_ANSWER, conciseness, load_sbert
 
 if TYPE_CHECKING:
+    from labeler.llm.calls import Calls
     from labeler.retrieval.dense import Encoder
-    from labeler.tasks.base import Calls
 
 #: Answering with the evidence: log P(a | q ⊕ e).
 WITH_EVIDENCE = (

@@ -52,7 +52,7 @@ def extraction_metrics(
     out["answer_coverage"][present] = [float(has_answer(t, answers[i])) for t, i in
                                        zip(texts, present)]
     if experts is not None and present:
-        from labeler.tasks.base import Calls
+        from labeler.llm.calls import Calls
 
         items = [Extraction(questions[i], answers[i][0], evidence[i], tuple(passages[i]),
                             qid="" if qids is None else qids[i]) for i in present]

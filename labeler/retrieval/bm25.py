@@ -35,7 +35,8 @@ from labeler.errors import InputError, MissingDependencyError
 from labeler.formats import Run
 from labeler.paths import atomic_file, cache_root, locked
 from labeler.progress import info, progress_bar, warning
-from labeler.sources import Corpus, Query, Source
+from labeler.sources.corpus import Corpus
+from labeler.sources.types import Query, Source
 
 NAME = "bm25"
 K1, B = 1.2, 0.75

@@ -24,7 +24,8 @@ from labeler.paths import published_file
 from labeler.progress import progress_bar, transformers_quiet, warning
 from labeler.retrieval.ann import AnnIndex, IndexSpec
 from labeler.retrieval.index import SHARD_SIZE, EmbeddingIndex, open_index
-from labeler.sources import Corpus, Query, Source
+from labeler.sources.corpus import Corpus
+from labeler.sources.types import Query, Source
 
 if TYPE_CHECKING:
     from labeler.executors import Executor

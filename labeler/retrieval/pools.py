@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING
 from labeler.errors import InputError, UnknownNameError
 from labeler.formats import Run
 from labeler.paths import published_file
-from labeler.sources import CORPORA, Passage, Source
+from labeler.sources.passage import Passage
+from labeler.sources.registry import CORPORA
+from labeler.sources.types import Source
 
 if TYPE_CHECKING:
     from labeler.executors import Executor

@@ -10,7 +10,9 @@ from importlib.resources import files
 from pathlib import Path
 
 from labeler.paths import file_sha256
-from labeler.sources import Corpus, Passage, Query, Source
+from labeler.sources.corpus import Corpus
+from labeler.sources.passage import Passage
+from labeler.sources.types import Query, Source
 
 _FILES = ("queries.jsonl.gz", "corpus.jsonl.gz")
 #: labeler/data/nq_sample/LICENSE: the derived files are distributed under CC BY-SA 3.0

@@ -22,8 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 
 from labeler import settings
-from labeler.sources import Corpus
-from labeler.sources.corpus import in_batches
+from labeler.sources.corpus import Corpus, in_batches
 from labeler.sources.hub_files import (
     HUB_FILES,
     KILT_SOURCE_PAGES,

@@ -35,7 +35,7 @@ import pyarrow as pa
 
 from labeler.errors import InputError
 from labeler.paths import cache_root, locked
-from labeler.sources import Passage
+from labeler.sources.passage import Passage
 
 __all__ = ["SPAN_COLUMNS", "Corpus", "corpus_folder", "in_batches"]
 

@@ -12,10 +12,11 @@ from pathlib import Path
 from labeler.errors import InputError
 from labeler.formats import read_jsonl
 from labeler.paths import file_sha256
-from labeler.sources import Corpus, Passage, Query, Source
-from labeler.sources.corpus import in_batches
+from labeler.sources.corpus import Corpus, in_batches
 from labeler.sources.hub_files import HUB_FILES
 from labeler.sources.hubload import head, load_hub
+from labeler.sources.passage import Passage
+from labeler.sources.types import Query, Source
 
 #: 2WikiMultihopQA's own licence, Apache-2.0 (Alab-NII/2wikimultihop LICENSE); the cc-by-sa-4.0
 #: on FlashRAG_datasets' card is the collection's.

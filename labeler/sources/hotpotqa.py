@@ -6,9 +6,11 @@ paragraph's pid is its Wikipedia title with spaces as underscores (HotpotQA's ow
 
 from __future__ import annotations
 
-from labeler.sources import Corpus, Passage, Query, Source
+from labeler.sources.corpus import Corpus
 from labeler.sources.hub_files import HUB_FILES
 from labeler.sources.hubload import head, load_hub
+from labeler.sources.passage import Passage
+from labeler.sources.types import Query, Source
 
 #: HotpotQA is CC BY-SA 4.0 (hotpotqa.github.io; the Hub card says the same).
 LICENSE = "cc-by-sa-4.0"

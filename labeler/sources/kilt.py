@@ -22,9 +22,9 @@ Files: `hub_files.HUB_FILES` (the parquet files of kilt_tasks' main branch, pinn
 
 from __future__ import annotations
 
-from labeler.sources import GoldRef, Query, Source
 from labeler.sources.hub_files import HUB_FILES
 from labeler.sources.hubload import load_hub, rows
+from labeler.sources.types import GoldRef, Query, Source
 
 #: The questions' own licences, not the "mit" on facebook/kilt_tasks' card (KILT's, which
 #: repackages them): Natural Questions CC BY-SA 3.0 (google-research-datasets/

@@ -5,13 +5,15 @@ pools do not change with --limit (pass --corpus msmarco-passage for the paper's 
 
 The answers are written sentences: `labeler build` needs `--answer-extractor MODEL` to reduce
 them to entity answers first, as the paper did with Qwen3-32B
-(labeler.tasks.answer_extraction)."""
+(labeler.sources.answer_extraction)."""
 
 from __future__ import annotations
 
-from labeler.sources import Corpus, Passage, Query, Source
+from labeler.sources.corpus import Corpus
 from labeler.sources.hub_files import HUB_FILES
 from labeler.sources.hubload import load_hub, rows
+from labeler.sources.passage import Passage
+from labeler.sources.types import Query, Source
 
 FACTOID = ("LOCATION", "NUMERIC", "PERSON", "ENTITY")
 NO_ANSWER = "No Answer Present."

@@ -15,8 +15,8 @@ from pathlib import Path
 from labeler.errors import InputError
 from labeler.formats import Qrels, is_jsonl, iter_query_records
 from labeler.paths import file_sha256
-from labeler.sources import Query, Source
 from labeler.sources.flashrag import read_corpus
+from labeler.sources.types import Query, Source
 
 _QID_FIELDS, _TEXT_FIELDS = ("qid", "_id", "id"), ("text", "query", "question")
 

@@ -12,9 +12,11 @@ supervision, not human gold), hence `-distant`. The paper's `nq` and `tq` are KI
 
 from __future__ import annotations
 
-from labeler.sources import Corpus, Passage, Query, Source
+from labeler.sources.corpus import Corpus
 from labeler.sources.hub_files import HUB_FILES
 from labeler.sources.hubload import head, load_hub, rows
+from labeler.sources.passage import Passage
+from labeler.sources.types import Query, Source
 
 #: Tevatron's Hub cards declare none, so the questions' own: Natural Questions is CC BY-SA 3.0
 #: (google-research-datasets/natural-questions); TriviaQA's README: "The Apache 2.0 License

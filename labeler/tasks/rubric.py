@@ -30,10 +30,11 @@ import numpy as np
 from labeler.errors import InputError
 from labeler.formats import Run
 from labeler.llm.base import Chat, ChoiceRequest, Message, Sampling, chat, yes_probability
+from labeler.llm.calls import Calls
 from labeler.metrics.ranking import rank_metrics
 from labeler.metrics.significance import paired_t_test
-from labeler.sources import Source
-from labeler.tasks.base import Calls, Shard, Task, TaskConfig
+from labeler.sources.types import Source
+from labeler.tasks.base import Shard, Task, TaskConfig
 
 #: The original experiment's question-generation prompts, verbatim.
 GENERATE_SYSTEM = (

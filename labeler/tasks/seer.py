@@ -24,11 +24,13 @@ from typing import ClassVar
 
 from labeler.errors import InputError
 from labeler.llm.base import Backend, Chat, Sampling, chat
+from labeler.llm.calls import Calls
 from labeler.metrics import experts
 from labeler.metrics.conciseness import REWRITE, full_answers
 from labeler.metrics.experts import cov_weights
-from labeler.sources import Passage, Query, Source
-from labeler.tasks.base import Calls, Shard, Task, TaskConfig
+from labeler.sources.passage import Passage
+from labeler.sources.types import Query, Source
+from labeler.tasks.base import Shard, Task, TaskConfig
 
 #: The extraction instruction (ours: SEER's code does not publish its prompt); the passages
 #: are given as "[i] {title} {text}", one per line.

@@ -19,11 +19,13 @@ from typing import ClassVar
 
 from labeler.errors import InputError
 from labeler.llm.base import Chat, Completion, LoglikelihoodRequest, Sampling, chat
+from labeler.llm.calls import Calls
 from labeler.metrics.answers import has_answer
 from labeler.paths import file_label
 from labeler.retrieval import Candidate
-from labeler.sources import Passage, Query, Source
-from labeler.tasks.base import Calls, Shard, Task, TaskConfig
+from labeler.sources.passage import Passage
+from labeler.sources.types import Query, Source
+from labeler.tasks.base import Shard, Task, TaskConfig
 
 #: The paper's closed-book prompt, L(q, ∅).
 CLOSED_BOOK = (

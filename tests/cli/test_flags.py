@@ -43,13 +43,13 @@ def test_debug_prints_the_traceback_then_the_line(how, monkeypatch, capsys, tmp_
                       "--output", tmp_path / "run.trec")
     assert code == 1
     assert err.startswith("Traceback (most recent call last):\n")
-    assert 'labeler/sources/__init__.py", line' in err  # where it was raised
+    assert 'labeler/sources/registry.py", line' in err  # where it was raised
     assert "labeler.errors.UnknownNameError: unknown dataset 'nope'." in err
     assert err.endswith("\n" + UNKNOWN + "\n")
 
 
 def test_an_unexpected_exception_is_never_turned_into_a_line(monkeypatch, capsys, tmp_path):
-    from labeler.retrieval import retrieve
+    from labeler.workflows import retrieve
 
     def broken(*args, **kwargs):
         raise RuntimeError("a bug")

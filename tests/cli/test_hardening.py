@@ -295,7 +295,7 @@ def test_a_corrupt_cache_database_is_one_line_in_cache_stats_and_build(
 # ---- 7. a ranking scored chunk by chunk scores as a whole -------------------------------------
 
 def test_a_ranking_scored_in_chunks_matches_one_scored_whole(tmp_path, monkeypatch, capsys):
-    import labeler.submissions
+    import labeler.scoring.submissions
 
     judged: dict[str, list[str]] = {}
     for line in QRELS.read_text().splitlines():
@@ -314,8 +314,8 @@ def test_a_ranking_scored_in_chunks_matches_one_scored_whole(tmp_path, monkeypat
             b.write(json.dumps({"qid": qid, "ranking": ranked[::-1]}) + "\n")
     args = ("score", run, "--against", QRELS, "--baseline", base, "--k", 3, "--json")
     rows = {}
-    for chunk in (labeler.submissions.CHUNK, 7):  # one chunk, then eight of them
-        monkeypatch.setattr(labeler.submissions, "CHUNK", chunk)
+    for chunk in (labeler.scoring.submissions.CHUNK, 7):  # one chunk, then eight of them
+        monkeypatch.setattr(labeler.scoring.submissions, "CHUNK", chunk)
         rows_file = tmp_path / f"{chunk}.jsonl"
         code, out, err = _main(monkeypatch, capsys, *args, "--per-query", rows_file)
         assert code == 0, err

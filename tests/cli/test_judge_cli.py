@@ -19,9 +19,9 @@ from labeler.artifacts import load_artifact
 from labeler.cli import cli
 from labeler.errors import InputError
 from labeler.formats import check_record
+from labeler.judge_methods import METHODS
 from labeler.llm.cache import cache_stats
-from labeler.submissions import read_submission
-from labeler.tasks.judge import METHODS
+from labeler.scoring.submissions import read_submission
 
 POOLS = NQ2_OPTIONS
 

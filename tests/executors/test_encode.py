@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from labeler.cli import cli
 from labeler.executors.local import LocalExecutor
-from labeler.retrieval.retrieve import retrieve_run
+from labeler.workflows.retrieve import retrieve_run
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 ARGS = {"dataset": f"jsonl:{FIXTURES / 'flashrag_nq_test.jsonl'}",

@@ -15,7 +15,8 @@ import pytest
 from processes import kill_when
 
 from labeler.retrieval.dense import corpus_index
-from labeler.sources import Corpus, load_source
+from labeler.sources.corpus import Corpus
+from labeler.sources.registry import load_source
 
 PASSAGES, SHARD_SIZE = 300, 16
 #: the driver the kill test stops: the same corpus encoded on the cluster at argv[2]
@@ -23,7 +24,8 @@ DRIVER = f"""
 import sys
 from labeler.executors.ray import RayExecutor
 from labeler.retrieval.dense import corpus_index, load_encoder
-from labeler.sources import Corpus, load_source
+from labeler.sources.corpus import Corpus
+from labeler.sources.registry import load_source
 
 corpus = Corpus(load_source("nq-sample").corpus.passages[:{PASSAGES}])
 corpus_index(load_encoder("minilm"), corpus, cache_dir=sys.argv[1], shard_size={SHARD_SIZE},

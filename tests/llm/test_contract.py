@@ -243,7 +243,7 @@ def test_the_window_holds_the_prompt_and_its_answer_exactly(backend, monkeypatch
 
 
 def test_the_task_layer_names_the_query_before_any_work(backend, monkeypatch):
-    from labeler.tasks.base import Calls
+    from labeler.llm.calls import Calls
 
     prompts = [chat("Hi"), chat("word " * 9000), chat("words " * 9000)]  # two distinct, too long
     calls = _model_calls(backend, monkeypatch)

@@ -9,7 +9,7 @@ import pytest
 from labeler.llm import ChoiceRequest, Message, chat
 from labeler.llm.batching import Collator, chat_prefix
 from labeler.llm.cache import CachedBackend
-from labeler.sources import load_source
+from labeler.sources.registry import load_source
 from tests.scripted import ScriptedBackend
 
 # Yes/no questions of the kind the rubric task asks, on CISI's information-science documents.

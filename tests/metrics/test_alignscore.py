@@ -21,7 +21,7 @@ from labeler.metrics.alignscore import (
     sentences,
 )
 from labeler.metrics.experts import Extraction, load_faithfulness
-from labeler.sources import load_source
+from labeler.sources.registry import load_source
 
 
 def test_aggregation_is_the_mean_over_sentences_of_the_max_over_chunks():

@@ -8,6 +8,7 @@ import pytest
 from scripted import ScriptedBackend
 
 from labeler.errors import ModelLoadError
+from labeler.llm.calls import Calls
 from labeler.metrics.answers import has_answer
 from labeler.metrics.conciseness import (
     FULL_ANSWER,
@@ -18,8 +19,7 @@ from labeler.metrics.conciseness import (
     parse_sentence,
 )
 from labeler.metrics.experts import Extraction, load_experts
-from labeler.sources import load_source
-from labeler.tasks.base import Calls
+from labeler.sources.registry import load_source
 
 Q = "who got the first nobel prize in physics"
 T = "The first Nobel Prize in Physics was awarded to Wilhelm Conrad Röntgen."

@@ -13,6 +13,7 @@ from scripted import ScriptedBackend
 
 from labeler.errors import InputError, PromptTooLongError, UnknownNameError
 from labeler.llm.base import yes_probability
+from labeler.llm.calls import Calls
 from labeler.metrics.experts import (
     ANSWER_PREFIX,
     TEMPLATES,
@@ -23,7 +24,6 @@ from labeler.metrics.experts import (
     load_faithfulness,
     sigmoid,
 )
-from labeler.tasks.base import Calls
 
 FIXTURES = Path(__file__).parents[1] / "score" / "fixtures"
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from labeler.sources import Corpus, load_source
+from labeler.sources.corpus import Corpus
+from labeler.sources.registry import load_source
 
 
 @pytest.fixture(scope="session")

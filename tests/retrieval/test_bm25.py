@@ -15,7 +15,9 @@ from bm25s.stopwords import STOPWORDS_EN
 from labeler.metrics.ranking import rank_metrics
 from labeler.retrieval import build_pools
 from labeler.retrieval.bm25 import BM25, K1, B, bm25_run, index_folder, open_index
-from labeler.sources import Corpus, Passage, load_source
+from labeler.sources.corpus import Corpus
+from labeler.sources.passage import Passage
+from labeler.sources.registry import load_source
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,9 @@ import pytest
 from labeler.errors import InputError, UnknownNameError
 from labeler.paths import file_sha256
 from labeler.retrieval import build_pools, gold_recall
-from labeler.sources import Passage, Source, load_source
+from labeler.sources.passage import Passage
+from labeler.sources.registry import load_source
+from labeler.sources.types import Source
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import pytest
 
 from labeler.artifacts import schema_problems
 from labeler.errors import InputError, UnknownNameError
-from labeler.submissions import _FAST, read_submission
+from labeler.scoring.submissions import _FAST, read_submission
 
 # Records near the edges of each schema: the fast path may refuse a valid one (the schema
 # then decides), but must never accept one the schema refuses. Rankings: tests/test_formats.py.

@@ -12,7 +12,9 @@ from hub_mirror import mirror_env
 from hub_server import HubServer
 
 from labeler.errors import InputError
-from labeler.sources import SOURCES, GoldRef, Source, kilt, load_source, msmarco
+from labeler.sources import kilt, msmarco
+from labeler.sources.registry import SOURCES, load_source
+from labeler.sources.types import GoldRef, Source
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 

@@ -10,7 +10,7 @@ import pytest
 
 from labeler.errors import UnknownNameError
 from labeler.metrics.answers import has_answer
-from labeler.sources import load_source
+from labeler.sources.registry import load_source
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED_DATA = ROOT.parent / "shared" / "data"

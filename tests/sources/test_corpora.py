@@ -9,8 +9,8 @@ import datasets
 import pytest
 
 from labeler.errors import HubError, UnknownNameError
-from labeler.sources import CORPORA, load_source
 from labeler.sources.corpora import kilt_paragraph_batches
+from labeler.sources.registry import CORPORA, load_source
 
 
 def test_gold_passages_map_onto_the_corpus_by_identical_text(tmp_path):

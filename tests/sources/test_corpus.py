@@ -11,9 +11,9 @@ import json
 import shutil
 from pathlib import Path
 
-from labeler.sources import load_corpus
 from labeler.sources.corpus import Corpus, Passage, corpus_folder
 from labeler.sources.flashrag import split_contents
+from labeler.sources.registry import load_corpus
 
 ROOT = Path(__file__).parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"

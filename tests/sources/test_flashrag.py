@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from labeler.errors import InputError
-from labeler.sources import load_source
+from labeler.sources.registry import load_source
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 DATASET = FIXTURES / "flashrag_nq_test.jsonl"

@@ -14,13 +14,13 @@ import pytest
 from hub_mirror import CONTENT, KILT_SOURCE_COMMIT, mirror_env
 from hub_server import HubServer
 
-from labeler.sources import CORPORA, SOURCES
 from labeler.sources.hub_files import HUB_FILES, KILT_SOURCE_REPO
+from labeler.sources.registry import CORPORA, SOURCES
 
 LOAD_ALL = r'''
 import json, sys
 from labeler.errors import LabelerError
-from labeler.sources import load_corpus, load_source
+from labeler.sources.registry import load_corpus, load_source
 out = {}
 for name in sys.argv[1:]:
     try:

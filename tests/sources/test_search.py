@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from labeler.errors import InputError
-from labeler.sources import load_source
+from labeler.sources.registry import load_source
 
 CORPUS = "labeler/data/cisi_sample/corpus.jsonl.gz"
 

@@ -19,10 +19,12 @@ from labeler.cli import cli
 from labeler.errors import InputError
 from labeler.llm import resolve_model
 from labeler.llm.cache import CachedBackend
-from labeler.sources import Corpus, Passage, Query, Source
-from labeler.tasks import answer_extraction
-from labeler.tasks.answer_extraction import extract_answers, parse_answer
-from labeler.tasks.base import Calls
+from labeler.llm.calls import Calls
+from labeler.sources import answer_extraction
+from labeler.sources.answer_extraction import extract_answers, parse_answer
+from labeler.sources.corpus import Corpus
+from labeler.sources.passage import Passage
+from labeler.sources.types import Query, Source
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 
@@ -100,8 +102,8 @@ def test_an_extractor_for_a_dataset_without_sentence_answers_fails_before_any_mo
 
 def test_build_extracts_with_smollm_then_labels_and_records_the_prompt(tmp_path, smollm,
                                                                        monkeypatch):
-    import labeler.build
     import labeler.llm
+    import labeler.workflows.build
 
     real = labeler.llm.load_backend
 
@@ -111,7 +113,7 @@ def test_build_extracts_with_smollm_then_labels_and_records_the_prompt(tmp_path,
         return CachedBackend(smollm, cache_dir=options.get("cache_dir"))
 
     monkeypatch.setattr(labeler.llm, "load_backend", load)
-    monkeypatch.setattr(labeler.build, "load_source", lambda *a, **k: _msmarco())
+    monkeypatch.setattr(labeler.workflows.build, "load_source", lambda *a, **k: _msmarco())
     args = ["build", "--dataset", "msmarco-fqa", "--llm", "smollm2-135m", "--pool", "hgp",
             "--answer-extractor", "smollm2-135m", "--out", str(tmp_path / "out"),
             "--cache-dir", str(tmp_path / "calls")]

@@ -14,18 +14,18 @@ from pathlib import Path
 import pytest
 from scripted import ScriptedBackend
 
-from labeler.build import config_pools, config_source
 from labeler.errors import InputError, UnknownNameError
-from labeler.sources import Passage
-from labeler.tasks.base import Shard, make_shards
-from labeler.tasks.judge import (
+from labeler.judge_methods import (
     POINTWISE,
     JudgeConfig,
     JudgeTask,
     named_passages,
     says_yes,
 )
+from labeler.sources.passage import Passage
+from labeler.tasks.base import Shard, make_shards
 from labeler.tasks.utility import passage_prompt
+from labeler.workflows.steps import config_pools, config_source
 
 RUN = Path(__file__).parents[1] / "fixtures" / "nq_sample_minilm_top3.trec"
 

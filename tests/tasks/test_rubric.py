@@ -115,9 +115,10 @@ def test_rubric_build_on_cisi_sample(loads, tmp_path):
 
 
 def test_label_retries_scores_and_fuses_with_a_scripted_llm():
+    from labeler.llm.calls import Calls
     from labeler.retrieval import build_pools
-    from labeler.sources import load_source
-    from labeler.tasks.base import Calls, make_shards
+    from labeler.sources.registry import load_source
+    from labeler.tasks.base import make_shards
     from labeler.tasks.rubric import RubricTask
     from tests.scripted import ScriptedBackend
 

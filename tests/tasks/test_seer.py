@@ -142,7 +142,7 @@ def test_seer_build_on_two_nq_sample_queries(tmp_path, loads, nq_sample_embeddin
     # the best extraction of each query, scored as a submission: the same experts and
     # weights give it the artifact's own scores
     from labeler.llm.config import LLMConfig
-    from labeler.score import score
+    from labeler.scoring.score import score
 
     kept = [r for r in records if r["extractions"]]
     evidence = tmp_path / "evidence.jsonl"
@@ -168,7 +168,7 @@ def test_queries_without_answer_or_passages_are_skipped_and_counted():
     """Scripted generator (unit test of the bookkeeping): every sample alike, so three of the
     four are duplicates; the two skipped queries make no LLM request."""
     from labeler.retrieval import Candidate
-    from labeler.sources import load_source
+    from labeler.sources.registry import load_source
     from labeler.tasks.base import Shard
     from tests.scripted import ScriptedBackend
 

@@ -12,7 +12,8 @@ import pytest
 from scripted import ScriptedBackend
 
 from labeler.retrieval import Candidate
-from labeler.sources import Passage, Query
+from labeler.sources.passage import Passage
+from labeler.sources.types import Query
 from labeler.tasks import utility
 from labeler.tasks.base import Shard
 from labeler.tasks.utility import UtilityConfig, UtilityTask
@@ -205,7 +206,7 @@ def test_likelihood_of_the_first_gold_answer_in_one_batch():
 
 def test_a_query_without_gold_answers_is_refused_before_any_call():
     from labeler.errors import InputError
-    from labeler.sources import Source
+    from labeler.sources.types import Source
 
     task = UtilityTask(UtilityConfig(dataset="nq-sample"))
     source = Source("x", "0", [NOBEL, Query("q-none", "who?", [])], None)
@@ -247,7 +248,7 @@ def test_answers_are_capped_at_max_new_tokens_and_each_record_says_which_were_cu
     assert deadpool["rag"]["utilitarian"]["capped"] is False  # "It is May 18, 2018": 5 words
     stats = UtilityTask.statistics(cut)
     assert (stats["capped_answers"], stats["capped_closed_book"]) == (1, 1)
-    from labeler.artifacts.schema import schema_problems
+    from labeler.schemas import schema_problems
 
     assert [schema_problems(r, "utility") for r in cut] == [[], []]  # schema version 3
 

@@ -16,7 +16,9 @@ from scripted import ScriptedBackend
 
 from labeler.errors import InputError
 from labeler.retrieval import Candidate
-from labeler.sources import Passage, Source, kilt
+from labeler.sources import kilt
+from labeler.sources.passage import Passage
+from labeler.sources.types import Source
 from labeler.tasks import utility
 from labeler.tasks.base import Shard, Task
 from labeler.tasks.utility import UtilityConfig, UtilityTask

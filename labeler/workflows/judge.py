@@ -1,7 +1,7 @@
 """`labeler judge`: one judge method over the same pools as `labeler build` -> a submission.
 
-The source and pools come from the same two steps as the labels' (`labeler.build`), the
-judgments from `labeler.tasks.judge` shard by shard under one progress bar. The submission
+The source and pools come from the same two steps as the labels' (`labeler.workflows.build`), the
+judgments from `labeler.judge_methods` shard by shard under one progress bar. The submission
 (selection or ranking, one schema-valid line per query) and, beside it, `<name>.manifest.json`
 (method, LLM, prompt templates with their sha256, pools, statistics) are each written
 atomically, after every judgment is made: nothing is left half-written.
@@ -15,22 +15,22 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from labeler import __version__
-from labeler.build import (
-    DEFAULT_SHARD_SIZE,
-    config_pools,
-    config_source,
-    published_config,
-    published_source,
-)
 from labeler.errors import InputError
 from labeler.formats import check_record
+from labeler.judge_methods import JudgeConfig, JudgeTask
 from labeler.llm.config import LLMConfig
 from labeler.llm.models import check_access, resolve_model
 from labeler.paths import atomic_file
 from labeler.progress import track
 from labeler.retrieval.pools import check_pools
 from labeler.tasks.base import make_shards
-from labeler.tasks.judge import JudgeConfig, JudgeTask
+from labeler.workflows.steps import (
+    DEFAULT_SHARD_SIZE,
+    config_pools,
+    config_source,
+    published_config,
+    published_source,
+)
 
 
 @dataclass

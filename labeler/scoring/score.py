@@ -33,7 +33,7 @@ from labeler.metrics.ranking import rank_metrics
 from labeler.metrics.selection import selection_metrics
 from labeler.metrics.significance import PairedTest, paired_t_test
 from labeler.paths import atomic_file
-from labeler.submissions import Submission, gc_paused, read_submission
+from labeler.scoring.submissions import Submission, gc_paused, read_submission
 
 HUB_PREFIX = "hub:"
 MISSING = ("zero", "skip")
@@ -138,7 +138,7 @@ def score(
     helpfulness, and conciseness with the SBERT model `sbert` (default the bundled MiniLM).
     `rag` (selections against a utility artifact): the artifact's LLM (`llm` overrides it)
     answers each query with only the selected candidates, as the artifact's own `rag` answers
-    are asked (`labeler.rag`); `rag_accuracy` is reported beside the artifact's
+    are asked (`labeler.scoring.rag`); `rag_accuracy` is reported beside the artifact's
     `rag_all_accuracy` (all candidates) and `rag_utilitarian_accuracy` (its gold utilitarian
     ones), over the same queries (a missing one scores 0 under "zero").
     Every input is read and checked before any model is loaded.
@@ -167,7 +167,7 @@ def score(
                          field_name="include_empty")
     experts = None if llm is None or rag else load_experts(faithfulness, sbert=sbert)
     if setting is not None and llm is None:
-        from labeler.rag import load_reader
+        from labeler.scoring.rag import load_reader
 
         model = load_reader(reference.manifest, cache_dir=cache_dir)
     else:
@@ -179,7 +179,7 @@ def score(
         if base is not None:
             report.baseline = _report(base, reference, base_ranked, **options)
         if setting is not None:
-            from labeler.tasks.base import Calls
+            from labeler.llm.calls import Calls
 
             calls = Calls(model)
             for run, entries in ((report, sub), (report.baseline, base)):
@@ -192,7 +192,7 @@ def score(
 
 def _rag_setting(sub: Submission, ref: Reference) -> tuple:
     """(kind, sampling) of the reference's `rag` answers; InputError where --rag cannot apply."""
-    from labeler.rag import artifact_setting
+    from labeler.scoring.rag import artifact_setting
 
     if sub.kind != "selection":
         raise InputError(f"--rag answers with a selection's passages, this is a {sub.kind}",
@@ -208,7 +208,7 @@ def _add_rag(report: Report, sub: Submission, ref: Reference, llm, kind: str, sa
     """`rag_accuracy` per scored query, with the selected candidates only (0 for a missing
     query); its mean, and the artifact's own `rag_all_accuracy` and
     `rag_utilitarian_accuracy` over the same queries, in the summary."""
-    from labeler.rag import rag_correct
+    from labeler.scoring.rag import rag_correct
 
     asked = [q for q in report.qids if q in sub.entries]
     correct = dict(zip(asked, rag_correct(

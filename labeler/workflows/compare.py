@@ -2,7 +2,7 @@
 artifacts of one dataset by several LLMs (the utility paper's Figures 1b, 2 and 3).
 
 - Transfer: for every pair (A, B), the accuracy of A answering every query with only B's GUPs
-  (`labeler.rag`, so A with its own GUPs gets back exactly its `rag.utilitarian` answers),
+  (`labeler.scoring.rag`, so A with its own GUPs gets back exactly its `rag.utilitarian` answers),
   and of A with the human gold passages (its records' `rag.human_gold`).
 - Overlap: for every pair, and for each LLM with the human gold, the mean Jaccard index
   |A ∩ B| / |A ∪ B| over the queries where A ∪ B is not empty (the paper's code gives no
@@ -30,13 +30,13 @@ import jsonlines
 from labeler.artifacts import load_artifact
 from labeler.artifacts.card import render_card
 from labeler.artifacts.manifest import CARD, MANIFEST, build_manifest, data_file
-from labeler.artifacts.schema import schema_problems
 from labeler.errors import ArtifactError, InputError
 from labeler.llm.base import Backend
+from labeler.llm.calls import Calls
 from labeler.paths import file_sha256
 from labeler.progress import track
-from labeler.rag import artifact_setting, load_reader, rag_correct
-from labeler.tasks.base import Calls
+from labeler.schemas import schema_problems
+from labeler.scoring.rag import artifact_setting, load_reader, rag_correct
 from labeler.tasks.utility import TEMPLATES_BY_KIND
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ from pathlib import Path
 from labeler.llm.config import LLMConfig
 from labeler.paths import cache_root
 from labeler.retrieval.index import SHARD_SIZE
-from labeler.sources import Source
+from labeler.sources.types import Source
 from labeler.tasks.base import TaskConfig
 
 #: characters per token of the estimate (English prose under a BPE vocabulary)
@@ -27,7 +27,7 @@ def plan(artifact: str, config: TaskConfig, llms: Sequence[LLMConfig], *,
          ) -> list[tuple[str, str, str]]:
     """(what, how many, how known) rows of the build `labeler build` would run with these
     options, after every check it makes before loading a model (`check_build`)."""
-    from labeler.build import check_build
+    from labeler.workflows.build import check_build
 
     task, source, _ = check_build(artifact, config, llms, out=out, version=version)
     queries = source.queries

@@ -14,10 +14,10 @@ from pathlib import Path
 
 from labeler.errors import InputError, ModelLoadError, UnknownNameError
 from labeler.llm.base import Backend, Sampling
+from labeler.llm.calls import Calls
 from labeler.llm.config import LLMConfig
 from labeler.metrics.answers import has_answer
-from labeler.sources import Passage
-from labeler.tasks.base import Calls
+from labeler.sources.passage import Passage
 from labeler.tasks.utility import TEMPLATES_BY_KIND, evidence_prompt
 
 

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from labeler import __version__
@@ -24,18 +23,24 @@ from labeler.artifacts.writer import VersionWriter, artifact_dir, check_caller_m
 from labeler.errors import InputError, UnknownNameError
 from labeler.executors import Executor, Job, ModelIdentity, load_executor
 from labeler.llm import BACKENDS, resolve_model
+from labeler.llm.calls import Calls
 from labeler.llm.config import LLMConfig
 from labeler.llm.models import check_access
-from labeler.paths import check_writable, published_file
+from labeler.paths import check_writable
 from labeler.progress import info, track
-from labeler.retrieval import Pools, build_pools
 from labeler.retrieval.pools import check_pools
-from labeler.sources import CORPORA, JSONL_PREFIX, SEARCH_PREFIX, Source, load_source
-from labeler.tasks import answer_extraction, load_task
-from labeler.tasks.base import Calls, Task, TaskConfig, make_shards
-
-#: queries per shard: the unit of resumption and of distribution
-DEFAULT_SHARD_SIZE = 256
+from labeler.sources import answer_extraction
+from labeler.sources.types import Source
+from labeler.tasks import load_task
+from labeler.tasks.base import Task, TaskConfig, make_shards
+from labeler.workflows.steps import (
+    DEFAULT_SHARD_SIZE,
+    config_pools,
+    config_source,
+    dataset_folder,
+    published_config,
+    published_source,
+)
 
 
 @dataclass
@@ -163,64 +168,6 @@ def check_build(artifact: str, config: TaskConfig, llms: Sequence[LLMConfig], *,
     for alias in named:  # an existing --version or a name that cannot be a folder fails now
         artifact_dir(out, artifact=artifact, dataset=folder, llm=alias, version=version)
     return task, source, task_manifest
-
-
-def config_source(config: TaskConfig) -> Source:
-    """The queries and corpus `config` names: the first step of `build` and `judge`."""
-    return load_source(config.dataset, corpus=config.corpus, limit=config.limit,
-                       qrels=config.qrels)
-
-
-def config_pools(source: Source, config: TaskConfig, cache_dir: str | Path | None = None,
-                 executor: Executor | None = None) -> Pools:
-    """The candidate pools `config` asks for over `source`'s queries: the second step, so that
-    `judge` ranks exactly the candidates `build` labels for the same options; `executor`
-    encodes a dense corpus's missing shards (default: here)."""
-    return build_pools(source, pool=config.pool, k=config.k, run=config.run,
-                       encoder=config.encoder, index=config.index, cache_dir=cache_dir,
-                       executor=executor)
-
-
-#: config fields that name a file even without a folder in the name (a CORPORA name aside)
-_FILE_FIELDS = ("corpus", "run", "qrels")
-
-
-def published_config(config: TaskConfig) -> dict:
-    """`asdict(config)` as a published manifest records it, with no local path: the corpus
-    file (not a CORPORA name), run and qrels as {name, sha256}, any other option naming an
-    existing local file or folder by its name (a file also by sha256), a jsonl:/search:
-    dataset by its file's name."""
-    published = asdict(config)
-    for name, value in published.items():
-        if not isinstance(value, str) or (name == "corpus" and value in CORPORA):
-            continue
-        path = Path(value).expanduser()
-        if name == "dataset":
-            published[name] = published_dataset(value)
-        elif path.exists() and (name in _FILE_FIELDS or len(path.parts) > 1):
-            published[name] = published_file(path)
-    return published
-
-
-def published_source(source: Source) -> dict:
-    """`source.describe()` with its name as `published_dataset` gives it."""
-    described = source.describe()
-    return {**described, "source_dataset": published_dataset(described["source_dataset"])}
-
-
-def published_dataset(name: str) -> str:
-    """A dataset name without a local path: jsonl:PATH and search:PATH by their file's name."""
-    for prefix in (JSONL_PREFIX, SEARCH_PREFIX):
-        if name.startswith(prefix):
-            return prefix + Path(name[len(prefix):]).name
-    return name
-
-
-def dataset_folder(name: str) -> str:
-    """The folder name of a dataset: its name, or for `jsonl:PATH` the file's stem."""
-    if name.startswith(JSONL_PREFIX):
-        name = Path(name[len(JSONL_PREFIX):]).name.split(".")[0]
-    return re.sub(r"[^A-Za-z0-9._+-]", "-", name).lstrip("._+-") or "dataset"
 
 
 def _build_id(manifest: dict, model_key: dict) -> str:

@@ -21,9 +21,9 @@ from dataclasses import replace
 
 from labeler.errors import InputError
 from labeler.llm.base import Sampling, chat
+from labeler.llm.calls import Calls
 from labeler.progress import info
-from labeler.sources import Query, Source
-from labeler.tasks.base import Calls
+from labeler.sources.types import Query, Source
 
 #: (question, one sentence answer) -> the entity answer
 EXTRACT_ANSWER = (

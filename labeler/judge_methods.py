@@ -37,9 +37,10 @@ from labeler.llm.base import (
     chat,
     yes_probability,
 )
+from labeler.llm.calls import Calls
 from labeler.retrieval import Candidate
-from labeler.sources import Query
-from labeler.tasks.base import Calls, Shard, Task, TaskConfig
+from labeler.sources.types import Query
+from labeler.tasks.base import Shard, Task, TaskConfig
 from labeler.tasks.utility import ANSWER, MAX_NEW_TOKENS, WITH_PASSAGE, evidence_prompt
 
 #: the two criteria every verbalized prompt states

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from labeler.formats import Run
 from labeler.retrieval.pools import build_pools, gold_recall
-from labeler.sources import load_source
+from labeler.sources.registry import load_source
 
 if TYPE_CHECKING:
     from labeler.executors import Executor

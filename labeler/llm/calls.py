@@ -1,0 +1,64 @@
+"""Batched LLM calls for one model over one unit of work, each distinct request asked once."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from labeler.errors import InputError, PromptTooLongError
+from labeler.llm.base import (
+    Backend,
+    Chat,
+    ChoiceRequest,
+    Completion,
+    LoglikelihoodRequest,
+    Sampling,
+)
+from labeler.progress import info
+
+
+class Calls:
+    """One model's calls for one shard: batched, and a request already made is not sent again
+    (the call cache does the same across runs; this also serves uncached backends). Every
+    backend refuses a prompt too long for its window before any batch runs; Calls names the
+    query in that error."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+        self.alias = backend.alias
+        self._seen: dict[Hashable, Any] = {}
+
+    def generate(self, prompts: list[Chat], sampling: Sampling, what: str,
+                 names: Sequence[str]) -> list[list[Completion]]:
+        """`sampling.n` completions per prompt (each saying whether it stopped at the cap), in
+        one batched call; `names[i]` (e.g. the qid) names prompt i in an error."""
+        return self._ask(prompts, names, ("generate", sampling), what,
+                         lambda new: self.backend.generate(new, sampling))
+
+    def loglikelihood(self, requests: list[LoglikelihoodRequest], what: str,
+                      names: Sequence[str]) -> list[float]:
+        """log P(continuation | context) per request, in one batched call."""
+        return self._ask(requests, names, ("loglikelihood",), what, self.backend.loglikelihood)
+
+    def choice_probs(self, requests: list[ChoiceRequest], what: str,
+                     names: Sequence[str]) -> list[dict[str, float]]:
+        """Next-token probability of each choice per request, in one batched call."""
+        return self._ask(requests, names, ("choice_probs",), what, self.backend.choice_probs)
+
+    def _ask(self, requests: list, names: Sequence[str], op: tuple, what: str,
+             compute) -> list:
+        if len(names) != len(requests):
+            raise InputError(f"{len(names)} names for {len(requests)} requests",
+                             field_name="names")
+        keys = [(op, r) for r in requests]
+        first = {k: i for i, k in reversed(list(enumerate(keys))) if k not in self._seen}
+        new = sorted(first, key=first.get)
+        if new:
+            info(f"{what}: {len(new)} requests")
+            try:
+                answers = compute([r for _, r in new])
+            except PromptTooLongError as error:  # raised before any batch: name the query
+                raise replace(error, name=names[first[new[error.index]]]) from None
+            self._seen.update(zip(new, answers))
+        return [self._seen[k] for k in keys]

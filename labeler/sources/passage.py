@@ -1,0 +1,19 @@
+"""The one retrievable unit of text every source, corpus and pool shares."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Passage:
+    """One retrievable unit of text."""
+
+    pid: str  # stable id: the psgs_w100 id where the source has one
+    title: str
+    text: str
+
+    @property
+    def contents(self) -> str:
+        """The text an LLM or an encoder sees: `"{title} {text}"`."""
+        return f"{self.title} {self.text}" if self.title else self.text

@@ -1,0 +1,147 @@
+"""The sources and corpora by name, and `load_source`, which joins a dataset's queries to the
+corpus its passages come from."""
+
+from __future__ import annotations
+
+import importlib
+from itertools import islice
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from labeler.errors import InputError, UnknownNameError
+from labeler.formats import read_jsonl
+from labeler.sources.passage import Passage
+from labeler.sources.types import Query, Source
+
+if TYPE_CHECKING:
+    from labeler.sources.corpus import Corpus
+
+#: dataset name -> "module:function(limit) -> Source"; imported only when used. nq, tq,
+#: hotpotqa and fever are the paper's KILT dev sets (human gold: KILT provenance, as
+#: references); the -tevatron and -distractor sets carry gold passage text instead.
+SOURCES = {
+    "nq-sample": "labeler.sources.bundled:load_nq_sample",
+    "nq": "labeler.sources.kilt:load_nq",
+    "tq": "labeler.sources.kilt:load_tq",
+    "msmarco-fqa": "labeler.sources.msmarco:load_msmarco_fqa",
+    "hotpotqa": "labeler.sources.kilt:load_hotpotqa",
+    "fever": "labeler.sources.kilt:load_fever",
+    "2wiki": "labeler.sources.flashrag:load_2wiki",
+    "nq-tevatron": "labeler.sources.tevatron:load_nq",
+    "tq-tevatron-distant": "labeler.sources.tevatron:load_tq",
+    "hotpotqa-distractor": "labeler.sources.hotpotqa:load_hotpotqa",
+    "cisi-sample": "labeler.sources.search:load_cisi_sample",
+}
+
+#: corpus name -> "module:function() -> Corpus"; the paper retrieves from `wiki-dpr` (NQ,
+#: TriviaQA, HotpotQA, FEVER) and `msmarco-passage` (MS MARCO); `kilt-wikipedia` holds the
+#: paragraphs KILT provenance names.
+CORPORA = {
+    "kilt-w100": "labeler.sources.kilt_w100:load_kilt_w100",
+    "wiki-dpr": "labeler.sources.corpora:load_wiki_dpr",
+    "msmarco-passage": "labeler.sources.corpora:load_msmarco_passage",
+    "kilt-wikipedia": "labeler.sources.corpora:load_kilt_wikipedia",
+}
+
+#: dataset -> the corpus it retrieves from when no --corpus is given: the paper's for the KILT
+#: sets and 2WikiQA ("the Wikipedia dumps … split into DPR 100-word format", § Retrieval)
+DEFAULT_CORPORA = {name: "kilt-w100" for name in ("nq", "tq", "hotpotqa", "fever", "2wiki")}
+
+JSONL_PREFIX = "jsonl:"
+#: `search:PATH`: a TSV or JSONL queries file (labeler.sources.search), with --corpus, --qrels
+SEARCH_PREFIX = "search:"
+
+
+def available() -> list[str]:
+    """Every name `load_source` accepts."""
+    return [*SOURCES, f"{JSONL_PREFIX}PATH", f"{SEARCH_PREFIX}PATH"]
+
+
+def load_corpus(corpus: str | Path) -> Corpus:
+    """A corpus by `CORPORA` name, else from a FlashRAG-format file (`{id, contents}`)."""
+    from labeler.sources import flashrag
+
+    if str(corpus) in CORPORA:
+        module, attr = CORPORA[str(corpus)].split(":")
+        return getattr(importlib.import_module(module), attr)()
+    path = Path(corpus)
+    if not path.exists() and len(path.parts) == 1 and not path.suffix:  # a mistyped name
+        raise UnknownNameError("corpus", str(corpus), [*CORPORA, "FILE"],
+                               hint="name one of the corpora or pass a FlashRAG corpus file")
+    return flashrag.read_corpus(path)
+
+
+def load_source(
+    name: str, *, corpus: str | Path | None = None, limit: int | None = None,
+    qrels: str | Path | None = None,
+) -> Source:
+    """Load dataset `name` (first `limit` queries); `corpus` (a `CORPORA` name or a FlashRAG
+    corpus file) replaces its passage corpus; `qrels` (TREC qrels) gives its queries graded
+    relevance and gold (`search.with_qrels`). The corpus never depends on `limit`.
+
+    A corpus named by `corpus` is read first, so a bad one fails before the queries'
+    download; a dataset's default corpus (`DEFAULT_CORPORA`) after its queries. Each gold
+    passage is mapped onto the corpus passage with the same pid (DPR / psgs_w100 ids), else
+    the same title and text; one the corpus lacks stays a gold passage of its own text (an
+    `mcp` pool adds it) and `Source.gold_in_corpus()` counts it as missing. A query's gold
+    references (KILT provenance) become the corpus passages over their paragraphs
+    (`Corpus.gold_pids`: `kilt-w100`'s spans, `kilt-wikipedia`'s paragraphs); other corpora
+    match none.
+    """
+    from labeler.sources import flashrag, search
+
+    passages = load_corpus(corpus) if corpus is not None else None
+    if name.startswith(JSONL_PREFIX):
+        source = flashrag.load_jsonl(name[len(JSONL_PREFIX) :], limit=limit)
+        _check_jsonl(source.queries, name[len(JSONL_PREFIX) :])
+    elif name.startswith(SEARCH_PREFIX):
+        source = search.load_search(name[len(SEARCH_PREFIX) :], limit=limit)
+    elif name in SOURCES:
+        module, attr = SOURCES[name].split(":")
+        source = getattr(importlib.import_module(module), attr)(limit=limit)
+    else:
+        raise UnknownNameError("dataset", name, available())
+    if passages is None and name in DEFAULT_CORPORA:  # after the queries: it is the bigger
+        passages = load_corpus(DEFAULT_CORPORA[name])
+    if passages is not None:
+        source.corpus = passages
+        pinned = (f"{passages.name}@{passages.revision}" if passages.name
+                  else passages.fingerprint[:16])
+        source.revision = f"{source.revision}+corpus:{pinned}"
+        for q in source.queries:
+            q.gold = _resolve(q, passages)
+    return source if qrels is None else search.with_qrels(source, qrels)
+
+
+def _check_jsonl(queries: list[Query], path: str) -> None:
+    """Each qid once and no empty or blank gold answer (it would match every output), checked
+    before any LLM work; InputError at the bad query's line of `path`, whose records are the
+    queries in order."""
+    first: dict[str, int] = {}
+    for i, query in enumerate(queries):
+        if query.qid in first:
+            lines = _record_lines(path, i + 1)
+            raise InputError(f"duplicate qid '{query.qid}' (first on line "
+                             f"{lines[first[query.qid]]})", path, lines[i], "id")
+        first[query.qid] = i
+        blank = next((j for j, answer in enumerate(query.answers) if not answer.strip()), None)
+        if blank is not None:
+            raise InputError("empty or blank gold answer", path, _record_lines(path, i + 1)[i],
+                             f"golden_answers[{blank}]")
+
+
+def _record_lines(path: str, count: int) -> list[int]:
+    """The line numbers of the first `count` records of a JSONL file (blank lines skipped)."""
+    return [line_no for line_no, _ in islice(read_jsonl(path, skip_blank=True), count)]
+
+
+def _resolve(query: Query, corpus: Corpus) -> list[Passage]:
+    """The query's gold passages, each as the corpus holds it where it does, plus those of its
+    gold references the corpus holds; distinct by pid, in order."""
+    gold: dict[str, Passage] = {}
+    for p in query.gold:
+        found = corpus.find(p) or p
+        gold.setdefault(found.pid, found)
+    for ref in query.gold_refs:
+        gold.update((pid, corpus[pid]) for pid in ref.pids_in(corpus) if pid not in gold)
+    return list(gold.values())
