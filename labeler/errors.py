@@ -29,6 +29,13 @@ def _restore(cls: type[LabelerError], fields: dict) -> LabelerError:
     return error
 
 
+def first_line(error: BaseException) -> str:
+    """The first line of what `error` says (its type's name if it says nothing): how a
+    third-party failure is quoted inside one of ours."""
+    text = str(error).strip() or type(error).__name__
+    return text.splitlines()[0]
+
+
 @dataclass
 class InputError(LabelerError):
     """Bad user input at a known place: a file, a line number, a field."""

@@ -22,13 +22,13 @@ from typing import IO, TypeVar
 
 from labeler.errors import InputError, UnknownNameError
 from labeler.paths import atomic_file
+from labeler.schemas import check, shorten
 
 __all__ = [
     "RANKING_SHAPE",
     "Qrels",
     "Run",
     "are_ids",
-    "check_record",
     "is_jsonl",
     "iter_query_records",
     "iter_run",
@@ -225,7 +225,7 @@ class Qrels(dict[str, dict[str, int]]):
                 raise InputError(f"label '{label}' is not an integer", str(path), line_no,
                                  "label") from None
             except OverflowError:
-                raise InputError(f"label {_short(label, 40)} is too large for a float",
+                raise InputError(f"label {shorten(label, 40)} is too large for a float",
                                  str(path), line_no, "label") from None
             judged = qrels.setdefault(qid, {})
             if docid in judged:
@@ -261,7 +261,7 @@ def ranking_entry(record: dict) -> tuple[str, dict[str, float]]:
                          f"{', '.join(sorted(record)) or 'none'}")
     if "ranking" in record and "scores" in record:
         raise InputError("give either 'ranking' or 'scores', not both")
-    check_record(record, "submission-ranking")
+    check(record, "submission-ranking")
     qid = str(record["qid"])
     if "ranking" in record:
         ids = [str(p) for p in record["ranking"]]
@@ -269,16 +269,6 @@ def ranking_entry(record: dict) -> tuple[str, dict[str, float]]:
             raise InputError("duplicate passage ids", field_name="ranking")
         return qid, {p: float(len(ids) - i) for i, p in enumerate(ids)}
     return qid, {str(p): _finite(s, f"scores.{p}") for p, s in record["scores"].items()}
-
-
-def check_record(record: dict, schema: str) -> None:
-    """Raise InputError with the first way `record` breaks `schemas/<schema>.schema.json`."""
-    from labeler.schemas import schema_problems  # the artifacts package reads JSONL here
-
-    found = schema_problems(record, schema)
-    if found:
-        where, message = found[0]
-        raise InputError(_short(message), field_name=where or None)
 
 
 def are_ids(values: list) -> bool:
@@ -317,7 +307,7 @@ def _finite(value: float, field_name: str) -> float:
     try:
         number = float(value)
     except OverflowError:  # an int beyond a float's range
-        raise InputError(f"score {_short(str(value), 40)} is too large for a float",
+        raise InputError(f"score {shorten(str(value), 40)} is too large for a float",
                          field_name=field_name) from None
     if not math.isfinite(number):
         raise InputError(f"score {number} is not a finite number", field_name=field_name)
@@ -446,10 +436,6 @@ def _parses(text: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _short(message: str, width: int = 160) -> str:
-    return message if len(message) <= width else message[: width - 1] + "…"
 
 
 def _reject_constant(name: str) -> None:

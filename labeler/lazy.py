@@ -1,5 +1,5 @@
-"""Package exports imported on first use (PEP 562), so that importing one module of a package
-does not import its siblings.
+"""Names imported on first use: a package's exports (PEP 562), so that importing one module of a
+package does not import its siblings, and a registry's "module:attribute" entries.
 
     __getattr__, __dir__ = lazy_exports(__name__, {"load_artifact": "labeler.artifacts.reader"})
 """
@@ -23,3 +23,9 @@ def lazy_exports(package: str, exports: dict[str, str]) -> tuple[Callable, Calla
         return sorted({*vars(importlib.import_module(package)), *exports})
 
     return __getattr__, __dir__
+
+
+def load_entry(entry: str):
+    """The object a registry entry "module:attribute" names, its module imported now."""
+    module, attr = entry.split(":")
+    return getattr(importlib.import_module(module), attr)

@@ -1,4 +1,5 @@
-"""Record validation against `schemas/<name>.schema.json`, with one readable line per problem."""
+"""Record validation against `schemas/<name>.schema.json`: every problem as a readable line
+(`problems`), or the first as the one-line error a command stops with (`check`)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from collections import deque
 from functools import cache
 from typing import TYPE_CHECKING
 
+from labeler.errors import InputError
 from labeler.resources import load_schema, schema_names
 
 if TYPE_CHECKING:  # jsonschema is imported when a record is first checked, not at import
@@ -23,6 +25,22 @@ def schema_problems(record: object, schema: str) -> list[tuple[str, str]]:
     ('answers', "'answers' is a required property")
     """
     return sorted((_field(error), error.message) for error in _validator(schema).iter_errors(record))
+
+
+def check(record: object, schema: str, *, path: str | None = None, line: int | None = None
+          ) -> None:
+    """InputError with the first way `record` (at `path`, `line`, where known) breaks `schema`:
+    the one line a command stops with."""
+    found = schema_problems(record, schema)
+    if found:
+        field, message = found[0]
+        raise InputError(shorten(message), path=path, line_no=line, field_name=field or None)
+
+
+def shorten(message: str, width: int = 160) -> str:
+    """`message` cut to `width` characters, an ellipsis marking the cut (a schema message may
+    quote a whole record)."""
+    return message if len(message) <= width else message[: width - 1] + "…"
 
 
 @cache

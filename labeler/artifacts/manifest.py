@@ -11,7 +11,7 @@ from pathlib import Path
 import labeler
 from labeler.errors import ArtifactError, InputError
 from labeler.resources import load_schema
-from labeler.schemas import schema_problems
+from labeler.schemas import check
 
 MANIFEST = "manifest.json"
 CARD = "README.md"
@@ -88,7 +88,7 @@ def build_manifest(
         .replace("+00:00", "Z"),
     }
     if isinstance(given.get("prompt_templates"), dict):
-        manifest["prompt_templates"] = _hashed(given["prompt_templates"])
+        manifest["prompt_templates"] = hashed_templates(given["prompt_templates"])
     if stats is not None:
         manifest["stats"] = stats
     check_manifest(manifest, MANIFEST)
@@ -101,10 +101,7 @@ def build_manifest(
 
 def check_manifest(manifest: object, where: str) -> None:
     """Raise InputError at the first schema problem of `manifest` (read from `where`)."""
-    found = schema_problems(manifest, "manifest")
-    if found:
-        field, message = found[0]
-        raise InputError(message, path=where, field_name=field or None)
+    check(manifest, "manifest", path=where)
 
 
 def read_manifest(folder: Path) -> dict:
@@ -121,7 +118,9 @@ def read_manifest(folder: Path) -> dict:
     return manifest
 
 
-def _hashed(templates: dict) -> dict:
+def hashed_templates(templates: dict) -> dict:
+    """Prompt templates as a manifest records them: {name: {"sha256", "text"}}; an entry
+    already so recorded (not a string) is kept."""
     return {
         name: {"sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(), "text": text}
         if isinstance(text, str) else text

@@ -38,7 +38,7 @@ from labeler.errors import ArtifactError, InputError
 from labeler.formats import read_jsonl
 from labeler.paths import atomic_file, file_sha256
 from labeler.resources import card_path, load_schema, schema_path
-from labeler.schemas import schema_problems
+from labeler.schemas import check
 from labeler.tasks import load_task
 
 _DUMPS = partial(json.dumps, ensure_ascii=False, allow_nan=False)
@@ -132,11 +132,8 @@ class VersionWriter:
         with atomic_file(path) as f:
             writer = jsonlines.Writer(f, dumps=_DUMPS)
             for count, record in enumerate(records, 1):
-                found = schema_problems(record, schema) if schema else None
-                if found:
-                    field, message = found[0]
-                    raise InputError(message, path=path.name, line_no=count,
-                                     field_name=field or None)
+                if schema:
+                    check(record, schema, path=path.name, line=count)
                 try:
                     writer.write(record)
                 except ValueError as exc:  # NaN or infinity: not JSON

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 import traceback
@@ -12,6 +11,7 @@ import click
 import labeler
 from labeler import settings
 from labeler.errors import LabelerError, StorageError
+from labeler.lazy import load_entry
 from labeler.paths import STORAGE_ERRNOS
 
 # torch's OpenMP threads busy-wait between ops by default; on a few shared CPU cores that made
@@ -42,8 +42,7 @@ class LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name not in COMMANDS:
             return None
-        module, attr = COMMANDS[name].split(":")
-        return getattr(importlib.import_module(module), attr)
+        return load_entry(COMMANDS[name])
 
 
 def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:

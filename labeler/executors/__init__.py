@@ -6,11 +6,11 @@ embedding shards, here or on a cluster.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 
 from labeler.errors import InputError, UnknownNameError
 from labeler.executors.base import Executor, Job, ModelIdentity
+from labeler.lazy import load_entry
 
 EXECUTORS = {"local": "labeler.executors.local:LocalExecutor",
              "ray": "labeler.executors.ray:RayExecutor"}
@@ -21,8 +21,7 @@ def load_executor(name: str = "local", **options) -> Executor:
     take is an InputError."""
     if name not in EXECUTORS:
         raise UnknownNameError("executor", name, sorted(EXECUTORS))
-    module, attr = EXECUTORS[name].split(":")
-    cls = getattr(importlib.import_module(module), attr)
+    cls = load_entry(EXECUTORS[name])
     given = {key: value for key, value in options.items() if value is not None}
     for key in given.keys() - inspect.signature(cls).parameters.keys():
         raise InputError(f"does not apply to the {name} executor", field_name=key,

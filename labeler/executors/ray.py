@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from labeler import settings
-from labeler.errors import InputError, MissingDependencyError, WorkerError
+from labeler.errors import InputError, MissingDependencyError, WorkerError, first_line
 from labeler.executors.base import Executor, Job, ModelIdentity
 from labeler.llm.config import LLMConfig
 from labeler.paths import cache_root
@@ -157,7 +157,7 @@ class RayExecutor(Executor):
             connect(*args, **kwargs)
         except (OSError, RuntimeError, ValueError) as error:  # ConnectionError is an OSError
             raise InputError(f"cannot connect to the Ray cluster at {self.address}: "
-                             f"{_first_line(error)}", field_name="address",
+                             f"{first_line(error)}", field_name="address",
                              hint="start it with `ray start --head`, or leave out "
                                   "--ray-address to start Ray here") from None
 
@@ -209,7 +209,7 @@ def _worker_errors() -> Iterator[None]:
     except ray.exceptions.RayTaskError as error:
         raise error.cause from None
     except ray.exceptions.RayActorError as error:
-        raise WorkerError(_first_line(error)) from None
+        raise WorkerError(first_line(error)) from None
 
 
 def _unordered(pool: ActorPool, submit, items: Sequence) -> Iterator:
@@ -259,8 +259,3 @@ def _worker_env(cache_dir: str | None) -> dict[str, str]:
     if cache_dir is None:
         return settings.passed_to_workers()
     return {**settings.passed_to_workers(), settings.CACHE_DIR: cache_dir}
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip() or type(error).__name__
-    return text.splitlines()[0]

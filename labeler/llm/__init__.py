@@ -6,10 +6,10 @@
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 
 from labeler.errors import UnknownNameError
+from labeler.lazy import load_entry
 from labeler.llm.base import (
     Backend,
     Chat,
@@ -47,9 +47,8 @@ def load_backend(model: str, *, backend: str = "hf", batch_size: int | None = No
         raise UnknownNameError("backend", backend, sorted(BACKENDS))
     key = (backend, spec.model_id, device, batch_size, tensor_parallel)
     if key not in _LOADED:
-        module, name = BACKENDS[backend].split(":")
         options = {"tensor_parallel": tensor_parallel} if tensor_parallel != 1 else {}
-        _LOADED[key] = getattr(importlib.import_module(module), name)(
+        _LOADED[key] = load_entry(BACKENDS[backend])(
             spec, batch_size=batch_size, device=device, cache_dir=cache_dir, **options)
     loaded = _LOADED[key]
     if not use_cache:

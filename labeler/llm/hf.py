@@ -42,7 +42,7 @@ from transformers import (
     TopPLogitsWarper,
 )
 
-from labeler.errors import InputError, ModelLoadError
+from labeler.errors import InputError, ModelLoadError, first_line
 from labeler.llm.base import (
     CHOICE_TOKENS,
     Backend,
@@ -111,7 +111,7 @@ class HFBackend(Backend):
             if source != spec.model_id:  # the converted copy is there but does not load
                 hint = f"its converted copy {source} may be damaged: remove it (rm -r " \
                     f"{source}) and the next load converts the model again"
-            raise ModelLoadError(spec.model_id, _first_line(exc), hint=hint) from exc
+            raise ModelLoadError(spec.model_id, first_line(exc), hint=hint) from exc
         # the revision after loading: a Hub model's commit is now cached
         self._adopt(spec, model, tokenizer, revision=model_revision(spec), batch_size=batch_size)
 
@@ -495,8 +495,3 @@ def _device(name: str | None) -> torch.device:
         raise InputError("CUDA was asked for but torch sees no GPU", field_name="device",
                          hint="leave --device unset to run on the CPU")
     return device
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0]

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from labeler.errors import InputError, ModelLoadError
+from labeler.errors import InputError, ModelLoadError, first_line
 from labeler.llm.batching import Collator
 from labeler.progress import progress_bar
 
@@ -154,7 +154,7 @@ class AlignScore(EntailmentScorer):
             config = AutoConfig.from_pretrained(base)
             tokenizer = AutoTokenizer.from_pretrained(base)
         except OSError as exc:
-            raise ModelLoadError(base, _first_line(exc)) from exc
+            raise ModelLoadError(base, first_line(exc)) from exc
         encoder = AutoModel.from_config(config)
         weights = {k.removeprefix("base_model."): v for k, v in state.items()
                    if k.startswith("base_model.")}
@@ -191,7 +191,7 @@ class NLIEntailment(EntailmentScorer):
             classifier = AutoModelForSequenceClassification.from_pretrained(model)
             tokenizer = AutoTokenizer.from_pretrained(model)
         except (OSError, ValueError) as exc:
-            raise ModelLoadError(model, _first_line(exc)) from exc
+            raise ModelLoadError(model, first_line(exc)) from exc
         labels = {int(i): str(name) for i, name in classifier.config.id2label.items()}
         found = [i for i, name in labels.items() if name.lower().startswith("entail")]
         if len(found) != 1:
@@ -272,7 +272,7 @@ def _download(repo: str, file: str) -> Path:
     try:
         return Path(hf_hub_download(repo, file))
     except Exception as exc:  # offline and not cached, no such repo or file, network errors
-        raise ModelLoadError(f"{repo}/{file}", _first_line(exc)) from exc
+        raise ModelLoadError(f"{repo}/{file}", first_line(exc)) from exc
 
 
 class _Opaque(dict):
@@ -314,14 +314,10 @@ def _read_checkpoint(path: Path) -> tuple[dict, dict]:
         checkpoint = torch.load(path, map_location="cpu", weights_only=False,
                                 pickle_module=_RESTRICTED)
     except Exception as exc:  # not a torch file, truncated, ...
-        raise ModelLoadError(str(path), f"cannot read the checkpoint: {_first_line(exc)}") \
+        raise ModelLoadError(str(path), f"cannot read the checkpoint: {first_line(exc)}") \
             from exc
     state = checkpoint.get("state_dict") if isinstance(checkpoint, dict) else None
     if not isinstance(state, dict):
         raise ModelLoadError(str(path), "not a Lightning checkpoint: no state_dict")
     hyper = checkpoint.get("hyper_parameters")
     return state, dict(hyper) if isinstance(hyper, dict) else {}
-
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

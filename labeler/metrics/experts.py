@@ -14,7 +14,6 @@ per kind of request; each expert returns one float per item, as a numpy array.
 
 from __future__ import annotations
 
-import importlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from labeler.errors import InputError, UnknownNameError
+from labeler.lazy import load_entry
 from labeler.llm.base import ChoiceRequest, LoglikelihoodRequest, Message, chat, yes_probability
 from labeler.metrics.conciseness import FULL_ANSWER, conciseness, load_sbert
 
@@ -181,8 +181,7 @@ def load_faithfulness(spec: str = DEFAULT_FAITHFULNESS) -> Faithfulness:
     id or local folder). UnknownNameError / InputError for a bad spec, ModelLoadError for a
     model that cannot load."""
     kind, argument = faithfulness_spec(spec)
-    module, attr = FAITHFULNESS_SCORERS[kind].split(":")
-    return getattr(importlib.import_module(module), attr)(argument)
+    return load_entry(FAITHFULNESS_SCORERS[kind])(argument)
 
 
 def cov_weights(scores: dict[str, Sequence[float]], tau: float) -> dict[str, dict[str, float]]:

@@ -20,12 +20,12 @@ from labeler.formats import (
     RANKING_SHAPE,
     Run,
     are_ids,
-    check_record,
     is_jsonl,
     iter_query_records,
     iter_run,
     ranking_entry,
 )
+from labeler.schemas import check
 
 KINDS = ("selection", "ranking", "extraction")
 
@@ -171,7 +171,7 @@ def _selection(record: dict) -> tuple[str, object]:
     fast = _fast_selection(record)
     if fast is not None:
         return fast
-    check_record(record, "submission-selection")
+    check(record, "submission-selection")
     return str(record["qid"]), [str(p) for p in record["selected"]]
 
 
@@ -180,7 +180,7 @@ def _extraction(record: dict) -> tuple[str, object]:
     fast = _fast_extraction(record)
     if fast is not None:
         return fast
-    check_record(record, "submission-extraction")
+    check(record, "submission-extraction")
     return str(record["qid"]), record["evidence"]
 
 

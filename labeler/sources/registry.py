@@ -3,13 +3,13 @@ corpus its passages come from."""
 
 from __future__ import annotations
 
-import importlib
 from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from labeler.errors import InputError, UnknownNameError
 from labeler.formats import read_jsonl
+from labeler.lazy import load_entry
 from labeler.sources.passage import Passage
 from labeler.sources.types import Query, Source
 
@@ -62,8 +62,7 @@ def load_corpus(corpus: str | Path) -> Corpus:
     from labeler.sources import flashrag
 
     if str(corpus) in CORPORA:
-        module, attr = CORPORA[str(corpus)].split(":")
-        return getattr(importlib.import_module(module), attr)()
+        return load_entry(CORPORA[str(corpus)])()
     path = Path(corpus)
     if not path.exists() and len(path.parts) == 1 and not path.suffix:  # a mistyped name
         raise UnknownNameError("corpus", str(corpus), [*CORPORA, "FILE"],
@@ -97,8 +96,7 @@ def load_source(
     elif name.startswith(SEARCH_PREFIX):
         source = search.load_search(name[len(SEARCH_PREFIX) :], limit=limit)
     elif name in SOURCES:
-        module, attr = SOURCES[name].split(":")
-        source = getattr(importlib.import_module(module), attr)(limit=limit)
+        source = load_entry(SOURCES[name])(limit=limit)
     else:
         raise UnknownNameError("dataset", name, available())
     if passages is None and name in DEFAULT_CORPORA:  # after the queries: it is the bigger

@@ -6,9 +6,8 @@
 
 from __future__ import annotations
 
-import importlib
-
 from labeler.errors import UnknownNameError
+from labeler.lazy import load_entry
 
 #: artifact kind -> "module:class"; imported only when asked for.
 TASKS = {
@@ -22,8 +21,7 @@ def load_task(name: str):
     """The Task class of artifact kind `name`; UnknownNameError listing the kinds if none."""
     if name not in TASKS:
         raise UnknownNameError("artifact", name, sorted(TASKS))
-    module, attr = TASKS[name].split(":")
-    return getattr(importlib.import_module(module), attr)
+    return load_entry(TASKS[name])
 
 
 __all__ = ["TASKS", "load_task"]

@@ -35,7 +35,7 @@ from labeler.llm.base import Backend
 from labeler.llm.calls import Calls
 from labeler.paths import file_sha256
 from labeler.progress import track
-from labeler.schemas import schema_problems
+from labeler.schemas import check
 from labeler.scoring.rag import artifact_setting, load_reader, rag_correct
 from labeler.tasks.utility import TEMPLATES_BY_KIND
 
@@ -202,9 +202,7 @@ def _write(records: list[dict], transfer: pl.DataFrame, overlap: pl.DataFrame, a
     try:
         name = data_file(0)
         for i, record in enumerate(records, 1):  # the schema is the format's one source
-            problems = schema_problems(record, ARTIFACT)
-            if problems:
-                raise InputError(problems[0][1], name, i, problems[0][0] or None)
+            check(record, ARTIFACT, path=name, line=i)
         with jsonlines.open(staging / name, "w") as writer:
             writer.write_all(records)
         images = [_heatmap(table, title, staging / f"{image}.png")

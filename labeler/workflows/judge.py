@@ -9,20 +9,20 @@ atomically, after every judgment is made: nothing is left half-written.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from labeler import __version__
+from labeler.artifacts.manifest import hashed_templates
 from labeler.errors import InputError
-from labeler.formats import check_record
 from labeler.judge_methods import JudgeConfig, JudgeTask
 from labeler.llm.config import LLMConfig
 from labeler.llm.models import check_access, resolve_model
 from labeler.paths import atomic_file
 from labeler.progress import track
 from labeler.retrieval.pools import check_pools
+from labeler.schemas import check
 from labeler.tasks.base import make_shards
 from labeler.workflows.steps import (
     DEFAULT_SHARD_SIZE,
@@ -77,10 +77,7 @@ def judge(config: JudgeConfig, llm: LLMConfig | None, *, out: str | Path,
                        f"{config.method} judgments"):
         records += task.run(model, shard)
     for i, record in enumerate(records, 1):  # the task's bug, not the user's: still one line
-        try:
-            check_record(record, f"submission-{task.kind}")
-        except InputError as error:
-            raise InputError(error.message, str(out), i, error.field_name) from None
+        check(record, f"submission-{task.kind}", path=str(out), line=i)
     stats = task.statistics(records)
     manifest = {
         "tool_version": __version__,
@@ -89,8 +86,7 @@ def judge(config: JudgeConfig, llm: LLMConfig | None, *, out: str | Path,
         "with_answer": task.asks_answer,
         "llm": None if model is None else {**llm.describe(), "alias": model.alias,
                                            "revision": model.revision},
-        "prompt_templates": {name: {"sha256": hashlib.sha256(text.encode()).hexdigest(),
-                                    "text": text} for name, text in templates.items()},
+        "prompt_templates": hashed_templates(templates),
         "sampling": {name: s.key() for name, s in task.decoding.items()},
         **published_source(source),
         **pools.describe(),

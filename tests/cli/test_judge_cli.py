@@ -18,9 +18,9 @@ from nq2 import NQ2_OPTIONS, copy_nq2_build
 from labeler.artifacts import load_artifact
 from labeler.cli import cli
 from labeler.errors import InputError
-from labeler.formats import check_record
 from labeler.judge_methods import METHODS
 from labeler.llm.cache import cache_stats
+from labeler.schemas import check
 from labeler.scoring.submissions import read_submission
 
 POOLS = NQ2_OPTIONS
@@ -63,7 +63,7 @@ def test_every_method_writes_a_schema_valid_submission_that_scores(setup, method
     kind = METHODS[method].kind
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     for line in lines:
-        check_record(line, f"submission-{kind}")
+        check(line, f"submission-{kind}")
     assert read_submission(out).kind == kind
     assert [line["qid"] for line in lines] == [r["qid"] for r in load_artifact(artifact).records]
     manifest = json.loads(out.with_name(out.stem + ".manifest.json").read_text())
