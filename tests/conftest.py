@@ -26,6 +26,16 @@ os.environ.update(
 # ~4.4 s to ~0.15 s under load with PASSIVE.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+#: fixtures that load the bundled LLM: every test that uses one, directly or through another
+#: fixture, is marked `slow` (a test that loads it otherwise, e.g. through the CLI, says so itself)
+LLM_FIXTURES = frozenset({"smollm", "smollm_vllm", "loads", "nq2_build"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if LLM_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
 
 @pytest.fixture(autouse=True)
 def _offline_and_isolated(tmp_path, monkeypatch):
