@@ -33,7 +33,7 @@ _EXPORTS = {
     "Qrels": "labeler.formats",
 }
 
-__all__ = ["__version__", *_EXPORTS]
+__all__ = ["__version__", "build", "judge", "compare", "score", "load_artifact", "Run", "Qrels"]
 _export, _exported = lazy_exports(__name__, _EXPORTS)
 
 
