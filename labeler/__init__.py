@@ -33,7 +33,7 @@ _EXPORTS = {
     "Qrels": "labeler.formats",
 }
 
-__all__ = ["__version__", "build", "judge", "compare", "score", "load_artifact", "Run", "Qrels"]
+__all__ = ["Qrels", "Run", "__version__", "build", "compare", "judge", "load_artifact", "score"]
 _export, _exported = lazy_exports(__name__, _EXPORTS)
 
 
