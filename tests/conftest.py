@@ -38,6 +38,29 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _slow_if_it_loads_the_llm(request):
+    """Fail a test that loads the bundled LLM in this process without the `slow` marker, so
+    that `pytest -m "not slow"` stays the fast loop."""
+    before = _bundled_loads()
+    yield
+    if request.node.get_closest_marker("slow") is None and _bundled_loads() > before:
+        pytest.fail("this test loads the bundled LLM: mark it slow (@pytest.mark.slow)")
+
+
+def _bundled_loads() -> int:
+    """How many backends of the bundled LLM this process has loaded (labeler.llm's cache)."""
+    import sys
+
+    llm = sys.modules.get("labeler.llm")
+    if llm is None:
+        return 0
+    from labeler.llm.models import resolve_model
+
+    bundled = resolve_model("smollm2-135m").model_id
+    return sum(key[1] == bundled for key in llm._LOADED)
+
+
+@pytest.fixture(autouse=True)
 def _offline_and_isolated(tmp_path, monkeypatch):
     """Every test runs offline with its own call cache and HF cache."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
