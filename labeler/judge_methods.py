@@ -109,8 +109,11 @@ class JudgeConfig(TaskConfig):
     """The judge's config: the pools are the labels' (`TaskConfig`), then the method."""
 
     method: str = "pvs"  # a key of METHODS
-    with_answer: bool = False  # pvs, lvs, lvr: show the LLM's own pseudo-answer in the prompt
-    max_new_tokens: int = MAX_NEW_TOKENS  # cap on each generated judgment and pseudo-answer
+    with_answer: bool = field(default=False, metadata={
+        "help": "pvs, lvs, lvr: show the LLM's own answer with all top-k passages as a "
+                "reference answer"})
+    max_new_tokens: int = field(default=MAX_NEW_TOKENS, metadata={
+        "help": "Cap on each judgment's and pseudo-answer's new tokens", "min": 1})
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -8,6 +8,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from labeler.cli.options import cache_dir_option
+
 
 @click.command()
 @click.argument("artifacts", nargs=-1, required=True,
@@ -19,8 +21,7 @@ from rich.table import Table
 @click.option("--llm", "llms", multiple=True, metavar="ALIAS=MODEL",
               help="Answer for the artifact of LLM ALIAS with MODEL instead of the model its "
                    "manifest names (repeat for several).")
-@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
-              help="LLM call cache (default: $LABELER_CACHE_DIR or ~/.cache/labeler).")
+@cache_dir_option
 def compare(artifacts: tuple[Path, ...], out: Path, llms: tuple[str, ...],
             cache_dir: Path | None) -> None:
     """Compare utility ARTIFACTS of one dataset by several LLMs (version folders).

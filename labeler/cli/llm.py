@@ -8,6 +8,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from labeler.cli.options import cache_dir_option
+
 
 @click.command()
 def models() -> None:
@@ -35,8 +37,7 @@ def cache() -> None:
 
 
 @cache.command()
-@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Cache folder (default: $LABELER_CACHE_DIR or ~/.cache/labeler).")
+@cache_dir_option
 def stats(cache_dir: Path | None) -> None:
     """Entries, size on disk and hit rate of the call cache."""
     from labeler.llm.cache import cache_stats

@@ -8,53 +8,15 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-INDEX_HELP = ("Dense index: flat (exact, the default), ivf[:nlist=N,nprobe=N,pq=M,refine=R] "
-              "(FAISS IVF, lists on disk; pq=M compresses to M bytes a vector; refine=R "
-              "re-scores R x k candidates exactly) or hnsw[:M=N,efConstruction=N,efSearch=N]; "
-              "built once beside the embeddings. ivf and hnsw report their recall@k against "
-              "exact search.")
-
-
-def executor_options(where: str, loaded: str):
-    """--executor, --ray-address and --workers: `where` says what each executor runs and
-    `loaded` what each Ray worker loads once (`labeler build` and `labeler retrieve`)."""
-    options = [
-        click.option("--executor", default="local", show_default=True, help=where),
-        click.option("--ray-address", metavar="ADDR", help="ray: the cluster to run on, e.g. "
-                     "head:6379 [default: start Ray here]."),
-        click.option("--workers", type=click.IntRange(min=1),
-                     help=f"ray: workers (one loaded {loaded} each) [default: as many as fit]."),
-    ]
-
-    def add(command):
-        for option in reversed(options):
-            command = option(command)
-        return command
-    return add
+from labeler.cli.options import cache_dir_option, data_options, executor_options
 
 
 @click.command()
-@click.option("--dataset", required=True,
-              help="Source: nq-sample, nq, tq, msmarco-fqa, hotpotqa, fever, 2wiki, "
-                   "nq-tevatron, tq-tevatron-distant, hotpotqa-distractor or jsonl:PATH.")
-@click.option("--corpus", metavar="NAME|FILE",
-              help="Corpus to retrieve from instead of the dataset's own (nq, tq, hotpotqa, "
-                   "fever, 2wiki: kilt-w100 by default): kilt-w100 (KILT's Wikipedia in DPR's "
-                   "100-word passages, the paper's), wiki-dpr (DPR's 21M psgs_w100), "
-                   "msmarco-passage, kilt-wikipedia (KILT paragraphs), or a FlashRAG-format "
-                   "file ({id, contents}).")
-@click.option("--limit", type=click.IntRange(min=1), help="Only the first N queries.")
-@click.option("--k", type=click.IntRange(min=1), default=20, show_default=True,
-              help="Passages per query.")
-@click.option("--encoder", help="bge-m3, minilm, or any FlagEmbedding model "
-              "[default: bge-m3, else the bundled minilm]")
-@click.option("--index", metavar="KIND[:NAME=N,...]", help=INDEX_HELP)
-@executor_options("Where the corpus's missing shards are encoded: local (here) or ray (on "
-                  "Ray workers, one encoder each; pip install 'labeler[ray]').", "encoder")
+@data_options()
+@executor_options("the corpus's missing shards are encoded", "encoder")
 @click.option("--output", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="TREC run file to write.")
-@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Embedding cache (default: $LABELER_CACHE_DIR or ~/.cache/labeler).")
+@cache_dir_option
 def retrieve(dataset, corpus, limit, k, encoder, index, executor, ray_address, workers, output,
              cache_dir) -> None:
     """Dense-retrieve the top-k passages for every query of a dataset into a TREC run file.

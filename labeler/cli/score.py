@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from labeler.cli.options import cache_dir_option, model_options
 from labeler.llm.config import LLMConfig
 from labeler.progress import info
 from labeler.scoring.score import MISSING, Report, write_per_query
@@ -47,12 +48,8 @@ PAPER_TABLES = {"selection": ("Table 4", ("precision", "recall", "f1", "rag_accu
                    "candidates and with its gold utilitarian ones (the paper's Table 6).")
 @click.option("--llm", help="Extraction: count tokens and run SEER's experts with this model. "
                             "--rag: answer with this model instead of the artifact's.")
-@click.option("--backend", default="hf", show_default=True, help="LLM backend for --llm.")
-@click.option("--batch-size", type=click.IntRange(min=1),
-              help="Prompts per forward pass for --llm (default: 8 for hf, 256 per call for vllm).")
-@click.option("--device", help="Device for --llm, e.g. cuda:0 [default: best available].")
-@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Call cache folder [default: $LABELER_CACHE_DIR or the user cache].")
+@model_options()
+@cache_dir_option
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout.")
 @click.option("--per-query", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write one JSONL row of metrics per query to this file.")

@@ -21,7 +21,7 @@ import json
 import re
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import ClassVar
 
@@ -74,10 +74,14 @@ class RubricConfig(TaskConfig):
     """The rubric task's config: BM25 candidates, reranked by the LLM's yes/no questions."""
 
     encoder: str | None = "bm25"  # the first stage; fused adds to its scores
-    max_questions: int = 10  # questions kept per query
-    weight: float = 10.0  # w in fused = BM25 + w · rubric
-    rerank_k: int = 100  # the BM25 top K that the LLM scores
-    single_question: bool = False  # also P(yes) of "Is this document relevant to this query?"
+    max_questions: int = field(default=10, metadata={
+        "help": "questions kept per query", "min": 1})
+    weight: float = field(default=10.0, metadata={"help": "w in fused = BM25 + w · rubric"})
+    rerank_k: int = field(default=100, metadata={
+        "help": "the BM25 top K the LLM scores", "min": 1})
+    single_question: bool = field(default=False, metadata={
+        "help": "also score the single-question baseline (\"Is this document relevant to this "
+                "query?\")"})
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -18,7 +18,7 @@ Tables: "data" (one record per query, every kept extraction ranked and scored) a
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import ClassVar
 
@@ -53,14 +53,27 @@ class SeerConfig(TaskConfig):
     """The SEER task's config; k defaults to SEER's top-5 passages."""
 
     k: int = 5
-    samples: int = SAMPLES  # M extractions sampled per query
-    extractor: str | None = None  # the LLM that extracts (default: the generator, --llm)
-    ngram: int = 3  # word n-grams compared to find near-duplicate extractions
-    duplicate_at: float = 0.8  # n-gram Jaccard at or above which an extraction is a duplicate
-    faithfulness: str = experts.DEFAULT_FAITHFULNESS  # llm | alignscore[:PATH] | nli:MODEL
-    sbert: str | None = None  # sentence encoder of conciseness (default: the bundled MiniLM)
-    tau: float = 1.0  # temperature of the CoV softmax (SEER tried 0.2, 0.5, 1, 2, 5)
-    max_new_tokens: int = MAX_EVIDENCE_TOKENS  # cap on each extraction's new tokens
+    samples: int = field(default=SAMPLES, metadata={
+        "help": "extractions sampled per query (M)", "min": 1})
+    extractor: str | None = field(default=None, metadata={
+        "help": "the LLM that extracts [default: the --llm; SEER's: llama2-7b-chat]",
+        "metavar": "MODEL"})
+    ngram: int = field(default=3, metadata={
+        "help": "word n-grams compared to find near-duplicates", "min": 1})
+    duplicate_at: float = field(default=0.8, metadata={
+        "help": "n-gram Jaccard from which an extraction is a duplicate",
+        "min": 0, "max": 1, "min_open": True})
+    faithfulness: str = field(default=experts.DEFAULT_FAITHFULNESS, metadata={
+        "help": "llm (the generator as judge), alignscore[:CHECKPOINT] (SEER's) or nli:MODEL",
+        "metavar": "SCORER"})
+    sbert: str | None = field(default=None, metadata={
+        "help": "sentence encoder of conciseness [default: the bundled MiniLM]",
+        "metavar": "MODEL"})
+    tau: float = field(default=1.0, metadata={
+        "help": "temperature of the CoV weights' softmax (SEER tried 0.2, 0.5, 1, 2, 5)",
+        "min": 0, "min_open": True})
+    max_new_tokens: int = field(default=MAX_EVIDENCE_TOKENS, metadata={
+        "help": "cap on each extraction's new tokens", "min": 1})
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -14,7 +14,7 @@ counts them.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 from labeler.errors import InputError
@@ -80,8 +80,11 @@ POOL_NAMES = {"rp": "top-k retrieved", "hgp": "the human gold passages only",
 class UtilityConfig(TaskConfig):
     """The utility task's config."""
 
-    with_likelihood: bool = False  # also record log P(first gold answer | q, d) per candidate
-    max_new_tokens: int = MAX_NEW_TOKENS  # cap on each answer's new tokens (the paper's: 4096)
+    with_likelihood: bool = field(default=False, metadata={
+        "help": "also record log P(gold answer | q, d) per candidate"})
+    max_new_tokens: int = field(default=MAX_NEW_TOKENS, metadata={
+        "help": "cap on each answer's new tokens (the paper's code: 4096); answers that reach "
+                "it are counted in the manifest and card", "min": 1})
 
     def __post_init__(self) -> None:
         super().__post_init__()

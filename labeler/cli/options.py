@@ -1,0 +1,200 @@
+"""The options several commands share, each help written once, and the task options made from
+the task configs' fields.
+
+A decorator here adds a group of options to a command, in the order listed, as stacked
+`click.option`s would. The registries (sources, pools, tasks) are read when a command is
+defined, so that a command taking none of these options (score) imports only click here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import click
+
+Decorator = Callable[[Callable], Callable]
+
+INDEX_HELP = ("Dense index: flat (exact, the default), ivf[:nlist=N,nprobe=N,pq=M,refine=R] "
+              "(FAISS IVF, lists on disk; pq=M compresses to M bytes a vector; refine=R "
+              "re-scores R x k candidates exactly) or hnsw[:M=N,efConstruction=N,efSearch=N]; "
+              "built once beside the embeddings. ivf and hnsw report their recall@k against "
+              "exact search.")
+CORPUS_HELP = ("Corpus to retrieve from instead of the dataset's own (nq, tq, hotpotqa, fever, "
+               "2wiki: kilt-w100 by default): kilt-w100 (KILT's Wikipedia in DPR's 100-word "
+               "passages, the paper's), wiki-dpr (DPR's 21M psgs_w100), msmarco-passage, "
+               "kilt-wikipedia (KILT paragraphs), or a FlashRAG-format file ({id, contents}).")
+ENCODER_HELP = ("Retriever of the top k: bm25, or a dense bge-m3 (default, falls back to the "
+                "bundled minilm offline), minilm, or an HF repo id / local folder")
+#: the default of --k where the command does not leave it to the artifact's config
+K = 20
+
+
+def stacked(*decorators: Decorator) -> Decorator:
+    """One decorator applying `decorators` so that their options list in the given order."""
+    def apply(command: Callable) -> Callable:
+        for decorator in reversed(decorators):
+            command = decorator(command)
+        return command
+    return apply
+
+
+def data_options(*, pools: bool = False, qrels: bool = False,
+                 task_defaults: bool = False) -> Decorator:
+    """--dataset, --corpus, --limit, --k, --encoder, --index; with `pools` also --pool and --run,
+    with `qrels` --qrels. With `task_defaults`, --k and --encoder are left to the artifact's
+    config and their help shows each artifact's default."""
+    if task_defaults:
+        k = click.option("--k", type=click.IntRange(min=1),
+                         help=f"Retrieved passages per query{_task_defaults('k')}.")
+        encoder_help = f"{ENCODER_HELP}{_task_defaults('encoder')}."
+    else:
+        k = click.option("--k", type=click.IntRange(min=1), default=K, show_default=True,
+                         help="Retrieved passages per query.")
+        encoder_help = f"{ENCODER_HELP}."
+    from labeler.retrieval.pools import POOLS
+    from labeler.sources.registry import available
+
+    names = available()
+    options = [
+        click.option("--dataset", required=True,
+                     help=f"Source: {', '.join(names[:-1])} or {names[-1]} (a queries TSV or "
+                          "JSONL)."),
+        click.option("--corpus", metavar="NAME|FILE", help=CORPUS_HELP),
+        click.option("--limit", type=click.IntRange(min=1), help="Only the first N queries."),
+        k,
+    ]
+    if pools:
+        options += [
+            click.option("--pool", type=click.Choice(POOLS), default="rp", show_default=True,
+                         help="rp: top-k retrieved; hgp: human gold; mcp: both, deduplicated."),
+            click.option("--run", type=click.Path(dir_okay=False, path_type=Path),
+                         help="TREC or JSONL run file to use instead of retrieval."),
+        ]
+    if qrels:
+        options.append(click.option(
+            "--qrels", type=click.Path(dir_okay=False, path_type=Path),
+            help="TREC qrels with the queries' graded human judgments (rubric: for NDCG)."))
+    options += [click.option("--encoder", help=encoder_help),
+                click.option("--index", metavar="KIND[:NAME=N,...]", help=INDEX_HELP)]
+    return stacked(*options)
+
+
+def model_options(*, tensor_parallel: bool = False) -> Decorator:
+    """--backend, --batch-size and --device of the LLMs; with `tensor_parallel` also
+    --tensor-parallel."""
+    options = [
+        click.option("--backend", default="hf", show_default=True,
+                     help="LLM backend: hf or vllm."),
+        click.option("--batch-size", type=click.IntRange(min=1),
+                     help="Prompts per forward pass (default: 8 for hf, 256 per call for vllm)."),
+        click.option("--device", help="Device for the LLMs, e.g. cuda:0 [default: best "
+                                      "available]."),
+    ]
+    if tensor_parallel:
+        options.append(click.option(
+            "--tensor-parallel", type=click.IntRange(min=1), default=1, show_default=True,
+            help="vllm: GPUs each model is split over (per Ray worker with --executor ray)."))
+    return stacked(*options)
+
+
+def executor_options(work: str, loaded: str) -> Decorator:
+    """--executor, --ray-address and --workers; `work` says what the executor does ("the shards
+    are labelled") and `loaded` what each Ray worker loads once."""
+    return stacked(
+        click.option("--executor", default="local", show_default=True,
+                     help=f"Where {work}: local (here, one after another) or ray (on Ray workers, "
+                          f"one {loaded} each; pip install 'labeler[ray]')."),
+        click.option("--ray-address", metavar="ADDR", help="ray: the cluster to run on, e.g. "
+                     "head:6379 [default: start Ray here]."),
+        click.option("--workers", type=click.IntRange(min=1),
+                     help=f"ray: workers (one loaded {loaded} each) [default: as many as fit]."),
+    )
+
+
+cache_dir_option = click.option(
+    "--cache-dir", type=click.Path(file_okay=False, path_type=Path),
+    help="LLM call and embedding cache (default: $LABELER_CACHE_DIR or ~/.cache/labeler).")
+
+
+def task_options() -> Decorator:
+    """An option for each field an artifact's config adds to `TaskConfig`, in `TASKS` order."""
+    return config_options(_task_configs())
+
+
+def config_options(configs: Mapping[str | None, type], *, skip: tuple[str, ...] = ()
+                   ) -> Decorator:
+    """An option for each field `configs` add to `TaskConfig` (but `skip`), one per field name:
+    its help joined from every config that has the field, each prefixed with the config's key
+    (none for a None key). A field's metadata gives its help, and optionally `metavar` and the
+    bounds `min`, `max`, `min_open`; every config declaring a field must agree on its type."""
+    from labeler.tasks.base import TaskConfig
+
+    shared = {f.name for f in dataclasses.fields(TaskConfig)} | set(skip)
+    declared: dict[str, list[tuple[str | None, dataclasses.Field, type]]] = {}
+    for owner, config in configs.items():
+        hints = typing.get_type_hints(config)
+        for f in dataclasses.fields(config):
+            if f.name not in shared:
+                declared.setdefault(f.name, []).append((owner, f, _without_none(hints[f.name])))
+    return stacked(*(_field_option(name, found) for name, found in declared.items()))
+
+
+def _field_option(name: str, found: list[tuple[str | None, dataclasses.Field, type]]
+                  ) -> Decorator:
+    """The option of field `name` as the configs in `found` declare it."""
+    _, first, kind = found[0]
+    shape = {key: value for key, value in first.metadata.items() if key != "help"}
+    for owner, f, other in found[1:]:
+        if other is not kind or {k: v for k, v in f.metadata.items() if k != "help"} != shape:
+            raise TypeError(f"{owner} declares {name} unlike {found[0][0]}")
+    flag = f"--{name.replace('_', '-')}"
+    text = " ".join(_field_help(owner, f) for owner, f, _ in found)
+    if kind is bool:
+        return click.option(flag, is_flag=True, help=text)
+    bounds = {key: shape[key] for key in ("min", "max", "min_open") if key in shape}
+    if kind is int:
+        kind = click.IntRange(**bounds) if bounds else int
+    elif kind is float:
+        kind = click.FloatRange(**bounds) if bounds else float
+    return click.option(flag, type=kind, metavar=shape.get("metavar"), help=text)
+
+
+def _field_help(owner: str | None, field: dataclasses.Field) -> str:
+    """"owner: help [default: D]." for `field`; no default shown for flags or a None default."""
+    text = field.metadata["help"]
+    if field.default is not None and not isinstance(field.default, bool):
+        text += f" [default: {field.default}]"
+    return f"{owner}: {text}." if owner else f"{text}."
+
+
+def _task_defaults(name: str) -> str:
+    """" [default: D; task: D2]" for `TaskConfig` field `name`: its default and every
+    artifact whose config's differs; "" if there is neither."""
+    from labeler.tasks.base import TaskConfig
+
+    base = {f.name: f.default for f in dataclasses.fields(TaskConfig)}[name]
+    shown = [] if base is None else [f"default: {base}"]
+    for task, config in _task_configs().items():
+        default = {f.name: f.default for f in dataclasses.fields(config)}[name]
+        if default != base:
+            shown.append(f"{task}: {default}")
+    return f" [{'; '.join(shown)}]" if shown else ""
+
+
+def _task_configs() -> dict[str, type]:
+    """Every artifact kind's config class, in `TASKS` order."""
+    from labeler.tasks import TASKS, load_task
+
+    return {name: load_task(name).Config for name in TASKS}
+
+
+def _without_none(hint: object) -> type:
+    """`X` of an `X | None` hint, else the hint."""
+    if isinstance(hint, types.UnionType):
+        [kind] = [arg for arg in typing.get_args(hint) if arg is not type(None)]
+        return kind
+    return hint
