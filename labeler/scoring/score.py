@@ -28,8 +28,9 @@ import numpy as np
 from labeler.errors import InputError, UnknownNameError
 from labeler.formats import Qrels, is_jsonl
 from labeler.llm.config import LLMConfig
-from labeler.metrics.experts import DEFAULT_FAITHFULNESS, load_experts
 from labeler.metrics.ranking import rank_metrics
+from labeler.metrics.seer.experts import load_experts
+from labeler.metrics.seer.faithfulness import DEFAULT_FAITHFULNESS
 from labeler.metrics.selection import selection_metrics
 from labeler.metrics.significance import PairedTest, paired_t_test
 from labeler.paths import atomic_file
@@ -134,7 +135,7 @@ def score(
     non-empty gold (a utility artifact) leaves out the queries with empty gold, counted as
     `empty_gold_left_out`, unless `include_empty`; against qrels every query counts. `llm`
     (extraction only) loads that model to count tokens and run SEER's three experts with it
-    as the generator: faithfulness by the scorer `faithfulness` names (labeler.metrics.experts),
+    as the generator: faithfulness by the scorer `faithfulness` names (labeler.metrics.seer.faithfulness),
     helpfulness, and conciseness with the SBERT model `sbert` (default the bundled MiniLM).
     `rag` (selections against a utility artifact): the artifact's LLM (`llm` overrides it)
     answers each query with only the selected candidates, as the artifact's own `rag` answers
