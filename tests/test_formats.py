@@ -15,7 +15,8 @@ import pytest
 from labeler.artifacts import schema_problems
 from labeler.errors import InputError, UnknownNameError
 from labeler.formats import Qrels, Run, _fast_ranking, jsonl_lines, read_jsonl
-from labeler.scoring.score import load_reference, score
+from labeler.scoring.reference import load_reference
+from labeler.scoring.score import score
 from labeler.scoring.submissions import read_submission
 from labeler.sources.registry import load_source
 
