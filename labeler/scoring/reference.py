@@ -14,7 +14,8 @@ from itertools import chain
 from pathlib import Path
 
 from labeler.errors import InputError
-from labeler.formats import Qrels, is_jsonl
+from labeler.formats import Qrels
+from labeler.lines import is_jsonl
 from labeler.scoring.submissions import gc_paused
 
 HUB_PREFIX = "hub:"
