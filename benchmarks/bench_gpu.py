@@ -59,7 +59,8 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig
 
 from labeler.llm.base import ChoiceRequest, LoglikelihoodRequest, Sampling, chat
 from labeler.llm.batching import Collator
-from labeler.llm.hf import HFBackend, gguf_snapshot
+from labeler.llm.gguf import gguf_snapshot
+from labeler.llm.hf import HFBackend
 from labeler.llm.models import ModelSpec, model_revision, resolve_model
 from labeler.llm.prompts import encode
 from labeler.progress import info

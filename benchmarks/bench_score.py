@@ -35,7 +35,8 @@ import numpy as np
 import pytrec_eval
 
 from labeler.metrics.ranking import rank_metrics
-from labeler.scoring.score import load_reference, score
+from labeler.scoring.reference import load_reference
+from labeler.scoring.score import score
 from labeler.scoring.submissions import read_submission
 
 

@@ -51,7 +51,7 @@ def llama_files(cache_dir: str | Path) -> dict[str, bytes]:
     from tokenizers import AddedToken, Tokenizer
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from labeler.llm.hf import gguf_snapshot
+    from labeler.llm.gguf import gguf_snapshot
     from labeler.llm.models import model_revision, resolve_model
 
     spec = resolve_model("smollm2-135m")

@@ -1,4 +1,5 @@
-"""labeler.formats: JSONL lines, runs and qrels, read by every caller alike (BOM, CRLF, errors).
+"""labeler.lines and labeler.formats: JSONL lines, runs and qrels, read by every caller alike
+(BOM, CRLF, errors).
 
 Fixtures are real files: CISI qrels (tests/score/fixtures), a MiniLM TREC run over nq-sample,
 FlashRAG NQ questions and corpus lines, a utility artifact (tests/fixtures, see README.md).
@@ -14,8 +15,10 @@ import pytest
 
 from labeler.artifacts import schema_problems
 from labeler.errors import InputError, UnknownNameError
-from labeler.formats import Qrels, Run, _fast_ranking, jsonl_lines, read_jsonl
-from labeler.scoring.score import load_reference, score
+from labeler.formats import Qrels, Run, _fast_ranking
+from labeler.lines import jsonl_lines, read_jsonl
+from labeler.scoring.reference import load_reference
+from labeler.scoring.score import score
 from labeler.scoring.submissions import read_submission
 from labeler.sources.registry import load_source
 

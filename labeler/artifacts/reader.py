@@ -8,7 +8,7 @@ from pathlib import Path
 
 from labeler.artifacts.manifest import CARD, DATA, MANIFEST, read_manifest, table_of
 from labeler.errors import ArtifactError, InputError
-from labeler.formats import read_jsonl
+from labeler.lines import read_jsonl
 from labeler.paths import file_sha256
 
 

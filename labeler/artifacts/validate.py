@@ -12,7 +12,7 @@ from labeler.artifacts.manifest import CARD, DATA, MANIFEST, data_files, table_o
 from labeler.artifacts.reader import sha256_problem
 from labeler.artifacts.writer import abandoned_partials
 from labeler.errors import ArtifactError
-from labeler.formats import jsonl_lines, read_jsonl
+from labeler.lines import jsonl_lines, read_jsonl
 from labeler.progress import progress_bar
 from labeler.resources import schema_names, schema_path
 from labeler.schemas import schema_problems

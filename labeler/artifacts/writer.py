@@ -35,7 +35,7 @@ from labeler.artifacts.manifest import (
     table_schema,
 )
 from labeler.errors import ArtifactError, InputError
-from labeler.formats import read_jsonl
+from labeler.lines import read_jsonl
 from labeler.paths import atomic_file, file_sha256
 from labeler.resources import card_path, load_schema, schema_path
 from labeler.schemas import check

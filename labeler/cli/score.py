@@ -12,7 +12,8 @@ import click
 from labeler.cli.options import cache_dir_option, model_options
 from labeler.llm.config import LLMConfig
 from labeler.progress import info
-from labeler.scoring.score import MISSING, Report, write_per_query
+from labeler.scoring.report import Report, write_per_query
+from labeler.scoring.score import MISSING
 from labeler.scoring.score import score as score_submission
 from labeler.scoring.submissions import KINDS
 

@@ -51,7 +51,8 @@ from labeler.llm.base import (
     check_lengths,
 )
 from labeler.llm.batching import Collator
-from labeler.llm.hf import context_window, gguf_snapshot
+from labeler.llm.gguf import gguf_snapshot
+from labeler.llm.hf import context_window
 from labeler.llm.models import ModelSpec, model_revision
 from labeler.llm.prompts import (
     choice_ids,

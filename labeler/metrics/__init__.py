@@ -8,16 +8,16 @@ from labeler.lazy import lazy_exports
 
 #: public name -> the module that defines it
 _EXPORTS = {
-    "Experts": "labeler.metrics.experts",
-    "Extraction": "labeler.metrics.experts",
+    "Experts": "labeler.metrics.seer.experts",
+    "Extraction": "labeler.metrics.seer.extraction",
     "PairedTest": "labeler.metrics.significance",
     "SelectionScores": "labeler.metrics.selection",
     "answer_tokens": "labeler.metrics.answers",
     "extraction_metrics": "labeler.metrics.extraction",
     "has_answer": "labeler.metrics.answers",
-    "helpfulness": "labeler.metrics.experts",
-    "load_experts": "labeler.metrics.experts",
-    "load_faithfulness": "labeler.metrics.experts",
+    "helpfulness": "labeler.metrics.seer.helpfulness",
+    "load_experts": "labeler.metrics.seer.experts",
+    "load_faithfulness": "labeler.metrics.seer.faithfulness",
     "paired_t_test": "labeler.metrics.significance",
     "rank_metrics": "labeler.metrics.ranking",
     "selection_metrics": "labeler.metrics.selection",

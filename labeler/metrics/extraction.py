@@ -9,10 +9,11 @@ import numpy as np
 
 from labeler.llm.base import Backend
 from labeler.metrics.answers import has_answer
-from labeler.metrics.experts import EXPERTS, Extraction, cov_weights
+from labeler.metrics.seer.experts import EXPERTS, cov_weights
+from labeler.metrics.seer.extraction import Extraction
 
 if TYPE_CHECKING:
-    from labeler.metrics.experts import Experts
+    from labeler.metrics.seer.experts import Experts
 
 
 def extraction_metrics(
@@ -27,7 +28,7 @@ def extraction_metrics(
     weights: dict[str, float] | None = None,
 ) -> dict[str, np.ndarray]:
     """Per-query ``tokens``, ``answer_coverage`` and, with experts (which need the backend),
-    ``faithfulness``, ``helpfulness`` and ``conciseness`` (see labeler.metrics.experts);
+    ``faithfulness``, ``helpfulness`` and ``conciseness`` (see labeler.metrics.seer);
     parallel sequences, one item a query, `qids` naming each in an error.
 
     tokens = evidence length in the backend's tokens, else in whitespace-separated words;

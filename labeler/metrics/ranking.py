@@ -45,17 +45,7 @@ def rank_metrics(
     if not ks or ks[0] < 1:
         raise InputError(f"cut-offs must be integers >= 1, got {ks}", field_name="k")
     nq = len(qids)
-    pids, scores, labels, counts, judged_labels, judged_counts = [], [], [], [], [], []
-    for qid in qids:
-        docs = run.get(qid) or {}
-        judged = qrels.get(qid) or {}
-        pids.extend(docs)
-        scores.extend(docs.values())
-        labels.extend(map(judged.get, docs, repeat(0)))
-        counts.append(len(docs))
-        judged_labels.extend(judged.values())
-        judged_counts.append(len(judged))
-
+    pids, scores, labels, counts, judged_labels, judged_counts = _flatten(run, qrels, qids)
     qidx, pos = _blocks(counts)
     order = _trec_order(qidx, np.asarray(scores, dtype=np.float64), pids)
     label = np.asarray(labels, dtype=np.float64)[order]
@@ -76,6 +66,24 @@ def rank_metrics(
         found = np.bincount(qidx[hit], minlength=nq).astype(np.float64)
         out[f"recall@{k}"] = np.divide(found, n_rel, out=np.zeros(nq), where=n_rel > 0)
     return {f"{m}@{k}": out[f"{m}@{k}"] for m in ("ndcg", "mrr", "recall") for k in ks}
+
+
+def _flatten(run: Mapping[str, Mapping[str, float]], qrels: Mapping[str, Mapping[str, int]],
+             qids: list[str]) -> tuple[list, list, list, list[int], list, list[int]]:
+    """The run's and the qrels' entries laid out query after query, in the order of `qids`:
+    (docids, scores, their labels (0 unjudged), docs per query, judged labels, judged per
+    query)."""
+    pids, scores, labels, counts, judged_labels, judged_counts = [], [], [], [], [], []
+    for qid in qids:
+        docs = run.get(qid) or {}
+        judged = qrels.get(qid) or {}
+        pids.extend(docs)
+        scores.extend(docs.values())
+        labels.extend(map(judged.get, docs, repeat(0)))
+        counts.append(len(docs))
+        judged_labels.extend(judged.values())
+        judged_counts.append(len(judged))
+    return pids, scores, labels, counts, judged_labels, judged_counts
 
 
 def _blocks(counts: list[int]) -> tuple[np.ndarray, np.ndarray]:

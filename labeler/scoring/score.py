@@ -1,10 +1,5 @@
-"""Score a submission (selection, ranking or extraction) against reference labels.
-
-The reference is a utility artifact (a version folder, its data.jsonl, or `hub:` spec) or
-a TREC qrels file. From a utility record, the gold set of a query is its `utility_pids` and
-the ranking label of a candidate is its `utility` (1 or 0; candidates are the judged
-documents); from qrels, the label is the judgment and the gold set the documents with
-label > 0.
+"""Score a submission (selection, ranking or extraction) against reference labels
+(labeler.scoring.reference), into a Report (labeler.scoring.report).
 
 Rankings against a utility artifact are averaged over the queries whose gold set is not empty,
 as the utility paper does (its qrels hold the gold utilitarian passages only, so pytrec_eval
@@ -14,101 +9,24 @@ qrels, every judged query counts, as in trec_eval.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass, field
-from functools import cached_property
-from itertools import chain
 from pathlib import Path
 
 import numpy as np
 
 from labeler.errors import InputError, UnknownNameError
-from labeler.formats import Qrels, is_jsonl
 from labeler.llm.config import LLMConfig
-from labeler.metrics.experts import DEFAULT_FAITHFULNESS, load_experts
 from labeler.metrics.ranking import rank_metrics
+from labeler.metrics.seer.experts import load_experts
+from labeler.metrics.seer.faithfulness import DEFAULT_FAITHFULNESS
 from labeler.metrics.selection import selection_metrics
-from labeler.metrics.significance import PairedTest, paired_t_test
-from labeler.paths import atomic_file
+from labeler.scoring.reference import Reference, load_reference
+from labeler.scoring.report import Report, paired_tests
 from labeler.scoring.submissions import Submission, gc_paused, read_submission
 
-HUB_PREFIX = "hub:"
 MISSING = ("zero", "skip")
-
-
-@dataclass
-class Reference:
-    """Labels to score against, one entry per query, in the reference's order."""
-
-    source: str
-    qrels: dict[str, dict[str, int]]  # qid -> {pid: label} over the judged documents
-    gold: dict[str, list[str]]  # qid -> gold set (utility_pids, or label > 0)
-    rank_nonempty_gold: bool = False  # rankings average over queries with gold only (Task's)
-    manifest: dict | None = None  # the artifact's manifest; None for qrels or a bare .jsonl
-    artifact: Path | None = None  # the artifact's folder or .jsonl; None for qrels
-
-    @property
-    def qids(self) -> list[str]:
-        return list(self.qrels)
-
-    @cached_property
-    def records(self) -> dict[str, dict]:
-        """qid -> the artifact's record ({} for qrels), read again when first asked for: only
-        extractions and --rag need them, and holding every record while a ranking is scored
-        cost more than the scoring (a third of `labeler score`'s time on 10k queries)."""
-        if self.artifact is None:
-            return {}
-        from labeler.artifacts.reader import load_artifact
-
-        return {record["qid"]: record for record in load_artifact(self.artifact).records}
-
-
-@dataclass
-class Report:
-    """The scores of one submission; `tests` compare it with `baseline`, query by query."""
-
-    kind: str
-    submission: str
-    reference: str
-    qids: list[str]  # the scored queries
-    missing: list[str]  # reference queries the submission lacks
-    per_query: dict[str, np.ndarray]  # metric -> value per scored query (NaN: does not apply)
-    summary: dict[str, float]
-    counts: dict[str, int]
-    skipped: list[InputError] = field(default_factory=list)  # bad lines skipped (--lenient)
-    baseline: Report | None = None
-    tests: dict[str, PairedTest] = field(default_factory=dict)
-
-    def as_dict(self) -> dict:
-        """JSON-ready: NaN becomes null."""
-        out = {
-            "kind": self.kind,
-            "submission": self.submission,
-            "reference": self.reference,
-            "counts": self.counts,
-            "metrics": _clean(self.summary),
-        }
-        if self.baseline is not None:
-            out["baseline"] = {
-                "submission": self.baseline.submission,
-                "counts": self.baseline.counts,
-                "metrics": _clean(self.baseline.summary),
-                "tests": {name: _clean(t.as_dict()) for name, t in self.tests.items()},
-            }
-        return out
-
-    def rows(self) -> list[dict]:
-        """One dict per scored query: qid, whether it was missing, each metric."""
-        missing = set(self.missing)
-        columns = list(self.per_query.items())
-        return [
-            {"qid": qid, "missing": qid in missing,
-             **_clean({name: float(values[i]) for name, values in columns})}
-            for i, qid in enumerate(self.qids)
-        ]
 
 
 def score(
@@ -134,8 +52,9 @@ def score(
     non-empty gold (a utility artifact) leaves out the queries with empty gold, counted as
     `empty_gold_left_out`, unless `include_empty`; against qrels every query counts. `llm`
     (extraction only) loads that model to count tokens and run SEER's three experts with it
-    as the generator: faithfulness by the scorer `faithfulness` names (labeler.metrics.experts),
-    helpfulness, and conciseness with the SBERT model `sbert` (default the bundled MiniLM).
+    as the generator: faithfulness by the scorer `faithfulness` names
+    (labeler.metrics.seer.faithfulness), helpfulness, and conciseness with the SBERT model
+    `sbert` (default the bundled MiniLM).
     `rag` (selections against a utility artifact): the artifact's LLM (`llm` overrides it)
     answers each query with only the selected candidates, as the artifact's own `rag` answers
     are asked (`labeler.scoring.rag`); `rag_accuracy` is reported beside the artifact's
@@ -154,24 +73,9 @@ def score(
         base_ranked = _Ranked(reference.qrels, ks)
         base = read_submission(baseline, kind=sub.kind, known=known, lenient=lenient,
                                consume=base_ranked)
-    if sub.kind == "extraction" and not reference.records:
-        raise InputError("extraction is scored against a reference with questions and answers "
-                         "(a utility artifact), not qrels", reference.source)
-    if llm is not None and sub.kind != "extraction" and not rag:
-        raise InputError(f"--llm scores extraction submissions only, this is a {sub.kind}",
-                         field_name="llm")
-    setting = _rag_setting(sub, reference) if rag else None
-    if include_empty and sub.kind != "ranking":
-        raise InputError(f"--include-empty applies to rankings only, this is a {sub.kind} (a "
-                         "selection already scores empty-gold queries, as accuracy)",
-                         field_name="include_empty")
+    setting = _check_request(sub, reference, llm=llm, rag=rag, include_empty=include_empty)
     experts = None if llm is None or rag else load_experts(faithfulness, sbert=sbert)
-    if setting is not None and llm is None:
-        from labeler.scoring.rag import load_reader
-
-        model = load_reader(reference.manifest, cache_dir=cache_dir)
-    else:
-        model = None if llm is None else llm.load(cache_dir)
+    model = _load_model(llm, setting, reference, cache_dir)
     with gc_paused() if model is None else nullcontext():
         options = {"missing": missing, "include_empty": include_empty,
                    "model": None if setting else model, "experts": experts}
@@ -179,15 +83,39 @@ def score(
         if base is not None:
             report.baseline = _report(base, reference, base_ranked, **options)
         if setting is not None:
-            from labeler.llm.calls import Calls
-
-            calls = Calls(model)
-            for run, entries in ((report, sub), (report.baseline, base)):
-                if run is not None:
-                    _add_rag(run, entries, reference, calls, *setting)
+            _add_rag_answers(report, sub, base, reference, model, setting)
         if base is not None:
-            report.tests = _paired(report, report.baseline)
+            report.tests = paired_tests(report, report.baseline)
     return report
+
+
+def _check_request(sub: Submission, ref: Reference, *, llm: LLMConfig | None, rag: bool,
+                   include_empty: bool) -> tuple | None:
+    """InputError for options that do not apply to this submission and reference; the
+    reference's `rag` setting (`_rag_setting`) with `rag`, else None."""
+    if sub.kind == "extraction" and not ref.records:
+        raise InputError("extraction is scored against a reference with questions and answers "
+                         "(a utility artifact), not qrels", ref.source)
+    if llm is not None and sub.kind != "extraction" and not rag:
+        raise InputError(f"--llm scores extraction submissions only, this is a {sub.kind}",
+                         field_name="llm")
+    setting = _rag_setting(sub, ref) if rag else None
+    if include_empty and sub.kind != "ranking":
+        raise InputError(f"--include-empty applies to rankings only, this is a {sub.kind} (a "
+                         "selection already scores empty-gold queries, as accuracy)",
+                         field_name="include_empty")
+    return setting
+
+
+def _load_model(llm: LLMConfig | None, setting: tuple | None, ref: Reference,
+                cache_dir: str | Path | None):
+    """The backend scoring needs: `llm` loaded, else for --rag the artifact's own reader,
+    else None."""
+    if setting is not None and llm is None:
+        from labeler.scoring.rag import load_reader
+
+        return load_reader(ref.manifest, cache_dir=cache_dir)
+    return None if llm is None else llm.load(cache_dir)
 
 
 def _rag_setting(sub: Submission, ref: Reference) -> tuple:
@@ -202,6 +130,17 @@ def _rag_setting(sub: Submission, ref: Reference) -> tuple:
                          "decoding): give its version folder or a hub: reference", ref.source,
                          field_name="against")
     return artifact_setting(ref.manifest, ref.source)
+
+
+def _add_rag_answers(report: Report, sub: Submission, base: Submission | None,
+                     ref: Reference, model, setting: tuple) -> None:
+    """`_add_rag` to the report and to its baseline's, through one `Calls` of `model`."""
+    from labeler.llm.calls import Calls
+
+    calls = Calls(model)
+    for run, entries in ((report, sub), (report.baseline, base)):
+        if run is not None:
+            _add_rag(run, entries, ref, calls, *setting)
 
 
 def _add_rag(report: Report, sub: Submission, ref: Reference, llm, kind: str, sampling) -> None:
@@ -286,102 +225,3 @@ class _Ranked:
         index = np.fromiter((where[q] for q in qids), dtype=np.int64, count=len(qids))
         return {name: np.concatenate([part[name] for part in parts])[index] for name in parts[0]}
 
-
-def _paired(a: Report, b: Report) -> dict[str, PairedTest]:
-    """Per metric, a paired t-test over the queries both reports scored."""
-    where_b = {q: i for i, q in enumerate(b.qids)}
-    both = [(i, where_b[q]) for i, q in enumerate(a.qids) if q in where_b]
-    ia = np.array([i for i, _ in both], dtype=np.int64)
-    ib = np.array([j for _, j in both], dtype=np.int64)
-    return {name: paired_t_test(values[ia], b.per_query[name][ib])
-            for name, values in a.per_query.items()}
-
-
-def write_per_query(report: Report, path: str | Path) -> None:
-    """Write the per-query rows as JSONL, atomically (a temp file renamed into place)."""
-    with atomic_file(path) as f:
-        for row in report.rows():
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
-
-
-def parse_hub_spec(spec: str) -> tuple[str, str | None, str | None]:
-    """``hub:REPO[:CONFIG][@REVISION]`` -> (repo, config, revision).
-
-    >>> parse_hub_spec("hub:lab/labels:utility.nq-sample.smollm2-135m@main")
-    ('lab/labels', 'utility.nq-sample.smollm2-135m', 'main')
-    """
-    body = spec.removeprefix(HUB_PREFIX)
-    target, at, revision = body.partition("@")
-    repo, colon, config = target.partition(":")
-    if not repo or (colon and not config) or (at and not revision):
-        raise InputError(f"bad Hub reference '{spec}': expected hub:REPO[:CONFIG][@REVISION]",
-                         field_name="against")
-    return repo, config or None, revision or None
-
-
-@gc_paused()
-def load_reference(against: str | Path) -> Reference:
-    """A utility artifact (folder, .jsonl, or `hub:` spec) or a TREC qrels file."""
-    spec = str(against)
-    if spec.startswith(HUB_PREFIX):
-        from labeler.hub import pull
-
-        repo, config, revision = parse_hub_spec(spec)
-        return _from_artifact(pull(repo, config=config, revision=revision), spec)
-    path = Path(spec)
-    if not path.exists():
-        raise InputError("reference not found: give an artifact folder, its data.jsonl, a "
-                         "TREC qrels file or hub:REPO[:CONFIG][@REVISION]", spec)
-    if path.is_dir() or is_jsonl(path):
-        return _from_artifact(path, spec)
-    return read_qrels(path)
-
-
-def read_qrels(path: str | Path) -> Reference:
-    """A TREC qrels file, `qid iter docid label` per line (label an integer, may be <= 0)."""
-    qrels = Qrels.from_file(path)
-    if not qrels:
-        raise InputError("empty qrels: no judgments", str(path))
-    gold = {q: [d for d, label in judged.items() if label > 0] for q, judged in qrels.items()}
-    return Reference(str(path), qrels, gold)
-
-
-def _from_artifact(path: Path, source: str) -> Reference:
-    """An artifact's labels as a reference, read by its task's `reference`: the task its
-    manifest names, or for a bare .jsonl the first task that reads its first record. The
-    records are read one at a time and not kept (`Reference.records` reads them again)."""
-    from labeler.artifacts.reader import open_artifact
-    from labeler.tasks import TASKS, load_task
-
-    manifest, records = open_artifact(path)
-    first = next(records, None)
-    if first is None:
-        raise InputError("empty reference: no records", source)
-    kinds = [manifest["artifact"]] if manifest else list(TASKS)
-    tasks = (load_task(kind) for kind in kinds if kind in TASKS)  # imported one at a time
-    task = next((t for t in tasks if _labels(t, first) is not None), None)
-    ref = Reference(source, {}, {}, rank_nonempty_gold=bool(task and task.rank_nonempty_gold),
-                    manifest=manifest, artifact=path)
-    for i, record in enumerate(chain([first], records), start=1):
-        labels = None if task is None else _labels(task, record)
-        if labels is None:
-            raise InputError("reference records carry no labels: expected utility records "
-                             "(candidates, utility_pids) or a TREC qrels file", source, i)
-        qid = record["qid"]
-        if qid in ref.qrels:
-            raise InputError(f"duplicate qid '{qid}' in the reference", source, i, "qid")
-        ref.qrels[qid], ref.gold[qid] = labels
-    return ref
-
-
-def _labels(task, record: dict) -> tuple[dict[str, int], list[str]] | None:
-    """`task.reference(record)`, or None when the record is not one `task` can read."""
-    try:
-        return task.reference(record)
-    except (KeyError, TypeError, InputError):
-        return None
-
-
-def _clean(values: dict) -> dict:
-    return {k: None if isinstance(v, float) and not math.isfinite(v) else v
-            for k, v in values.items()}

@@ -16,15 +16,8 @@ from itertools import chain, islice
 from pathlib import Path
 
 from labeler.errors import InputError, UnknownNameError
-from labeler.formats import (
-    RANKING_SHAPE,
-    Run,
-    are_ids,
-    is_jsonl,
-    iter_query_records,
-    iter_run,
-    ranking_entry,
-)
+from labeler.formats import RANKING_SHAPE, Run, are_ids, iter_run, ranking_entry
+from labeler.lines import is_jsonl, iter_query_records
 from labeler.schemas import check
 
 KINDS = ("selection", "ranking", "extraction")

@@ -54,7 +54,7 @@ def load_msmarco_passage() -> Corpus:
 def _tevatron_corpus(name: str) -> Corpus:
     """A Tevatron corpus at its pinned commit: once stored, no download and no `datasets`
     table; on first use its files are downloaded and streamed line by line."""
-    from labeler.formats import read_jsonl
+    from labeler.lines import read_jsonl
 
     spec = HUB_FILES[name]
 
@@ -77,7 +77,7 @@ def kilt_pages() -> Iterator[dict]:
     wikipedia_title, text: [paragraph, ...], ...}`, one JSON object a line), streamed from
     the copy downloaded once into the cache: never a table of its 35 GB, whose anchors and
     Wikidata fields no corpus reads."""
-    from labeler.formats import read_jsonl
+    from labeler.lines import read_jsonl
     from labeler.progress import track
 
     source = kilt_source()

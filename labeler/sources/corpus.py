@@ -3,7 +3,7 @@ a small one; never a Python object per passage.
 
 A stored corpus is one folder under the cache, written once from column batches and read
 back without being loaded: the Arrow file's metadata is memory-mapped and its rows are read
-with `pread` (`_FileReader`), the key files are memory-mapped:
+with `pread` (`FileReader`), the key files are memory-mapped:
 
 - `passages.arrow`: an Arrow IPC file of columns pid, title, text (and, for a corpus cut from
   pages, `page`, `start_paragraph`, `end_paragraph`: where each passage lies in its page);
@@ -23,11 +23,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import mmap
-import os
 import shutil
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from itertools import islice, pairwise
+from itertools import islice
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +33,17 @@ import pyarrow as pa
 
 from labeler.errors import InputError
 from labeler.paths import cache_root, locked
+from labeler.sources.corpus_store import (
+    Batch,
+    FileReader,
+    Hasher,
+    Keys,
+    first_duplicate,
+    mapped_array,
+    mapped_file,
+    pid_key,
+    text_key,
+)
 from labeler.sources.passage import Passage
 
 __all__ = ["SPAN_COLUMNS", "Corpus", "corpus_folder", "in_batches"]
@@ -51,41 +60,6 @@ _META = "corpus.json"
 #: ~3 KB a 100-word passage) are what a store holds in memory
 BATCH = 8_192
 
-#: one batch of passages as column lists: pid, title, text (and optionally the span columns)
-Batch = dict[str, list]
-
-
-class _Keys:
-    """Sorted 64-bit hashes of one key per row and the rows in that order: rows by key in
-    O(log n), with the key itself compared, so a hash collision never mixes two rows."""
-
-    def __init__(self, hashes: np.ndarray, rows: np.ndarray):
-        self.hashes, self.rows = hashes, rows
-
-    @classmethod
-    def of(cls, hashes: np.ndarray) -> _Keys:
-        order = np.argsort(hashes, kind="stable")  # equal hashes keep row order
-        return cls(hashes[order], order.astype(np.int64))
-
-    def candidates(self, key: bytes) -> np.ndarray:
-        """The rows whose key hashes as `key` does, in row order."""
-        value = np.uint64(_hash(key))
-        lo = int(np.searchsorted(self.hashes, value, "left"))
-        hi = int(np.searchsorted(self.hashes, value, "right"))
-        return self.rows[lo:hi]
-
-
-def _hash(key: bytes) -> int:
-    return int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "little")
-
-
-def _pid_key(pid: str) -> bytes:
-    return pid.encode()
-
-
-def _text_key(title: str, text: str) -> bytes:
-    return f"{title}\x00{text}".encode()
-
 
 class Corpus:
     """Passages to retrieve from, addressable by pid (and by text, for mapping gold).
@@ -99,10 +73,10 @@ class Corpus:
         columns = {"pid": [p.pid for p in listed], "title": [p.title for p in listed],
                    "text": [p.text for p in listed]}
         table = pa.table({c: pa.array(columns[c], pa.string()) for c in COLUMNS})
-        keys = _Hasher()
+        keys = Hasher()
         keys.add(columns)
         self._open(table, keys.pid_keys(), keys.text_keys(), keys.fingerprint())
-        duplicate = _first_duplicate(self._pid_keys, self._column_at("pid"))
+        duplicate = first_duplicate(self._pid_keys, self._column_at("pid"))
         if duplicate is not None:
             raise InputError(f"duplicate passage id '{duplicate[1]}'", field_name="id")
         self.name, self.revision, self.license = name, revision, license
@@ -139,13 +113,13 @@ class Corpus:
             return None
         corpus = cls.__new__(cls)
         path = folder / "passages.arrow"
-        mapped = pa.py_buffer(_mapped(path))
+        mapped = pa.py_buffer(mapped_file(path))
         table = pa.ipc.open_file(pa.BufferReader(mapped)).read_all()
-        keys = [_Keys(_mapped_array(folder / f"{name}.u64", np.uint64),
-                      _mapped_array(folder / f"{name}-rows.i64", np.int64))
+        keys = [Keys(mapped_array(folder / f"{name}.u64", np.uint64),
+                     mapped_array(folder / f"{name}-rows.i64", np.int64))
                 for name in ("pid", "text")]
         corpus._open(table, *keys, meta["fingerprint"])
-        corpus._reader = _FileReader(table, mapped.address, path)
+        corpus._reader = FileReader(table, mapped.address, path)
         return corpus
 
     @classmethod
@@ -156,7 +130,7 @@ class Corpus:
         staging = folder.with_name(folder.name + ".partial")
         shutil.rmtree(staging, ignore_errors=True)  # a killed write's leftovers
         staging.mkdir(parents=True)
-        hasher, writer = _Hasher(), None
+        hasher, writer = Hasher(), None
         try:
             with progress_bar(f"storing {what}", total) as advance:
                 for written, batch in enumerate(batches()):
@@ -174,7 +148,7 @@ class Corpus:
             writer.close()
             pid_keys, text_keys = hasher.pid_keys(), hasher.text_keys()
             table = pa.ipc.open_file(pa.memory_map(str(staging / "passages.arrow"))).read_all()
-            repeated = _first_duplicate(pid_keys, lambda row: table.column("pid")[row].as_py())
+            repeated = first_duplicate(pid_keys, lambda row: table.column("pid")[row].as_py())
             if repeated is not None:
                 raise (duplicate(*repeated) if duplicate else InputError(
                     f"duplicate passage id '{repeated[1]}' in {what}", field_name="id"))
@@ -194,9 +168,9 @@ class Corpus:
         assert corpus is not None
         return corpus
 
-    def _open(self, table: pa.Table, pid_keys: _Keys, text_keys: _Keys, fingerprint: str):
+    def _open(self, table: pa.Table, pid_keys: Keys, text_keys: Keys, fingerprint: str):
         self.table, self._pid_keys, self._text_keys = table, pid_keys, text_keys
-        self._reader: _FileReader | None = None  # a stored table's: reads by pread
+        self._reader: FileReader | None = None  # a stored table's: reads by pread
         self.fingerprint = fingerprint  # sha256 over every pid, title and text, in order
         self.name, self.revision, self.license = None, None, "unknown"
 
@@ -237,9 +211,9 @@ class Corpus:
         """The corpus passage that is `passage`: the same pid, else the same title and text."""
         row = self._row(passage.pid)
         if row is None:
-            key = _text_key(passage.title, passage.text)
+            key = text_key(passage.title, passage.text)
             row = next((int(r) for r in self._text_keys.candidates(key)
-                        if _text_key(*self._at(int(r), "title", "text")) == key), None)
+                        if text_key(*self._at(int(r), "title", "text")) == key), None)
         return None if row is None else self.passage(row)
 
     def gold_pids(self, wikipedia_id: str, first: int, last: int) -> list[str]:
@@ -263,7 +237,7 @@ class Corpus:
         return found
 
     def _row(self, pid: str) -> int | None:
-        key = _pid_key(pid)
+        key = pid_key(pid)
         return next((int(r) for r in self._pid_keys.candidates(key)
                      if self._at(int(r), "pid")[0] == pid), None)
 
@@ -291,47 +265,6 @@ class Corpus:
         return [Passage(*values) for values in zip(*taken.values())]
 
 
-class _FileReader:
-    """Reads spans of a stored table's columns with `os.pread`, at the file offsets of the
-    Arrow buffers the mapped table points at: the mapping's pages are never touched, so
-    reading rows neither grows the process's resident memory (the kernel maps ~64 KB of
-    cached file around every page touched) nor keeps what was read."""
-
-    def __init__(self, table: pa.Table, base: int, path: Path):
-        self._table, self._base = table, base
-        self._file = path.open("rb")
-        lengths = [len(chunk) for chunk in table.column(0).chunks]
-        self._starts = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-
-    def read(self, column: str, span: range) -> list:
-        """The column's values at rows `span`."""
-        values: list = []
-        chunks = self._table.column(column).chunks
-        first = int(np.searchsorted(self._starts, span.start, "right")) - 1
-        for k in range(first, len(chunks)):
-            lo = max(span.start, int(self._starts[k])) - int(self._starts[k])
-            hi = min(span.stop, int(self._starts[k + 1])) - int(self._starts[k])
-            if hi <= lo:
-                break
-            values += self._chunk(chunks[k], lo, hi)
-        return values
-
-    def _chunk(self, array: pa.Array, lo: int, hi: int) -> list:
-        buffers = array.buffers()
-        if pa.types.is_string(array.type):  # [validity, int32 offsets, utf-8 data]
-            offsets = np.frombuffer(self._pread(buffers[1], 4 * (array.offset + lo),
-                                                4 * (hi - lo + 1)), np.int32)
-            data = self._pread(buffers[2], int(offsets[0]), int(offsets[-1] - offsets[0]))
-            starts = (offsets - offsets[0]).tolist()
-            return [data[a:b].decode() for a, b in pairwise(starts)]
-        width = array.type.byte_width  # fixed-width numbers: [validity, values]
-        raw = self._pread(buffers[1], width * (array.offset + lo), width * (hi - lo))
-        return np.frombuffer(raw, array.type.to_pandas_dtype()).tolist()
-
-    def _pread(self, buffer: pa.Buffer, start: int, size: int) -> bytes:
-        return os.pread(self._file.fileno(), size, buffer.address - self._base + start)
-
-
 class _Passages(Sequence):
     """A corpus's passages as a read-only sequence, each read when asked."""
 
@@ -353,67 +286,6 @@ class _Passages(Sequence):
     def __iter__(self) -> Iterator[Passage]:
         for start in range(0, len(self), BATCH):
             yield from self._corpus._rows(range(start, min(start + BATCH, len(self))))
-
-
-class _Hasher:
-    """The pid and text hashes and the fingerprint of passages added in order."""
-
-    def __init__(self):
-        self._pids: list[np.ndarray] = []
-        self._texts: list[np.ndarray] = []
-        self._digest = hashlib.sha256()
-        self.count = 0
-
-    def add(self, batch: Batch) -> None:
-        pids, titles, texts = batch["pid"], batch["title"], batch["text"]
-        self._pids.append(np.fromiter((_hash(_pid_key(p)) for p in pids), np.uint64, len(pids)))
-        self._texts.append(np.fromiter((_hash(_text_key(t, x)) for t, x in zip(titles, texts)),
-                                       np.uint64, len(pids)))
-        for p, t, x in zip(pids, titles, texts):
-            self._digest.update(f"{p}\t{t}\t{x}\n".encode())
-        self.count += len(pids)
-
-    def pid_keys(self) -> _Keys:
-        return _Keys.of(_joined(self._pids))
-
-    def text_keys(self) -> _Keys:
-        return _Keys.of(_joined(self._texts))
-
-    def fingerprint(self) -> str:
-        return self._digest.hexdigest()
-
-
-def _joined(parts: list[np.ndarray]) -> np.ndarray:
-    return np.concatenate(parts) if parts else np.zeros(0, np.uint64)
-
-
-def _first_duplicate(keys: _Keys, pid_at: Callable[[int], str]) -> tuple[int, str] | None:
-    """(row of its second occurrence, pid) of the repeated pid seen again first, or None."""
-    same = np.flatnonzero(keys.hashes[1:] == keys.hashes[:-1])
-    if not len(same):
-        return None
-    seconds = []
-    for i in same:  # equal hashes: a repeated pid, or (rarely) a collision
-        a, b = int(keys.rows[i]), int(keys.rows[i + 1])
-        if pid_at(a) == pid_at(b):
-            seconds.append((max(a, b), pid_at(a)))
-    return min(seconds) if seconds else None
-
-
-def _mapped(path: Path) -> mmap.mmap:
-    """`path` memory-mapped for random reads: a page read is that page, not the kernel's
-    read-ahead around it (which made every pid looked up cost ~800 KB of resident memory)."""
-    with path.open("rb") as f:
-        mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    mapped.madvise(mmap.MADV_RANDOM)
-    return mapped
-
-
-def _mapped_array(path: Path, dtype) -> np.ndarray:
-    """A raw array file over `_mapped`: read-only, no copy (empty files cannot be mapped)."""
-    if path.stat().st_size == 0:
-        return np.zeros(0, dtype)
-    return np.frombuffer(_mapped(path), dtype)
 
 
 def in_batches(rows: Iterable[tuple], columns: Sequence[str] = COLUMNS) -> Iterator[Batch]:

@@ -10,7 +10,7 @@ from array import array
 from pathlib import Path
 
 from labeler.errors import InputError
-from labeler.formats import read_jsonl
+from labeler.lines import read_jsonl
 from labeler.paths import file_sha256
 from labeler.sources.corpus import Corpus, in_batches
 from labeler.sources.hub_files import HUB_FILES

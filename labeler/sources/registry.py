@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from labeler.errors import InputError, UnknownNameError
-from labeler.formats import read_jsonl
 from labeler.lazy import load_entry
+from labeler.lines import read_jsonl
 from labeler.sources.passage import Passage
 from labeler.sources.types import Query, Source
 

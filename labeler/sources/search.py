@@ -13,7 +13,8 @@ from importlib.resources import files
 from pathlib import Path
 
 from labeler.errors import InputError
-from labeler.formats import Qrels, is_jsonl, iter_query_records
+from labeler.formats import Qrels
+from labeler.lines import is_jsonl, iter_query_records
 from labeler.paths import file_sha256
 from labeler.sources.flashrag import read_corpus
 from labeler.sources.types import Query, Source

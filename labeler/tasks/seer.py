@@ -25,9 +25,11 @@ from typing import ClassVar
 from labeler.errors import InputError
 from labeler.llm.base import Backend, Chat, Sampling, chat
 from labeler.llm.calls import Calls
-from labeler.metrics import experts
-from labeler.metrics.conciseness import REWRITE, full_answers
-from labeler.metrics.experts import cov_weights
+from labeler.metrics.seer import experts
+from labeler.metrics.seer.conciseness import REWRITE, full_answers
+from labeler.metrics.seer.experts import cov_weights
+from labeler.metrics.seer.extraction import Extraction
+from labeler.metrics.seer.faithfulness import DEFAULT_FAITHFULNESS, faithfulness_spec
 from labeler.sources.passage import Passage
 from labeler.sources.types import Query, Source
 from labeler.tasks.base import Shard, Task, TaskConfig
@@ -63,7 +65,7 @@ class SeerConfig(TaskConfig):
     duplicate_at: float = field(default=0.8, metadata={
         "help": "n-gram Jaccard from which an extraction is a duplicate",
         "min": 0, "max": 1, "min_open": True})
-    faithfulness: str = field(default=experts.DEFAULT_FAITHFULNESS, metadata={
+    faithfulness: str = field(default=DEFAULT_FAITHFULNESS, metadata={
         "help": "llm (the generator as judge), alignscore[:CHECKPOINT] (SEER's) or nli:MODEL",
         "metavar": "SCORER"})
     sbert: str | None = field(default=None, metadata={
@@ -176,7 +178,7 @@ class SeerTask(Task):
     def __init__(self, config: TaskConfig) -> None:
         super().__init__(config)
         self.config: SeerConfig
-        experts.faithfulness_spec(self.config.faithfulness)  # a bad spec fails here
+        faithfulness_spec(self.config.faithfulness)  # a bad spec fails here
 
     @cached_property
     def scorers(self) -> experts.Experts:
@@ -229,12 +231,12 @@ class SeerTask(Task):
         texts = {q.qid: [s.text.strip() for s in out] for q, out in zip(todo, samples)}
         kept = {q.qid: deduplicate(texts[q.qid], c.ngram, c.duplicate_at) for q in todo}
         contents = {q.qid: tuple(p.contents for p in passages[q.qid]) for q in todo}
-        items = [experts.Extraction(q.question, q.answers[0], texts[q.qid][i], contents[q.qid],
+        items = [Extraction(q.question, q.answers[0], texts[q.qid][i], contents[q.qid],
                                     q.qid)
                  for q in todo for i in kept[q.qid]]
         scores = self.scorers.score(llm, items)
         full = dict(zip((q.qid for q in todo), full_answers(llm, [
-            experts.Extraction(q.question, q.answers[0], "", contents[q.qid], q.qid)
+            Extraction(q.question, q.answers[0], "", contents[q.qid], q.qid)
             for q in todo])))  # asked already by conciseness: served by Calls
         lengths = iter(llm.backend.count_tokens([x.evidence for x in items]
                                                 + [p.contents for q in todo

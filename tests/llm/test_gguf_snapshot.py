@@ -15,7 +15,8 @@ import pytest
 
 from labeler.errors import ModelLoadError
 from labeler.llm import Sampling, chat, resolve_model
-from labeler.llm.hf import SNAPSHOT, HFBackend, gguf_snapshot, snapshot_problem
+from labeler.llm.gguf import SNAPSHOT, gguf_snapshot, snapshot_problem
+from labeler.llm.hf import HFBackend
 from labeler.llm.models import model_revision
 from labeler.paths import locked
 

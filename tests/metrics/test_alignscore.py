@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from labeler.errors import InputError, ModelLoadError
-from labeler.metrics.alignscore import (
+from labeler.metrics.seer.alignscore import (
     CHUNK_WORDS,
     AlignScore,
     NLIEntailment,
@@ -20,7 +20,8 @@ from labeler.metrics.alignscore import (
     premise_chunks,
     sentences,
 )
-from labeler.metrics.experts import Extraction, load_faithfulness
+from labeler.metrics.seer.extraction import Extraction
+from labeler.metrics.seer.faithfulness import load_faithfulness
 from labeler.sources.registry import load_source
 
 

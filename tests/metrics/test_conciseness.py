@@ -10,7 +10,7 @@ from scripted import ScriptedBackend
 from labeler.errors import ModelLoadError
 from labeler.llm.calls import Calls
 from labeler.metrics.answers import has_answer
-from labeler.metrics.conciseness import (
+from labeler.metrics.seer.conciseness import (
     FULL_ANSWER,
     REWRITE,
     conciseness,
@@ -18,7 +18,8 @@ from labeler.metrics.conciseness import (
     load_sbert,
     parse_sentence,
 )
-from labeler.metrics.experts import Extraction, load_experts
+from labeler.metrics.seer.experts import load_experts
+from labeler.metrics.seer.extraction import Extraction
 from labeler.sources.registry import load_source
 
 Q = "who got the first nobel prize in physics"

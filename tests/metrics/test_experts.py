@@ -14,16 +14,15 @@ from scripted import ScriptedBackend
 from labeler.errors import InputError, PromptTooLongError, UnknownNameError
 from labeler.llm.base import yes_probability
 from labeler.llm.calls import Calls
-from labeler.metrics.experts import (
+from labeler.metrics.seer.experts import TEMPLATES
+from labeler.metrics.seer.extraction import Extraction
+from labeler.metrics.seer.faithfulness import (
     ANSWER_PREFIX,
-    TEMPLATES,
-    Extraction,
     LLMJudge,
     faithfulness_spec,
-    helpfulness,
     load_faithfulness,
-    sigmoid,
 )
+from labeler.metrics.seer.helpfulness import helpfulness, sigmoid
 
 FIXTURES = Path(__file__).parents[1] / "score" / "fixtures"
 

@@ -16,7 +16,7 @@ from scipy import stats
 
 from labeler.cli import cli
 from labeler.errors import InputError
-from labeler.scoring.score import parse_hub_spec
+from labeler.scoring.reference import parse_hub_spec
 
 FIXTURES = Path(__file__).parent / "fixtures"
 QRELS = FIXTURES / "cisi.qrels"  # CISI human judgments, TREC qrels format (see README.md)

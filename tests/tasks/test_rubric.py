@@ -11,7 +11,8 @@ from click.testing import CliRunner
 from labeler.artifacts import validate_path
 from labeler.cli import cli
 from labeler.errors import InputError
-from labeler.formats import Qrels, Run, read_jsonl
+from labeler.formats import Qrels, Run
+from labeler.lines import read_jsonl
 from labeler.tasks.base import TaskConfig
 from labeler.tasks.rubric import RubricConfig, parse_questions
 

@@ -33,7 +33,7 @@ from labeler.progress import progress_bar
 
 if TYPE_CHECKING:
     from labeler.llm.calls import Calls
-    from labeler.metrics.experts import Extraction
+    from labeler.metrics.seer.extraction import Extraction
 
 #: AlignScore's chunk size, in whitespace-separated words of the premise
 CHUNK_WORDS = 350

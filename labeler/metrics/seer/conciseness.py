@@ -24,7 +24,7 @@ from labeler.progress import info
 
 if TYPE_CHECKING:
     from labeler.llm.calls import Calls
-    from labeler.metrics.experts import Extraction
+    from labeler.metrics.seer.extraction import Extraction
     from labeler.retrieval.dense import Encoder
 
 #: (question, answer) -> one declarative sentence; reconstructed SEER appendix examples
