@@ -76,14 +76,7 @@ def build(
     executor = executor or load_executor("local")
     # workers in other processes or on other nodes see the same cache by its absolute path
     cache = str(cache_root(cache_dir).resolve())
-    # alias -> (its config, what names it), each loaded where the executor's workers load it
-    loaded: dict[str, tuple[LLMConfig, ModelIdentity]] = {}
-    for llm in dict.fromkeys(llms):
-        model = executor.call(partial(llm.identify, cache), gpus=llm.gpus, cache_dir=cache)
-        loaded[model.alias] = (llm, model)
-        for name in task.extra_models().values():  # a model that cannot load fails now
-            extra = replace(llm, name=name)
-            executor.call(partial(extra.identify, cache), gpus=extra.gpus, cache_dir=cache)
+    loaded = _identify(executor, llms, task, cache)
     extractor = None
     if config.answer_extractor:  # runs with the first LLM's backend settings
         extractor_config = replace(llms[0], name=config.answer_extractor)
@@ -174,6 +167,20 @@ def check_build(artifact: str, config: TaskConfig, llms: Sequence[LLMConfig], *,
     for alias in named:  # an existing --version or a name that cannot be a folder fails now
         artifact_dir(out, artifact=artifact, dataset=folder, llm=alias, version=version)
     return task, source, task_manifest
+
+
+def _identify(executor: Executor, llms: Sequence[LLMConfig], task: Task, cache: str
+              ) -> dict[str, tuple[LLMConfig, ModelIdentity]]:
+    """alias -> (its config, what names it), each model (and the task's extra models) loaded
+    where the executor's workers load it, so that one that cannot load fails now."""
+    loaded = {}
+    for llm in dict.fromkeys(llms):
+        model = executor.call(partial(llm.identify, cache), gpus=llm.gpus, cache_dir=cache)
+        loaded[model.alias] = (llm, model)
+        for name in task.extra_models().values():
+            extra = replace(llm, name=name)
+            executor.call(partial(extra.identify, cache), gpus=extra.gpus, cache_dir=cache)
+    return loaded
 
 
 def _build_id(manifest: dict, model_key: dict) -> str:
