@@ -1,5 +1,4 @@
-"""Executors: run a task's `label` over shards of queries, and encode a corpus's missing
-embedding shards, here or on a cluster.
+"""Executors: map a worker over items, here or on a cluster.
 
 `EXECUTORS` maps a name to "module:class", imported only when used (Ray stays optional).
 """
@@ -9,7 +8,7 @@ from __future__ import annotations
 import inspect
 
 from labeler.errors import InputError, UnknownNameError
-from labeler.executors.base import Executor, Job, ModelIdentity
+from labeler.executors.base import Executor
 from labeler.lazy import load_entry
 
 EXECUTORS = {"local": "labeler.executors.local:LocalExecutor",
@@ -29,4 +28,4 @@ def load_executor(name: str = "local", **options) -> Executor:
     return cls(**given)
 
 
-__all__ = ["EXECUTORS", "Executor", "Job", "ModelIdentity", "load_executor"]
+__all__ = ["EXECUTORS", "load_executor"]

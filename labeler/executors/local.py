@@ -1,21 +1,21 @@
-"""The local executor: shards one after another in this process, under one progress bar."""
+"""The local executor: items one after another in this process, under one progress bar."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
-from labeler.executors.base import Executor, Job
-from labeler.progress import track
-from labeler.tasks.base import Shard
+from labeler.executors.base import Executor, R, T
+from labeler.progress import progress_bar
 
 
 class LocalExecutor(Executor):
-    """Loads the model once (load_backend keeps it for the process) and labels in order."""
+    """One worker, here, in order."""
 
-    def run(self, job: Job, shards: Sequence[Shard]) -> Iterator[tuple[Shard, list[dict]]]:
-        if not shards:
-            return
-        task, model = job.make_task(), job.load_model()
-        models = job.load_extra_models(task)
-        for shard in track(shards, f"{job.task} shards for {model.alias}"):
-            yield shard, task.run(model, shard, models)
+    def map(self, worker: Callable[[T], R], items: Sequence[T], *, what: str, gpus: int = 0,
+            total: int | None = None, size: Callable[[R], int] = lambda result: 1,
+            cache_dir: str | None = None) -> Iterator[R]:
+        with progress_bar(what, len(items) if total is None else total) as advance:
+            for item in items:
+                result = worker(item)
+                yield result
+                advance(size(result))

@@ -1,4 +1,5 @@
-"""How to load one LLM: the config `labeler build` and `labeler score --llm` share."""
+"""How to load one LLM (the config `labeler build` and `labeler score --llm` share), and what
+names a loaded one."""
 
 from __future__ import annotations
 
@@ -31,6 +32,14 @@ class LLMConfig:
                              "parallelism needs the vllm backend", field_name="tensor_parallel",
                              hint="add --backend vllm, or leave out --tensor-parallel")
 
+    @property
+    def gpus(self) -> int:
+        """GPUs one loaded copy holds: vllm's tensor-parallel size, one on a CUDA device, else
+        none."""
+        if self.backend == "vllm":
+            return self.tensor_parallel
+        return 1 if (self.device or "cpu").startswith("cuda") else 0
+
     def load(self, cache_dir: str | Path | None = None) -> Backend:
         """The loaded model behind the persistent call cache (loaded once per process)."""
         from labeler.llm import load_backend
@@ -39,6 +48,10 @@ class LLMConfig:
                             device=self.device, tensor_parallel=self.tensor_parallel,
                             cache_dir=cache_dir)
 
+    def identify(self, cache_dir: str | Path | None = None) -> ModelIdentity:
+        """Load the model (a model that cannot load fails now) and say what names it."""
+        return ModelIdentity.of(self.load(cache_dir))
+
     def describe(self) -> dict:
         """The config for a published manifest: a local model by its file or folder name."""
         from labeler.llm.models import resolve_model
@@ -46,3 +59,16 @@ class LLMConfig:
         return {"model": resolve_model(self.name).identity, "backend": self.backend,
                 "batch_size": self.batch_size, "device": self.device,
                 "tensor_parallel": self.tensor_parallel}
+
+
+@dataclass(frozen=True)
+class ModelIdentity:
+    """What names a model in a build: its folder, the manifest's revision, the build id's key."""
+
+    alias: str
+    revision: str
+    key: dict
+
+    @classmethod
+    def of(cls, model: Backend) -> ModelIdentity:
+        return cls(model.alias, model.revision, model.key())

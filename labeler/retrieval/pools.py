@@ -14,7 +14,7 @@ from labeler.sources.registry import CORPORA
 from labeler.sources.types import Source
 
 if TYPE_CHECKING:
-    from labeler.executors import Executor
+    from labeler.retrieval.dense import EncodeShards
 
 POOLS = ("rp", "hgp", "mcp")
 
@@ -53,7 +53,7 @@ def build_pools(
     encoder: str | None = None,
     index: str | None = None,
     cache_dir=None,
-    executor: Executor | None = None,
+    encode: EncodeShards | None = None,
 ) -> Pools:
     """Candidates for every query of `source`.
 
@@ -61,7 +61,7 @@ def build_pools(
     `bm25` (sparse), else dense (default BGE-M3, offline fallback MiniLM). `hgp`: the human gold passages.
     `mcp`: rp, then each gold passage not already there (same pid or identical text).
     `index`: the dense index searched (labeler.retrieval.ann; default flat, exact).
-    `executor`: where dense retrieval encodes the corpus's missing shards (default: here).
+    `encode`: how dense retrieval encodes the corpus's missing shards (default: here).
     Fails before any model work as `check_pools` does.
     """
     ranked = check_pools(source, pool=pool, k=k, run=run, encoder=encoder, index=index)
@@ -79,7 +79,7 @@ def build_pools(
             ranked, used = bm25.retrieve(source, k=k, cache_dir=cache_dir)
         else:
             ranked, used = dense.retrieve(source, k=k, encoder=encoder, cache_dir=cache_dir,
-                                          index=index, executor=executor)
+                                          index=index, encode=encode or dense.encode_here)
         described = used.describe()
     pools = {}
     for query in source.queries:

@@ -15,24 +15,27 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 
 from labeler import __version__
 from labeler.artifacts.manifest import read_manifest
 from labeler.artifacts.writer import VersionWriter, artifact_dir, check_caller_manifest
 from labeler.errors import InputError, UnknownNameError
-from labeler.executors import Executor, Job, ModelIdentity, load_executor
+from labeler.executors import load_executor
+from labeler.executors.base import Executor
 from labeler.llm import BACKENDS, resolve_model
 from labeler.llm.calls import Calls
-from labeler.llm.config import LLMConfig
+from labeler.llm.config import LLMConfig, ModelIdentity
 from labeler.llm.models import check_access
-from labeler.paths import check_writable
+from labeler.paths import cache_root, check_writable
 from labeler.progress import info, track
 from labeler.retrieval.pools import check_pools
 from labeler.sources import answer_extraction
 from labeler.sources.types import Source
 from labeler.tasks import load_task
 from labeler.tasks.base import Task, TaskConfig, make_shards
+from labeler.workflows.labelling import Job, label_shards
 from labeler.workflows.steps import (
     DEFAULT_SHARD_SIZE,
     config_pools,
@@ -71,14 +74,9 @@ def build(
     """
     task, source, task_manifest = check_build(artifact, config, llms, out=out, version=version)
     executor = executor or load_executor("local")
-    cache = None if cache_dir is None else str(cache_dir)
-    # alias -> (its config, what names it), each loaded where the executor's workers load it
-    loaded: dict[str, tuple[LLMConfig, ModelIdentity]] = {}
-    for llm in dict.fromkeys(llms):
-        model = executor.identify(llm, cache)
-        loaded[model.alias] = (llm, model)
-        for name in task.extra_models().values():  # a model that cannot load fails now
-            executor.identify(replace(llm, name=name), cache)
+    # workers in other processes or on other nodes see the same cache by its absolute path
+    cache = str(cache_root(cache_dir).resolve())
+    loaded = _identify(executor, llms, task, cache)
     extractor = None
     if config.answer_extractor:  # runs with the first LLM's backend settings
         extractor_config = replace(llms[0], name=config.answer_extractor)
@@ -116,7 +114,8 @@ def build(
             info(f"{writer.llm}: resuming {writer.staging.name}, {len(done)} of {len(shards)} "
                  f"shards already {'labelled' if task.settles else 'written'}")
         job = Job(artifact, config, llm, cache)
-        for shard, records in executor.run(job, [s for s in shards if s.index not in done]):
+        for shard, records in label_shards(executor, job,
+                                           [s for s in shards if s.index not in done]):
             if task.settles:
                 writer.stage(shard.index, records)
             else:
@@ -168,6 +167,20 @@ def check_build(artifact: str, config: TaskConfig, llms: Sequence[LLMConfig], *,
     for alias in named:  # an existing --version or a name that cannot be a folder fails now
         artifact_dir(out, artifact=artifact, dataset=folder, llm=alias, version=version)
     return task, source, task_manifest
+
+
+def _identify(executor: Executor, llms: Sequence[LLMConfig], task: Task, cache: str
+              ) -> dict[str, tuple[LLMConfig, ModelIdentity]]:
+    """alias -> (its config, what names it), each model (and the task's extra models) loaded
+    where the executor's workers load it, so that one that cannot load fails now."""
+    loaded = {}
+    for llm in dict.fromkeys(llms):
+        model = executor.call(partial(llm.identify, cache), gpus=llm.gpus, cache_dir=cache)
+        loaded[model.alias] = (llm, model)
+        for name in task.extra_models().values():
+            extra = replace(llm, name=name)
+            executor.call(partial(extra.identify, cache), gpus=extra.gpus, cache_dir=cache)
+    return loaded
 
 
 def _build_id(manifest: dict, model_key: dict) -> str:

@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING
 from labeler.formats import Run
 from labeler.retrieval.pools import build_pools, gold_recall
 from labeler.sources.registry import load_source
+from labeler.workflows.steps import corpus_encoding
 
 if TYPE_CHECKING:
-    from labeler.executors import Executor
+    from labeler.executors.base import Executor
 
 
 def retrieve_run(
@@ -37,7 +38,7 @@ def retrieve_run(
     source = load_source(dataset, corpus=corpus, limit=limit)
     start = time.perf_counter()
     pools = build_pools(source, pool="rp", k=k, encoder=encoder, index=index,
-                        cache_dir=cache_dir, executor=executor)
+                        cache_dir=cache_dir, encode=corpus_encoding(executor))
     seconds = time.perf_counter() - start
     run = Run({qid: {c.passage.pid: c.score for c in cands} for qid, cands in pools.items()})
     path = run.save(output, tag=f"labeler-{pools.encoder['name']}")

@@ -1,5 +1,6 @@
-"""The steps `build`, `judge` and `retrieve` share: the source and pools a config names, the
-shard size, and how a published manifest names them without a local path."""
+"""The steps `build`, `judge` and `retrieve` share: the source and pools a config names, how
+an executor encodes a corpus, the shard size, and how a published manifest names them
+without a local path."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ import re
 from dataclasses import asdict
 from pathlib import Path
 
-from labeler.executors import Executor
+from labeler.executors.base import Executor
 from labeler.paths import published_file
-from labeler.retrieval import Pools, build_pools
+from labeler.retrieval.dense import EncodeShards, encode_here
+from labeler.retrieval.encoding import encode_with
+from labeler.retrieval.pools import Pools, build_pools
 from labeler.sources.registry import CORPORA, JSONL_PREFIX, SEARCH_PREFIX, load_source
 from labeler.sources.types import Source
 from labeler.tasks.base import TaskConfig
@@ -31,7 +34,15 @@ def config_pools(source: Source, config: TaskConfig, cache_dir: str | Path | Non
     encodes a dense corpus's missing shards (default: here)."""
     return build_pools(source, pool=config.pool, k=config.k, run=config.run,
                        encoder=config.encoder, index=config.index, cache_dir=cache_dir,
-                       executor=executor)
+                       encode=corpus_encoding(executor))
+
+
+def corpus_encoding(executor: Executor | None) -> EncodeShards:
+    """How `executor` encodes a corpus's missing shards: here with the loaded encoder where
+    its workers run in this process (or without one), else on its workers."""
+    if executor is None or executor.in_process:
+        return encode_here
+    return encode_with(executor)
 
 
 #: config fields that name a file even without a folder in the name (a CORPORA name aside)

@@ -1,5 +1,5 @@
-"""`Executor.encode` as retrieval reaches it: `labeler retrieve` hands the executor it names
-down to the corpus encoding, which asks it only for the shards not on disk. The real bundled
+"""Corpus encoding on an executor as retrieval reaches it: `labeler retrieve` has the executor
+it names encode the corpus, which asks it only for the shards not on disk. The real bundled
 MiniLM over the 40-passage FlashRAG fixture; Ray itself is in test_ray_encode.py."""
 
 from __future__ import annotations
@@ -19,14 +19,17 @@ ARGS = {"dataset": f"jsonl:{FIXTURES / 'flashrag_nq_test.jsonl'}",
 
 
 class Recording(LocalExecutor):
-    """The local executor, noting the shards it is asked to encode."""
+    """The local executor as if its workers ran elsewhere (its worker loads its own encoder),
+    noting the shards it is asked to encode."""
+
+    in_process = False
 
     def __init__(self) -> None:
         self.asked: list[list[int]] = []
 
-    def encode(self, index, shards, texts, encoder):
-        self.asked.append(list(shards))
-        return super().encode(index, shards, texts, encoder)
+    def map(self, worker, items, **options):
+        self.asked.append([shard for shard, _ in items])
+        return super().map(worker, items, **options)
 
 
 def test_retrieval_encodes_only_missing_shards_with_the_executor_it_is_given(tmp_path):

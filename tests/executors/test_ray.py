@@ -96,7 +96,8 @@ def test_a_killed_ray_build_resumes_at_its_unwritten_shards(tmp_path, ray_cluste
     assert rerun.returncode == 0, rerun.stderr
     said = " ".join(rerun.stderr.split())  # rich wraps lines at the terminal width
     assert f"resuming {partial.name}, {written} of 4 shards already written" in said
-    assert f"utility: {4 - written} shards on {min(2, 4 - written)} Ray workers" in said
+    assert (f"{4 - written} utility shards for smollm2-135m on {min(2, 4 - written)} Ray "
+            "workers") in said
     assert _data(out / FOLDER / "v1") == _data(local_build[0])
     assert validate_path(out / FOLDER / "v1") == []
 

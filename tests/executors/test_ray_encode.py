@@ -15,6 +15,7 @@ import pytest
 from processes import kill_when
 
 from labeler.retrieval.dense import corpus_index
+from labeler.retrieval.encoding import encode_with
 from labeler.sources.corpus import Corpus
 from labeler.sources.registry import load_source
 
@@ -24,12 +25,13 @@ DRIVER = f"""
 import sys
 from labeler.executors.ray import RayExecutor
 from labeler.retrieval.dense import corpus_index, load_encoder
+from labeler.retrieval.encoding import encode_with
 from labeler.sources.corpus import Corpus
 from labeler.sources.registry import load_source
 
 corpus = Corpus(load_source("nq-sample").corpus.passages[:{PASSAGES}])
 corpus_index(load_encoder("minilm"), corpus, cache_dir=sys.argv[1], shard_size={SHARD_SIZE},
-             executor=RayExecutor(address=sys.argv[2], workers=2))
+             encode=encode_with(RayExecutor(address=sys.argv[2], workers=2)))
 """
 
 
@@ -42,7 +44,7 @@ def nq():
 
 @pytest.fixture(scope="module")
 def local(minilm, nq, tmp_path_factory):
-    """The corpus encoded here (the local executor, this process's torch threads)."""
+    """The corpus encoded here (the default, this process's torch threads)."""
     return corpus_index(minilm, nq[0], cache_dir=tmp_path_factory.mktemp("local"),
                         shard_size=SHARD_SIZE)
 
@@ -66,8 +68,7 @@ def test_a_killed_ray_encoding_resumes_on_the_workers_and_matches_a_local_one(
     written = {p: p.stat().st_mtime_ns for p in tmp_path.glob("embeddings/*/*/shard-*.npy")}
     assert 1 <= len(written) < 19
 
-    executor, sent = _ray(ray_cluster), []
-    encode = executor.encode
+    encode, sent = encode_with(_ray(ray_cluster)), []
 
     def spy(index, shards, texts, encoder):  # records the spans whose texts leave the driver
         return encode(index, shards, lambda span: sent.append(span) or texts(span), encoder)
@@ -75,10 +76,9 @@ def test_a_killed_ray_encoding_resumes_on_the_workers_and_matches_a_local_one(
     def here(texts, advance=lambda n: None, **kwargs):
         raise AssertionError("the driver encoded a corpus shard")
 
-    monkeypatch.setattr(executor, "encode", spy)
     monkeypatch.setattr(minilm, "embed", here)
     index = corpus_index(minilm, nq[0], cache_dir=tmp_path, shard_size=SHARD_SIZE,
-                         executor=executor)
+                         encode=spy)
     monkeypatch.undo()
     unwritten = [s for s in range(index.shards) if index.path(s) not in written]
     assert sorted(sent, key=lambda span: span.start) == [index.span(s) for s in unwritten]

@@ -1,0 +1,74 @@
+"""Labelling shards of queries on an executor: a `Job` says what to label, a `Labeller` is the
+worker that labels its shards.
+
+A job is plain data (task name and config, LLM config, cache folder), so a worker in another
+process or on another machine rebuilds the task and loads the models itself, once.
+
+Ray Data's vLLM stage (`ray.data.llm.build_llm_processor`) does not fit here: it maps a
+dataset of independent prompts through an engine, one row in and one row out, while a task's
+`label` asks several dependent rounds per shard (utility: closed-book and one-passage
+answers, then RAG answers over the passages those made utilitarian; SEER: samples, then the
+experts' scores of them; rubric: questions, then P(yes) per document and question). Each
+round's prompts exist only once the last round's answers do, and go through the task base's
+dedup and the call cache with the backends' own rendering and per-row seeds; a Ray Data
+pipeline would bypass both and answer differently from a local build. Each worker holds one
+vllm engine instead, which batches every round's requests continuously.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+
+from labeler.executors.base import Executor
+from labeler.llm.base import Backend
+from labeler.llm.config import LLMConfig
+from labeler.tasks import load_task
+from labeler.tasks.base import Shard, Task, TaskConfig
+
+
+@dataclass(frozen=True)
+class Job:
+    """Label shards of one task with one LLM."""
+
+    task: str  # artifact kind, a key of TASKS
+    config: TaskConfig
+    llm: LLMConfig
+    cache_dir: str | None = None  # the call cache folder, absolute (None: the default)
+
+    def make_task(self) -> Task:
+        return load_task(self.task)(self.config)
+
+    def load_model(self) -> Backend:
+        return self.llm.load(self.cache_dir)
+
+    def load_extra_models(self, task: Task) -> dict[str, Backend]:
+        """The task's `extra_models` by role, loaded with this job's backend settings."""
+        return {role: replace(self.llm, name=name).load(self.cache_dir)
+                for role, name in task.extra_models().items()}
+
+
+class Labeller:
+    """A job's worker: its task and models, loaded on the first shard and kept; a shard in,
+    (its index, its records) out."""
+
+    def __init__(self, job: Job) -> None:
+        self.job = job
+        self._loaded: tuple[Task, Backend, dict[str, Backend]] | None = None
+
+    def __call__(self, shard: Shard) -> tuple[int, list[dict]]:
+        if self._loaded is None:  # here, not when built: Ray loses an actor constructor's error
+            task = self.job.make_task()
+            self._loaded = task, self.job.load_model(), self.job.load_extra_models(task)
+        task, model, models = self._loaded
+        return shard.index, task.run(model, shard, models)
+
+
+def label_shards(executor: Executor, job: Job, shards: Sequence[Shard]
+                 ) -> Iterator[tuple[Shard, list[dict]]]:
+    """(shard, its records) for every shard, labelled by `executor`'s workers, in any order."""
+    by_index = {shard.index: shard for shard in shards}
+    for index, records in executor.map(Labeller(job), shards, gpus=job.llm.gpus,
+                                       what=f"{job.task} shards for {job.llm.name}",
+                                       cache_dir=job.cache_dir):
+        yield by_index[index], records
