@@ -37,14 +37,24 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
 
 
-@pytest.fixture(autouse=True)
-def _slow_if_it_loads_the_llm(request):
+_LOADS_BEFORE = pytest.StashKey[int]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item):
+    item.stash[_LOADS_BEFORE] = _bundled_loads()  # before its fixtures, session ones too
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
     """Fail a test that loads the bundled LLM in this process without the `slow` marker, so
     that `pytest -m "not slow"` stays the fast loop."""
-    before = _bundled_loads()
-    yield
-    if request.node.get_closest_marker("slow") is None and _bundled_loads() > before:
+    result = yield
+    if item.get_closest_marker("slow") is None and _bundled_loads() > item.stash[_LOADS_BEFORE]:
+        _forget_bundled()  # so that the next such test is caught too
         pytest.fail("this test loads the bundled LLM: mark it slow (@pytest.mark.slow)")
+    return result
 
 
 def _bundled_loads() -> int:
@@ -164,3 +174,12 @@ def llama_repo(session_cache) -> dict[str, bytes]:
     from hub_models import llama_files
 
     return llama_files(session_cache)
+
+
+def _forget_bundled() -> None:
+    import labeler.llm
+    from labeler.llm.models import resolve_model
+
+    bundled = resolve_model("smollm2-135m").model_id
+    for key in [key for key in labeler.llm._LOADED if key[1] == bundled]:
+        del labeler.llm._LOADED[key]

@@ -17,7 +17,8 @@ def questions() -> list[str]:
         return [json.loads(line)["question"] for line in handle]
 
 
-@pytest.fixture(scope="session", params=["hf", pytest.param("vllm", marks=pytest.mark.vllm)])
+@pytest.fixture(scope="session", params=[pytest.param("hf", marks=pytest.mark.slow),
+                                         pytest.param("vllm", marks=pytest.mark.vllm)])
 def backend(request):
     """The bundled SmolLM2-135M-Instruct through each backend, without the call cache."""
     if request.param == "hf":
