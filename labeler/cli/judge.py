@@ -56,7 +56,7 @@ def judge(dataset, llm, method, with_answer, out, pool, k, limit, run, encoder, 
     The pools are those `labeler build` labels for the same options; score the submission
     against the LLM's utility artifact with `labeler score OUT --against ARTIFACT`.
     """
-    from labeler.judge_methods import JudgeConfig, JudgeTask
+    from labeler.judge_methods import Judge, JudgeConfig
     from labeler.llm.config import LLMConfig
     from labeler.workflows.judge import judge as run_judge
 
@@ -71,7 +71,7 @@ def judge(dataset, llm, method, with_answer, out, pool, k, limit, run, encoder, 
                         f"{pool} ({judged.kind})", title_justify="left")
     table.add_column("statistic")
     table.add_column("value", justify="right")
-    for key, label, kind in JudgeTask.rows:
+    for key, label, kind in Judge.rows:
         value = judged.stats.get(key)
         if value is not None:
             table.add_row(label, f"{value:.2f}" if kind == "mean" else str(value))
