@@ -18,4 +18,4 @@ class LocalExecutor(Executor):
         task, model = job.make_task(), job.load_model()
         models = job.load_extra_models(task)
         for shard in track(shards, f"{job.task} shards for {model.alias}"):
-            yield shard, task.run(model, shard, models)
+            yield shard, task.label(task.calls(model, models), shard)

@@ -174,7 +174,7 @@ class _Labeller:
             task = self.job.make_task()
             self.loaded = task, self.job.load_model(), self.job.load_extra_models(task)
         task, model, models = self.loaded
-        return shard.index, task.run(model, shard, models)
+        return shard.index, task.label(task.calls(model, models), shard)
 
 
 @ray.remote
