@@ -1,7 +1,7 @@
 """Utility judgments by the LLM itself (Zhang et al., "LLM-Specific Utility for RAG", §5): how
 well existing methods estimate which passages are gold utilitarian for it.
 
-One task, one method table: each method says only its prompts and how it reads the answers.
+One `Judge`, one method table: each method says only its prompts and how it reads the answers.
 
 - `pvs`: pointwise verbalized selection, one prompt per passage; yes iff the lower-cased
   output holds ": yes" or " yes" (the paper's evaluation/set-evaluation.py); P(yes) is recorded
@@ -29,7 +29,6 @@ from dataclasses import dataclass, field, replace
 
 from labeler.errors import InputError, UnknownNameError
 from labeler.llm.base import (
-    Backend,
     ChoiceRequest,
     LoglikelihoodRequest,
     Message,
@@ -40,7 +39,7 @@ from labeler.llm.base import (
 from labeler.llm.calls import Calls
 from labeler.retrieval import Candidate
 from labeler.sources.types import Query
-from labeler.tasks.base import Shard, Task, TaskConfig
+from labeler.tasks.base import Shard, TaskConfig
 from labeler.tasks.utility import ANSWER, MAX_NEW_TOKENS, WITH_PASSAGE, evidence_prompt
 
 #: the two criteria every verbalized prompt states
@@ -93,7 +92,7 @@ class Method:
     always needs) the pseudo-answer."""
 
     kind: str  # "selection" | "ranking"
-    label: Callable  # (task, llm, shard, pseudo-answers by qid) -> one record per query
+    submit: Callable  # (judge, llm, shard, pseudo-answers by qid) -> one record per query
     templates: dict[str, str] = field(default_factory=dict)  # name -> text, no pseudo-answer
     with_answer: dict[str, str] | None = None  # the same with it; None: no such variant
     needs_answer: bool = False  # asks with the pseudo-answer whatever `with_answer` says
@@ -132,11 +131,10 @@ class JudgeConfig(TaskConfig):
                              "gold answers", field_name="answer_extractor")
 
 
-class JudgeTask(Task):
-    """Judge every query's pool with one method; one submission record per query."""
+class Judge:
+    """One judge method with its settings: what it asks the LLM, and the submission records
+    it writes, one per query."""
 
-    name = "judge"
-    Config = JudgeConfig
     rows = (
         ("queries", "queries", "count"),
         ("candidates", "candidate passages judged", "count"),
@@ -146,7 +144,7 @@ class JudgeTask(Task):
     )
 
     def __init__(self, config: JudgeConfig) -> None:
-        super().__init__(config)
+        self.config = config
         self.method = METHODS[config.method]
         self.asks_answer = self.method.needs_answer or config.with_answer
         #: pseudo-answers: the utility task's greedy answers; judgments: greedy, same cap
@@ -160,19 +158,19 @@ class JudgeTask(Task):
         return self.method.kind
 
     def templates(self, kind: str = "question") -> dict[str, str]:
-        """The method's templates (with the pseudo-answer's when it asks with one)."""
-        super().templates(kind)  # the paper's judge prompts are for questions
+        """The method's templates (with the pseudo-answer's when it asks with one);
+        InputError for queries that are not questions, for which the paper has no prompts."""
+        if kind != "question":
+            raise InputError(f"the judge task labels questions, not {kind}s",
+                             field_name="dataset")
         chosen = self.method.with_answer if self.config.with_answer else self.method.templates
         return {**chosen, **({"pseudo_answer": WITH_PASSAGE} if self.asks_answer else {})}
 
-    def run(self, backend: Backend | None, shard: Shard) -> list[dict]:
-        """The base's `run`; `retrieval` asks no LLM, so it takes none."""
-        return self.label(None if backend is None else Calls(backend), shard)
-
-    def label(self, llm: Calls | None, shard: Shard) -> list[dict]:
-        """One submission record per query; the pseudo-answers first, in one batched call."""
+    def submit(self, llm: Calls | None, shard: Shard) -> list[dict]:
+        """One submission record per query of `shard`, the pseudo-answers first, in one
+        batched call; `retrieval` asks no LLM, so it takes none."""
         answers = pseudo_answers(llm, shard, self.answer) if self.asks_answer else {}
-        records = self.method.label(self, llm, shard, answers)
+        records = self.method.submit(self, llm, shard, answers)
         for record in records:
             if record["qid"] in answers:
                 record["pseudo_answer"] = answers[record["qid"]]
@@ -226,13 +224,13 @@ def pseudo_answers(llm: Calls, shard: Shard, sampling: Sampling) -> dict[str, st
     return {qid: out[0].text.strip() for qid, out in zip(qids, outputs)}
 
 
-def _pointwise(task: JudgeTask, llm: Calls, shard: Shard, answers: dict[str, str]) -> list[dict]:
+def _pointwise(judge: Judge, llm: Calls, shard: Shard, answers: dict[str, str]) -> list[dict]:
     pairs = [(q, c) for q in shard.queries for c in shard.pools[q.qid]]
     names = [f"{q.qid}, passage {c.passage.pid}" for q, c in pairs]
-    template = task.templates()["judgment"]
+    template = judge.templates()["judgment"]
     prompts = [chat(template.format(question=q.question, passage=c.passage.contents,
                                     answer=answers.get(q.qid, ""))) for q, c in pairs]
-    outputs = llm.generate(prompts, task.answer, "pointwise judgments", names)
+    outputs = llm.generate(prompts, judge.answer, "pointwise judgments", names)
     probs = llm.choice_probs([ChoiceRequest(p + (Message("assistant", JUDGMENT_PREFIX),), YES_NO)
                               for p in prompts], "pointwise P(yes)", names)
     judged: dict[str, list[dict]] = {q.qid: [] for q in shard.queries}
@@ -244,15 +242,15 @@ def _pointwise(task: JudgeTask, llm: Calls, shard: Shard, answers: dict[str, str
              "candidates": len(rows), "judgments": rows} for qid, rows in judged.items()]
 
 
-def _listwise_label(task: JudgeTask, llm: Calls, shard: Shard,
+def _listwise_label(judge: Judge, llm: Calls, shard: Shard,
                     answers: dict[str, str]) -> list[dict]:
     asked = [q for q in shard.queries if shard.pools[q.qid]]
-    templates = task.templates()
+    templates = judge.templates()
     prompts = [_listwise_chat(templates, q, shard.pools[q.qid], answers.get(q.qid, ""))
                for q in asked]
-    what = "listwise selections" if task.kind == "selection" else "listwise rankings"
+    what = "listwise selections" if judge.kind == "selection" else "listwise rankings"
     outputs = dict(zip((q.qid for q in asked),
-                       llm.generate(prompts, task.answer, what, [q.qid for q in asked])))
+                       llm.generate(prompts, judge.answer, what, [q.qid for q in asked])))
     records = []
     for q in shard.queries:
         pool = shard.pools[q.qid]
@@ -260,7 +258,7 @@ def _listwise_label(task: JudgeTask, llm: Calls, shard: Shard,
         named = named_passages(output, len(pool))
         pids = [pool[i].passage.pid for i in named]
         record = {"qid": q.qid, "candidates": len(pool), "output": output, "parsed": len(named)}
-        if task.kind == "selection":
+        if judge.kind == "selection":
             record["selected"] = pids
         else:  # the named ones, then the others in retrieval order: score k - position
             record["ranking"] = pids + [c.passage.pid for c in pool if c.passage.pid not in pids]
@@ -281,7 +279,7 @@ def _listwise_chat(templates: dict[str, str], q: Query, pool: list[Candidate],
     return tuple(turns)
 
 
-def _likelihood(task: JudgeTask, llm: Calls, shard: Shard, answers: dict[str, str]) -> list[dict]:
+def _likelihood(judge: Judge, llm: Calls, shard: Shard, answers: dict[str, str]) -> list[dict]:
     pairs = [(q, c) for q in shard.queries for c in shard.pools[q.qid]]
     scores = llm.loglikelihood(
         [LoglikelihoodRequest(evidence_prompt(q.question, [c.passage]), answers[q.qid])
@@ -293,7 +291,7 @@ def _likelihood(task: JudgeTask, llm: Calls, shard: Shard, answers: dict[str, st
     return [{"qid": qid, "scores": s, "candidates": len(s)} for qid, s in by_qid.items()]
 
 
-def _retrieval(task: JudgeTask, llm: Calls | None, shard: Shard,
+def _retrieval(judge: Judge, llm: Calls | None, shard: Shard,
                answers: dict[str, str]) -> list[dict]:
     return [{"qid": q.qid, "ranking": [c.passage.pid for c in shard.pools[q.qid]],
              "candidates": len(shard.pools[q.qid])} for q in shard.queries]

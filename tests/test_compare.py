@@ -45,8 +45,8 @@ def artifacts(tmp_path_factory, nq2_build):
     pools = config_pools(source, config)
     task, scripted = UtilityTask(config), ScriptedBackend(answer=_reader)
     records = [r for shard in make_shards(source.queries, pools, 8)
-               for r in task.run(scripted, shard)]
-    other = write_artifact(records, out=root / "out", artifact="utility", dataset="nq-sample",
+               for r in task.label(task.calls(scripted), shard)]
+    other = write_artifact(records, out=root / "out", kind=UtilityTask, dataset="nq-sample",
                            llm="scripted", manifest={
                                "model_id": "scripted", "model_revision": "0",
                                **source.describe(), **task.manifest(), **pools.describe(),

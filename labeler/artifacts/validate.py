@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from labeler.artifacts.card import render_card
+from labeler.artifacts.kinds import KINDS, load_kind
 from labeler.artifacts.manifest import CARD, DATA, MANIFEST, data_files, table_of, table_schema
 from labeler.artifacts.reader import sha256_problem
 from labeler.artifacts.writer import abandoned_partials
@@ -16,7 +17,6 @@ from labeler.lines import jsonl_lines, read_jsonl
 from labeler.progress import progress_bar
 from labeler.resources import schema_names, schema_path
 from labeler.schemas import schema_problems
-from labeler.tasks import TASKS, load_task
 
 
 @dataclass
@@ -75,7 +75,7 @@ def _check_folder(folder: Path, root: Path, schema: str | None) -> list[FileChec
     manifest_check = FileCheck(shown(folder / MANIFEST), "manifest")
     manifest = _read_manifest(folder / MANIFEST, manifest_check)
     listed = manifest["files"] if manifest else {}
-    name = schema or _artifact(manifest) or _record_schema(manifest) or _infer(folder)
+    name = schema or _artifact(manifest) or _infer(folder)
     checks = [manifest_check]
     present = {p.name for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")
                and p.name not in (MANIFEST, CARD)}
@@ -85,7 +85,7 @@ def _check_folder(folder: Path, root: Path, schema: str | None) -> list[FileChec
         if not file.is_file():
             checks.append(FileCheck(shown(file), None, None,
                                     [f"{shown(file)}: listed in {MANIFEST} but missing"]))
-        elif table is None:  # a file the task adds (a TREC run, an image): its sha256 only
+        elif table is None:  # a file the kind adds (a TREC run, an image): its sha256 only
             problem = sha256_problem(file, manifest) if manifest else None
             checks.append(FileCheck(shown(file), None, None,
                                     [f"{shown(file)}: {problem}"] if problem else []))
@@ -98,7 +98,7 @@ def _check_folder(folder: Path, root: Path, schema: str | None) -> list[FileChec
     if DATA not in lines:
         manifest_check.problems.append(f"{shown(folder / MANIFEST)}: no data files (data-*.jsonl)")
     if manifest:
-        tables = set(load_task(manifest["artifact"]).tables) if _artifact(manifest) else set()
+        tables = set(load_kind(manifest["artifact"]).tables) if _artifact(manifest) else set()
         for table in sorted({DATA, *tables, *lines} - {None}):
             key = "records" if table == DATA else table
             recorded = manifest["counts"].get(key)
@@ -124,10 +124,10 @@ def _table_schema(name: str | None, table: str) -> str | None:
 
 def _check_statistics(folder: Path, manifest: dict, manifest_check: FileCheck,
                       card: FileCheck) -> None:
-    """Recompute the statistics from the data files with the artifact's task; every one the
+    """Recompute the statistics from the data files with the artifact's kind; every one the
     manifest or the card's statistics section states otherwise is a problem."""
-    task = load_task(manifest["artifact"])
-    stats = task.statistics(r for f in data_files(folder) for _, r in read_jsonl(f))
+    kind = load_kind(manifest["artifact"])
+    stats = kind.statistics(r for f in data_files(folder) for _, r in read_jsonl(f))
     recorded = manifest.get("stats") or {}
     for key in sorted(set(stats) | set(recorded)):
         if not _same(stats.get(key), recorded.get(key)):
@@ -135,8 +135,8 @@ def _check_statistics(folder: Path, manifest: dict, manifest_check: FileCheck,
                 f"{manifest_check.name}: stats.{key} is {recorded.get(key)!r} but the records "
                 f"give {stats.get(key)!r}")
     recomputed = {**manifest, "stats": stats}
-    expected = _statistics_section(render_card(recomputed, task.metadata,
-                                               task.card_context(recomputed)))
+    expected = _statistics_section(render_card(recomputed, kind.metadata,
+                                               kind.card_context(recomputed)))
     written = set(_statistics_section((folder / CARD).read_text(encoding="utf-8")))
     for row in expected:
         if row not in written:
@@ -212,18 +212,12 @@ def _manifest_near(file: Path) -> dict | None:
 
 
 def _artifact(manifest: dict | None) -> str | None:
-    return manifest["artifact"] if manifest and manifest["artifact"] in TASKS else None
-
-
-def _record_schema(manifest: dict | None) -> str | None:
-    """The manifest's artifact kind when it names a record schema without being a task's
-    (`compare`: labeler compare's tables)."""
-    return manifest["artifact"] if manifest and manifest["artifact"] in schema_names() else None
+    return manifest["artifact"] if manifest and manifest["artifact"] in KINDS else None
 
 
 def _infer(path: Path) -> str | None:
     """The first schema name among the file's stem and its folders' names, nearest first."""
     path = path.absolute()
     names = [path.stem if path.is_file() else path.name, *(p.name for p in path.parents)]
-    known = set(TASKS)
+    known = set(KINDS)
     return next((name for name in names if name in known), None)

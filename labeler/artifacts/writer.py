@@ -1,11 +1,11 @@
 """Writing artifact version folders: shard by shard, resumable, appearing all at once.
 
 A version is written in a hidden folder beside its target, `.v<N>.<build id>.partial/`, one
-file per shard and table (`data-00000.jsonl`, and e.g. `pairs-00000.jsonl` for a task with a
+file per shard and table (`data-00000.jsonl`, and e.g. `pairs-00000.jsonl` for a kind with a
 second table), each renamed into place only when complete, so a killed build that starts again
 with the same build id finds its finished shards there. A task whose final records depend on
 the whole build (SEER's weights) first stages each labelled shard (`.labelled/00000.jsonl`)
-and writes its tables once all are labelled. When every shard is written, the task's extra
+and writes its tables once all are labelled. When every shard is written, the kind's extra
 files, the manifest and the card are added and the folder is renamed to `v<N>/`: the version
 appears complete or not at all, and is never overwritten.
 """
@@ -25,6 +25,7 @@ from pathlib import Path
 import jsonlines
 
 from labeler.artifacts.card import render_card
+from labeler.artifacts.kinds import ArtifactKind
 from labeler.artifacts.manifest import (
     CARD,
     DATA,
@@ -32,6 +33,7 @@ from labeler.artifacts.manifest import (
     build_manifest,
     data_file,
     data_files,
+    table_of,
     table_schema,
 )
 from labeler.errors import ArtifactError, InputError
@@ -39,7 +41,6 @@ from labeler.lines import read_jsonl
 from labeler.paths import atomic_file, file_sha256
 from labeler.resources import card_path, load_schema, schema_path
 from labeler.schemas import check
-from labeler.tasks import load_task
 
 _DUMPS = partial(json.dumps, ensure_ascii=False, allow_nan=False)
 #: an unfinished version's folder: `.v<version>.<build id: 32 hex digits>.partial`
@@ -51,20 +52,20 @@ _OWNER = ".writer.json"
 
 
 class VersionWriter:
-    """One version being written, shard by shard.
+    """One version of artifact kind `kind` being written, shard by shard.
 
     `build_id` (32 hex digits) names what is being built, e.g. a hash of the build's settings:
-    a writer with the
-    build id of an unfinished earlier one resumes its folder and version number.
+    a writer with the build id of an unfinished earlier one resumes its folder and version
+    number.
     """
 
-    def __init__(self, out: str | Path, *, artifact: str, dataset: str, llm: str,
+    def __init__(self, out: str | Path, *, kind: type[ArtifactKind], dataset: str, llm: str,
                  version: str | None = None, build_id: str) -> None:
         if not re.fullmatch(r"[0-9a-f]{32}", build_id):
             raise ValueError(f"build id must be 32 lower-case hex digits, got {build_id!r}")
-        self.artifact, self.dataset, self.llm = artifact, dataset, llm
-        resumed = _partial_of(Path(out) / artifact / dataset / llm, build_id, version)
-        self.target = artifact_dir(out, artifact=artifact, dataset=dataset, llm=llm,
+        self.kind, self.artifact, self.dataset, self.llm = kind, kind.name, dataset, llm
+        resumed = _partial_of(Path(out) / kind.name / dataset / llm, build_id, version)
+        self.target = artifact_dir(out, kind=kind, dataset=dataset, llm=llm,
                                    version=resumed or version)
         self.version = self.target.name[1:]
         self.staging = self.target.parent / f".{self.target.name}.{build_id}.partial"
@@ -84,7 +85,7 @@ class VersionWriter:
         self.staging.mkdir(parents=True, exist_ok=True)
         for tmp in self.staging.rglob(".*.tmp"):
             tmp.unlink(missing_ok=True)
-        _write_text(self.staging / _OWNER, json.dumps({"pid": os.getpid(),
+        _write_file(self.staging / _OWNER, json.dumps({"pid": os.getpid(),
                                                        "host": socket.gethostname()}))
         self._claimed = True
 
@@ -144,13 +145,14 @@ class VersionWriter:
         return count
 
     def finish(self, manifest: dict) -> Path:
-        """Add the task's extra files, manifest.json (counts and statistics recomputed from
-        the written records) and README.md, then rename the folder to its version; returns
-        the version folder."""
+        """Add the kind's extra files, manifest.json (counts and statistics recomputed from
+        the written records; the tables' files in name order, then the extra files in the
+        kind's order) and README.md, then rename the folder to its version; returns the
+        version folder."""
         files = data_files(self.staging) if self.staging.is_dir() else []
         if not files:
             raise ArtifactError("no records were written", path=str(self.target))
-        task = load_task(self.artifact)
+        kind = self.kind
         names = {"artifact": self.artifact, "dataset": self.dataset, "llm": self.llm,
                  "version": self.version}
         counted = [0]  # records, counted in the one pass that computes the statistics
@@ -161,28 +163,28 @@ class VersionWriter:
                     counted[0] += 1
                     yield record
 
-        stats = task.statistics(records())
+        stats = kind.statistics(records())
         counts = {table: sum(1 for f in data_files(self.staging, table) for _ in read_jsonl(f))
-                  for table in task.tables}
+                  for table in kind.tables}
 
         def read(table: str) -> Iterator[dict]:
             for file in data_files(self.staging, table):
                 for _, record in read_jsonl(file):
                     yield record
 
-        for name, text in task.attachments(read).items():
-            _write_text(self.staging / name, text)
+        attached = kind.attachments(read)
+        for name, content in attached.items():
+            _write_file(self.staging / name, content)
         shutil.rmtree(self.staging / _LABELLED, ignore_errors=True)
         (self.staging / _OWNER).unlink(missing_ok=True)
-        listed = sorted(p for p in self.staging.iterdir()
-                        if p.is_file() and not p.name.startswith(".")
-                        and p.name not in (MANIFEST, CARD))
+        listed = [*sorted(p for p in self.staging.iterdir() if table_of(p.name)),
+                  *(self.staging / name for name in attached)]
         final = build_manifest({**manifest, "counts": {**manifest.get("counts", {}), **counts}},
                                **names, records=counted[0],
                                files={f.name: file_sha256(f) for f in listed}, stats=stats)
-        _write_text(self.staging / MANIFEST, json.dumps(final, indent=2, ensure_ascii=False) + "\n")
-        _write_text(self.staging / CARD, render_card(final, task.metadata,
-                                                      task.card_context(final)))
+        _write_file(self.staging / MANIFEST, json.dumps(final, indent=2, ensure_ascii=False) + "\n")
+        _write_file(self.staging / CARD, render_card(final, kind.metadata,
+                                                      kind.card_context(final)))
         _fsync(self.staging)
         if self.target.exists():
             raise _exists(self.target)
@@ -200,17 +202,17 @@ class VersionWriter:
                 break
 
 
-def write_artifact(records: Iterable[dict], *, out: str | Path, artifact: str, dataset: str,
-                   llm: str, version: str | None = None, manifest: dict) -> Path:
-    """Write `records` as one version folder in one shard and return it; on any failure
-    (Ctrl-C included) nothing is left. `records` may be a generator: it is streamed.
+def write_artifact(records: Iterable[dict], *, out: str | Path, kind: type[ArtifactKind],
+                   dataset: str, llm: str, version: str | None = None, manifest: dict) -> Path:
+    """Write `records` as one version folder of `kind` in one shard and return it; on any
+    failure (Ctrl-C included) nothing is left. `records` may be a generator: it is streamed.
 
-    The manifest is checked before the records are consumed; statistics come from the task's
+    The manifest is checked before the records are consumed; statistics come from the kind's
     `statistics` over the written records.
     """
-    writer = VersionWriter(out, artifact=artifact, dataset=dataset, llm=llm, version=version,
+    writer = VersionWriter(out, kind=kind, dataset=dataset, llm=llm, version=version,
                            build_id=uuid.uuid4().hex)
-    check_caller_manifest(manifest, artifact=artifact, dataset=dataset, llm=llm,
+    check_caller_manifest(manifest, artifact=kind.name, dataset=dataset, llm=llm,
                           version=writer.version)
     try:
         writer.write_shard(0, records)
@@ -228,21 +230,21 @@ def check_caller_manifest(manifest: dict, *, artifact: str, dataset: str, llm: s
 
 
 def artifact_dir(
-    out: str | Path, *, artifact: str, dataset: str, llm: str, version: str | None = None
+    out: str | Path, *, kind: type[ArtifactKind], dataset: str, llm: str,
+    version: str | None = None
 ) -> Path:
-    """The version folder a write would create; raises before any work if it cannot.
+    """The version folder of `kind` a write would create; raises before any work if it cannot.
 
-    UnknownNameError for an unknown artifact kind, InputError for a name that cannot be one
-    folder, ArtifactError if the version exists. `version` None -> the next integer not taken
+    UnknownNameError for a kind without a card template or schema, InputError for a name
+    that cannot be one folder, ArtifactError if the version exists. `version` None -> the next integer not taken
     by a version or an unfinished build; a leading "v" before a digit is dropped ("v2" and
     "2" both mean v2/).
     """
-    load_task(artifact)
-    card_path(artifact)
-    schema_path(artifact)
+    card_path(kind.name)
+    schema_path(kind.name)
     for field, value in (("dataset", dataset), ("llm", llm)):
         _check_segment(field, value)
-    parent = Path(out) / artifact / dataset / llm
+    parent = Path(out) / kind.name / dataset / llm
     if version is None:
         version = str(_next_version(parent))
     version = re.sub(r"^v(?=\d)", "", str(version))
@@ -301,9 +303,10 @@ def _indices(folder: Path, pattern: str) -> set[int]:
     return {int(m.group(1)) for p in folder.iterdir() if (m := re.fullmatch(pattern, p.name))}
 
 
-def _write_text(path: Path, text: str) -> None:
-    with path.open("w", encoding="utf-8") as f:
-        f.write(text)
+def _write_file(path: Path, content: str | bytes) -> None:
+    text = isinstance(content, str)
+    with path.open("w" if text else "wb", encoding="utf-8" if text else None) as f:
+        f.write(content)
         f.flush()
         os.fsync(f.fileno())
 

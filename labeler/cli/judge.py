@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from labeler.cli.options import cache_dir_option, config_options, data_options, model_options
-from labeler.judge_methods import METHODS, JudgeConfig, JudgeTask
+from labeler.judge_methods import METHODS, Judge, JudgeConfig
 from labeler.workflows.steps import DEFAULT_SHARD_SIZE
 
 
@@ -46,7 +46,7 @@ def judge(llm, backend, batch_size, device, out, shard_size, cache_dir, **option
                   title_justify="left")
     table.add_column("statistic")
     table.add_column("value", justify="right")
-    for key, label, kind in JudgeTask.rows:
+    for key, label, kind in Judge.rows:
         value = judged.stats.get(key)
         if value is not None:
             table.add_row(label, f"{value:.2f}" if kind == "mean" else str(value))

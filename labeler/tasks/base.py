@@ -1,36 +1,36 @@
 """The task seam: what every labelling method shares, so that a method module only says what
 to ask the LLM and how to read its answers.
 
-A task has a config (a `TaskConfig` dataclass), named prompt templates and decoding settings,
-checks that fail before any LLM work, `label(llm, shard) -> records`, `statistics(records)` (a
-pure function of what it wrote), the rows `labeler build` shows, its card metadata, and how
-`labeler score` reads one of its records as a reference. The base owns the LLM calls:
-batched, each distinct request asked once per shard, with a status line per kind of call.
+A task is an artifact kind (`ArtifactKind`: statistics, tables, card, attachments, how
+`labeler score` reads a record) that labels: it has a config (a `TaskConfig` dataclass), named
+prompt templates and decoding settings, checks that fail before any LLM work, and one entry
+point, `label(calls, shard) -> records`. The base builds the calls: one `Calls` per model role
+(the build's LLM as `LLM`, and each role of `extra_models`), batched, each distinct request
+asked once per shard.
 
-An artifact is one or more tables: "data" (one record per query) and the task's `tables`,
-each in its own files and loadable on its own. `derive` makes a shard's tables from its
-labelled records; a task whose tables depend on the whole build (SEER ranks by weights
-computed over every extraction) sets `settles` and computes those values in `settle`, which
-the build calls once every shard is labelled. `attachments` adds files made from the tables
-(e.g. a TREC run).
+An artifact is one or more tables: "data" (one record per query) and the task's `tables`.
+`derive` makes a shard's tables from its labelled records; a task whose tables depend on the
+whole build (SEER ranks by weights computed over every extraction) sets `settles` and computes
+those values in `settle`, which the build calls once every shard is labelled.
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from abc import abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
+from labeler.artifacts.kinds import ArtifactKind
 from labeler.errors import InputError
-from labeler.llm.base import (
-    Backend,
-    Sampling,
-)
+from labeler.llm.base import Backend, Sampling
 from labeler.llm.calls import Calls
 from labeler.retrieval import POOLS, Candidate
 from labeler.retrieval.pools import check_index
 from labeler.sources.types import Query, Source
+
+#: the role of the build's LLM among a task's calls
+LLM = "llm"
 
 
 @dataclass(frozen=True)
@@ -95,12 +95,10 @@ def make_shards(queries: Sequence[Query], pools: dict[str, list[Candidate]],
     ]
 
 
-class Task(ABC):
+class Task(ArtifactKind):
     """One labelling method. Subclasses set the class attributes and implement `label`,
     `statistics` and, if their records can be scored against, `reference`."""
 
-    #: artifact kind: the folder name, schemas/<name>.schema.json, cards/<name>.md.j2
-    name: ClassVar[str]
     #: the config dataclass this task takes
     Config: ClassVar[type[TaskConfig]] = TaskConfig
     #: prompt templates by name (their text and sha256 go into the manifest), for questions;
@@ -108,16 +106,6 @@ class Task(ABC):
     prompts: ClassVar[dict[str, str]] = {}
     #: decoding settings by name (a task may sample with one and score with another)
     decoding: ClassVar[dict[str, Sampling]] = {}
-    #: (statistics key, row label, "count" | "share" | "mean") for the `labeler build` table
-    rows: ClassVar[tuple[tuple[str, str, str], ...]] = ()
-    #: Hub card metadata: pretty_name, task_categories, tags
-    metadata: ClassVar[dict] = {}
-    #: `labeler score` averages ranking metrics over the queries whose gold set is not empty
-    #: (as the utility paper does), instead of over all queries (as trec_eval does)
-    rank_nonempty_gold: ClassVar[bool] = False
-    #: tables beside "data", each written as `<table>-NNNNN.jsonl` per shard and following
-    #: schemas/<name>-<table>.schema.json
-    tables: ClassVar[tuple[str, ...]] = ()
     #: whether `derive` needs `settle`'s values from the whole build (then every shard is
     #: labelled and staged before any table is written)
     settles: ClassVar[bool] = False
@@ -139,18 +127,18 @@ class Task(ABC):
 
     def extra_models(self) -> dict[str, str]:
         """Models the task asks besides the build's LLM, {role: model name} (e.g. SEER's
-        extractor); each is loaded with the LLM's backend settings and given to `run`."""
+        extractor); each is loaded with the LLM's backend settings."""
         return {}
 
-    def run(self, backend: Backend, shard: Shard,
-            models: Mapping[str, Backend] | None = None) -> list[dict]:
-        """The records of one shard, one per query in order, through the base's calls;
-        `models` holds the `extra_models` by role."""
-        return self.label(Calls(backend), shard)
+    def calls(self, llm: Backend, models: Mapping[str, Backend] | None = None
+              ) -> dict[str, Calls]:
+        """One shard's calls by role: `llm` as `LLM`, and each loaded `extra_models` role."""
+        return {LLM: Calls(llm), **{role: Calls(model) for role, model in (models or {}).items()}}
 
     @abstractmethod
-    def label(self, llm: Calls, shard: Shard) -> list[dict]:
-        """One record per query of `shard`, in order, matching schemas/<name>.schema.json."""
+    def label(self, calls: Mapping[str, Calls], shard: Shard) -> list[dict]:
+        """One record per query of `shard`, in order, matching schemas/<name>.schema.json;
+        `calls` by role, as `calls` makes them."""
 
     def settle(self, records: Iterable[dict]) -> dict:
         """What the whole build decides from every labelled record (e.g. SEER's criterion
@@ -160,29 +148,6 @@ class Task(ABC):
     def derive(self, records: list[dict], settled: dict) -> dict[str, list[dict]]:
         """One shard's tables from its labelled records: {"data": ..., and one per `tables`}."""
         return {"data": records}
-
-    @staticmethod
-    def attachments(read: Callable[[str], Iterator[dict]]) -> dict[str, str]:
-        """Extra files of a version, {file name: text}, made from its tables once all are
-        written (`read(table)` yields a table's records in shard order)."""
-        return {}
-
-    @staticmethod
-    @abstractmethod
-    def statistics(records: Iterable[dict]) -> dict:
-        """The build's statistics, computed from the written records alone."""
-
-    @classmethod
-    def card_context(cls, manifest: dict) -> dict:
-        """Variables the task's card template takes beyond the manifest and statistics,
-        computed from the manifest alone (so `labeler validate` renders the same card)."""
-        return {}
-
-    @staticmethod
-    def reference(record: dict) -> tuple[dict[str, int], list[str]]:
-        """How `labeler score` reads a record: ({pid: label} over the judged candidates, the
-        gold set). Tasks whose records are no reference leave this refusing."""
-        raise InputError("these records carry no relevance labels to score against")
 
     def manifest(self, kind: str = "question") -> dict:
         """The task's part of the manifest for queries of `kind`: templates, decoding

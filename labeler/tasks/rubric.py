@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import re
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import ClassVar
@@ -34,7 +34,7 @@ from labeler.llm.calls import Calls
 from labeler.metrics.ranking import rank_metrics
 from labeler.metrics.significance import paired_t_test
 from labeler.sources.types import Source
-from labeler.tasks.base import Shard, Task, TaskConfig
+from labeler.tasks.base import LLM, Shard, Task, TaskConfig
 
 #: The original experiment's question-generation prompts, verbatim.
 GENERATE_SYSTEM = (
@@ -173,10 +173,10 @@ class RubricTask(Task):
             raise InputError(f"dataset '{source.name}' has no documents to rank",
                              field_name="corpus", hint="pass --corpus FILE or --run FILE")
 
-    def label(self, llm: Calls, shard: Shard) -> list[dict]:
+    def label(self, calls: Mapping[str, Calls], shard: Shard) -> list[dict]:
         """Questions for every query (one batched call, one more for the retries), then P(yes)
         for every (document, question) of every query in one batched call."""
-        queries, config = shard.queries, self.config
+        llm, queries, config = calls[LLM], shard.queries, self.config
         qids = [q.qid for q in queries]
         prompts = [generation_prompt(q.question) for q in queries]
         texts = [c[0].text for c in llm.generate(prompts, GENERATE, "rubric questions", qids)]

@@ -23,16 +23,16 @@ from functools import cached_property
 from typing import ClassVar
 
 from labeler.errors import InputError
-from labeler.llm.base import Backend, Chat, Sampling, chat
+from labeler.llm.base import Chat, Sampling, chat
 from labeler.llm.calls import Calls
 from labeler.metrics.seer import experts
 from labeler.metrics.seer.conciseness import REWRITE, full_answers
-from labeler.metrics.seer.experts import cov_weights
+from labeler.metrics.seer.experts import EXPERTS, cov_weights
 from labeler.metrics.seer.extraction import Extraction
 from labeler.metrics.seer.faithfulness import DEFAULT_FAITHFULNESS, faithfulness_spec
 from labeler.sources.passage import Passage
 from labeler.sources.types import Query, Source
-from labeler.tasks.base import Shard, Task, TaskConfig
+from labeler.tasks.base import LLM, Shard, Task, TaskConfig
 
 #: The extraction instruction (ours: SEER's code does not publish its prompt); the passages
 #: are given as "[i] {title} {text}", one per line.
@@ -47,7 +47,8 @@ EXTRACT = (
 SAMPLES = 10
 SEED = 0
 MAX_EVIDENCE_TOKENS = 256
-CRITERIA = ("faithfulness", "helpfulness", "conciseness")
+#: the model role of the extractor, when it is not the generator
+EXTRACTOR = "extractor"
 
 
 @dataclass(frozen=True)
@@ -207,21 +208,13 @@ class SeerTask(Task):
 
     def extra_models(self) -> dict[str, str]:
         """The extractor, when it is not the generator."""
-        return {"extractor": self.config.extractor} if self.config.extractor else {}
+        return {EXTRACTOR: self.config.extractor} if self.config.extractor else {}
 
-    def run(self, backend: Backend, shard: Shard,
-            models: Mapping[str, Backend] | None = None) -> list[dict]:
-        """The shard's records, extracted by the extractor and scored with the generator."""
-        extractor = (models or {}).get("extractor")
-        llm = Calls(backend)
-        return self._label(llm, Calls(extractor) if extractor else llm, shard)
-
-    def label(self, llm: Calls, shard: Shard) -> list[dict]:
-        """Sample, deduplicate and score the extractions of every query of the shard, the
-        generator extracting too."""
-        return self._label(llm, llm, shard)
-
-    def _label(self, llm: Calls, extractor: Calls, shard: Shard) -> list[dict]:
+    def label(self, calls: Mapping[str, Calls], shard: Shard) -> list[dict]:
+        """Sample, deduplicate and score the extractions of every query of the shard: the
+        extractor extracts (the generator, when there is none), the generator scores."""
+        llm = calls[LLM]
+        extractor = calls.get(EXTRACTOR, llm)
         c = self.config
         skipped = {q.qid: _skip_reason(q, shard.pools[q.qid][:c.k]) for q in shard.queries}
         todo = [q for q in shard.queries if skipped[q.qid] is None]
@@ -256,7 +249,7 @@ class SeerTask(Task):
             n = len(kept[q.qid])
             extractions = [
                 {"text": items[at + j].evidence, "sample": i, "tokens": evidence_tokens[at + j],
-                 "scores": {name: float(scores[name][at + j]) for name in CRITERIA}}
+                 "scores": {name: float(scores[name][at + j]) for name in EXPERTS}}
                 for j, i in enumerate(kept[q.qid])
             ]
             at += n
@@ -275,10 +268,10 @@ class SeerTask(Task):
 
     def settle(self, records: Iterable[dict]) -> dict:
         """The CoV weights of the three experts over every extraction of the build."""
-        scores: dict[str, list[float]] = {name: [] for name in CRITERIA}
+        scores: dict[str, list[float]] = {name: [] for name in EXPERTS}
         for record in records:
             for e in record["extractions"]:
-                for name in CRITERIA:
+                for name in EXPERTS:
                     scores[name].append(e["scores"][name])
         return {"tau": self.config.tau, **cov_weights(scores, self.config.tau)}
 
@@ -289,7 +282,7 @@ class SeerTask(Task):
         for record in records:
             extractions = record["extractions"]
             for e in extractions:
-                e["scores"]["weighted"] = sum(weights[n] * e["scores"][n] for n in CRITERIA)
+                e["scores"]["weighted"] = sum(weights[n] * e["scores"][n] for n in EXPERTS)
             ranks, found = ranked_pairs([e["scores"]["weighted"] for e in extractions])
             for e, rank in zip(extractions, ranks):
                 e["rank"] = rank
@@ -324,14 +317,14 @@ class SeerTask(Task):
         for r in records:
             queries.append((r["skipped"], r["samples"], r["duplicates"], r["pairs"],
                             r["passage_tokens"], len(r["extractions"])))
-            extraction_rows += [(e["tokens"], *(e["scores"][n] for n in (*CRITERIA, "weighted")))
+            extraction_rows += [(e["tokens"], *(e["scores"][n] for n in (*EXPERTS, "weighted")))
                                 for e in r["extractions"]]
         q = pl.DataFrame(queries, schema={"skipped": pl.String, "samples": pl.Int64,
                                           "duplicates": pl.Int64, "pairs": pl.Int64,
                                           "passage_tokens": pl.Int64, "kept": pl.Int64},
                          orient="row")
         e = pl.DataFrame(extraction_rows, schema={"tokens": pl.Int64, **{
-            n: pl.Float64 for n in (*CRITERIA, "weighted")}}, orient="row")
+            n: pl.Float64 for n in (*EXPERTS, "weighted")}}, orient="row")
         counted = q.select(
             queries=pl.len(),
             skipped_queries=pl.col("skipped").is_not_null().sum(),
@@ -346,8 +339,8 @@ class SeerTask(Task):
         ).row(0, named=True)
         spread = e.select(
             mean_evidence_tokens=pl.col("tokens").mean(),
-            **{f"mean_{n}": pl.col(n).mean() for n in (*CRITERIA, "weighted")},
-            **{f"std_{n}": pl.col(n).std(ddof=0) for n in (*CRITERIA, "weighted")},
+            **{f"mean_{n}": pl.col(n).mean() for n in (*EXPERTS, "weighted")},
+            **{f"std_{n}": pl.col(n).std(ddof=0) for n in (*EXPERTS, "weighted")},
         ).row(0, named=True)
         stats = {**counted, **spread}
         per_query = stats["mean_evidence_tokens"]

@@ -13,7 +13,7 @@ counts them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
@@ -25,7 +25,7 @@ from labeler.paths import file_label
 from labeler.retrieval import Candidate
 from labeler.sources.passage import Passage
 from labeler.sources.types import Query, Source
-from labeler.tasks.base import Shard, Task, TaskConfig
+from labeler.tasks.base import LLM, Shard, Task, TaskConfig
 
 #: The paper's closed-book prompt, L(q, ∅).
 CLOSED_BOOK = (
@@ -160,10 +160,10 @@ class UtilityTask(Task):
                 raise InputError(f"query {q.qid!r} has no gold answer to check outputs against",
                                  field_name="answers")
 
-    def label(self, llm: Calls, shard: Shard) -> list[dict]:
+    def label(self, calls: Mapping[str, Calls], shard: Shard) -> list[dict]:
         """Closed-book, one-passage, all-passage, utilitarian and human-gold answers, each kind
         in one batched call; with `with_likelihood`, log P(first gold answer | q, d) too."""
-        queries, pools, kind = shard.queries, shard.pools, shard.kind
+        llm, queries, pools, kind = calls[LLM], shard.queries, shard.pools, shard.kind
         qids = [q.qid for q in queries]
         closed = _answers(llm, self.answer,
                           [closed_book_prompt(q.question, kind) for q in queries], qids,

@@ -95,7 +95,7 @@ def build(
         manifest = {"model_id": llm.describe()["model"], "model_revision": model.revision,
                     **base, "llm_config": llm.describe(),
                     "llm_runtime": {k: model.key[k] for k in ("backend", "dtype", "device")}}
-        writer = VersionWriter(out, artifact=artifact, dataset=folder, llm=alias,
+        writer = VersionWriter(out, kind=type(task), dataset=folder, llm=alias,
                                version=version, build_id=_build_id(manifest, model.key))
         check_caller_manifest(manifest, artifact=artifact, dataset=folder, llm=alias,
                               version=writer.version)
@@ -165,7 +165,7 @@ def check_build(artifact: str, config: TaskConfig, llms: Sequence[LLMConfig], *,
                 index=config.index)
     folder = dataset_folder(source.name)
     for alias in named:  # an existing --version or a name that cannot be a folder fails now
-        artifact_dir(out, artifact=artifact, dataset=folder, llm=alias, version=version)
+        artifact_dir(out, kind=type(task), dataset=folder, llm=alias, version=version)
     return task, source, task_manifest
 
 

@@ -15,27 +15,20 @@ a card that shows them, so `labeler push` publishes it like any artifact version
 
 from __future__ import annotations
 
-import json
-import os
-import re
-import shutil
-import uuid
-from collections.abc import Mapping, Sequence
+import io
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
-import jsonlines
-
-from labeler.artifacts import load_artifact
-from labeler.artifacts.card import render_card
-from labeler.artifacts.manifest import CARD, MANIFEST, build_manifest, data_file
-from labeler.errors import ArtifactError, InputError
+from labeler.artifacts.kinds import ArtifactKind
+from labeler.artifacts.manifest import DATA
+from labeler.artifacts.reader import load_artifact
+from labeler.artifacts.writer import write_artifact
+from labeler.errors import InputError
 from labeler.llm.base import Backend
 from labeler.llm.calls import Calls
-from labeler.paths import file_sha256
 from labeler.progress import track
-from labeler.schemas import check
 from labeler.scoring.rag import artifact_setting, load_reader, rag_correct
 from labeler.tasks.utility import TEMPLATES_BY_KIND
 
@@ -43,15 +36,52 @@ if TYPE_CHECKING:
     import polars as pl
 
 HUMAN = "human gold"
-ARTIFACT = "compare"
-#: the heatmaps, (file stem, title), of the transfer and the overlap table
+#: the heatmaps, (statistics table and file stem, title), of the transfer and the overlap
 IMAGES = (("transfer", "RAG accuracy of the reader (row) with the passages of (column)"),
           ("overlap", "Mean Jaccard overlap of gold utilitarian passages"))
-METADATA = {
-    "pretty_name": "Transfer of LLM-specific gold utilitarian passages",
-    "task_categories": ["question-answering", "text-retrieval"],
-    "tags": ["rag", "passage-utility", "llm-specific-utility", "labeler"],
-}
+
+
+class Comparison(ArtifactKind):
+    """The `compare` artifact kind: a record per (reader, passages_of) pair; its statistics
+    are the transfer and overlap tables, its extra files their heatmaps."""
+
+    name = "compare"
+    metadata: ClassVar[dict] = {
+        "pretty_name": "Transfer of LLM-specific gold utilitarian passages",
+        "task_categories": ["question-answering", "text-retrieval"],
+        "tags": ["rag", "passage-utility", "llm-specific-utility", "labeler"],
+    }
+
+    @staticmethod
+    def statistics(records: Iterable[dict]) -> dict:
+        """The LLMs, the tables' columns (the LLMs, then the human gold), and the transfer
+        (accuracy) and overlap (mean Jaccard) tables, a row per reader."""
+        records = list(records)
+        llms = list(dict.fromkeys(r["reader"] for r in records))
+        columns = [*llms, HUMAN]
+        cells: dict[str, dict] = {llm: {} for llm in llms}
+        for r in records:
+            cells[r["reader"]][r["passages_of"]] = r
+
+        def table(value: str) -> list[dict]:
+            return [{"reader": llm, **{c: cells[llm][c][value] for c in columns}}
+                    for llm in llms]
+
+        return {"llms": llms, "columns": columns, "transfer": table("accuracy"),
+                "overlap": table("overlap")}
+
+    @staticmethod
+    def attachments(read: Callable[[str], Iterator[dict]]) -> dict[str, str | bytes]:
+        """The heatmap of each table, transfer.png and overlap.png."""
+        stats = Comparison.statistics(read(DATA))
+        return {f"{image}.png": _heatmap(stats[image], stats["columns"], title)
+                for image, title in IMAGES}
+
+    @classmethod
+    def card_context(cls, manifest: dict) -> dict:
+        """The heatmaps the card shows."""
+        return {"images": [{"name": image, "title": title, "file": f"{image}.png"}
+                           for image, title in IMAGES]}
 
 
 @dataclass
@@ -97,9 +127,12 @@ def compare(paths: Sequence[str | Path], *, out: str | Path = "out",
         human = [own[q]["rag"]["human_gold"] for q in qids]
         rows += _pair(reader, HUMAN, qids, own, {q: {"utility_pids": _gold(own[q])} for q in qids},
                       [None if h is None else h["correct"] for h in human])
-    records, transfer, overlap = _tables(rows, aliases)
-    path = _write(records, transfer, overlap, artifacts, settings[0][0], Path(out))
-    return Compared(aliases, records, transfer, overlap, path)
+    records = _pairs(rows)
+    path = write_artifact(records, out=out, kind=Comparison,
+                          dataset=artifacts[0].manifest["dataset"], llm="+".join(aliases),
+                          manifest=_manifest(artifacts, settings[0][0]))
+    stats = Comparison.statistics(records)
+    return Compared(aliases, records, _frame(stats, "transfer"), _frame(stats, "overlap"), path)
 
 
 def jaccard(a: set, b: set) -> float | None:
@@ -164,98 +197,66 @@ def _pair(reader: str, other: str, qids: list[str], own: dict, theirs: dict,
             for q, c in zip(qids, correct)]
 
 
-def _tables(rows: list[dict], aliases: list[str]):
-    """(pair records, transfer table, overlap table) from the per-query rows, with polars."""
+def _pairs(rows: list[dict]) -> list[dict]:
+    """The pair records (schemas/compare.schema.json) of the per-query rows, with polars."""
     import polars as pl
 
     frame = pl.DataFrame(rows, schema={"reader": pl.String, "passages_of": pl.String,
                                        "qid": pl.String, "correct": pl.Boolean,
                                        "jaccard": pl.Float64})
-    pairs = frame.group_by("reader", "passages_of", maintain_order=True).agg(
+    return frame.group_by("reader", "passages_of", maintain_order=True).agg(
         accuracy=pl.col("correct").mean(),
         queries=pl.col("correct").count(),
         overlap=pl.col("jaccard").mean(),
         overlap_queries=pl.col("jaccard").count(),
-    )
-    columns = [*aliases, HUMAN]
-
-    def table(values: str):
-        wide = pairs.pivot(on="passages_of", index="reader", values=values)
-        return wide.select("reader", *columns)
-
-    return pairs.to_dicts(), table("accuracy"), table("overlap")
+    ).to_dicts()
 
 
-def _write(records: list[dict], transfer: pl.DataFrame, overlap: pl.DataFrame, artifacts: list,
-           kind: str, out: Path) -> Path:
-    """The comparison's version folder, written hidden and renamed into place when whole."""
+def _frame(stats: dict, table: str) -> pl.DataFrame:
+    """A table of the comparison's statistics as a reader x columns frame."""
+    import polars as pl
+
+    return pl.DataFrame(stats[table], schema={"reader": pl.String,
+                                              **{c: pl.Float64 for c in stats["columns"]}})
+
+
+def _manifest(artifacts: list, kind: str) -> dict:
+    """The comparison's manifest keys: the LLMs compared, and what their artifacts share."""
     first = artifacts[0].manifest
-    aliases = [a.manifest["llm"] for a in artifacts]
-    dataset, llm = first["dataset"], "+".join(aliases)
-    parent = out / ARTIFACT / dataset / llm
-    version = str(1 + max((int(m[1]) for p in parent.glob("v*")
-                           if (m := re.fullmatch(r"v(\d+)", p.name))), default=0))
-    stats = {"llms": aliases, "columns": [*aliases, HUMAN], "transfer": transfer.to_dicts(),
-             "overlap": overlap.to_dicts()}
-    staging = parent / f".v{version}.{uuid.uuid4().hex}.partial"
-    staging.mkdir(parents=True)
-    try:
-        name = data_file(0)
-        for i, record in enumerate(records, 1):  # the schema is the format's one source
-            check(record, ARTIFACT, path=name, line=i)
-        with jsonlines.open(staging / name, "w") as writer:
-            writer.write_all(records)
-        images = [_heatmap(table, title, staging / f"{image}.png")
-                  for (image, title), table in zip(IMAGES, (transfer, overlap))]
-        manifest = build_manifest({
-            "model_id": " + ".join(a.manifest["model_id"] for a in artifacts),
-            "model_revision": None,
-            "source_dataset": first["source_dataset"],
-            "source_revision": first["source_revision"],
-            "license": first.get("license"),
-            "prompt_templates": TEMPLATES_BY_KIND[kind],
-            "sampling": {a.manifest["llm"]: a.manifest["sampling"]["answer"] for a in artifacts},
-            "seed": None,
-            "pool": first.get("pool"),
-            "k": first.get("k"),
-            "compared": [{"llm": a.manifest["llm"], "version": a.manifest["version"],
-                          "model_id": a.manifest["model_id"],
-                          "model_revision": a.manifest["model_revision"],
-                          "accuracy_utilitarian": a.manifest["stats"]["accuracy_utilitarian"]}
-                         for a in artifacts],
-            "images": images,
-        }, artifact=ARTIFACT, dataset=dataset, llm=llm, version=version, records=len(records),
-            files={f: file_sha256(staging / f) for f in (name, *images)}, stats=stats)
-        (staging / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
-                                        encoding="utf-8")
-        context = {"images": [{"name": image, "title": title, "file": f"{image}.png"}
-                              for image, title in IMAGES]}
-        (staging / CARD).write_text(render_card(manifest, METADATA, context), encoding="utf-8")
-        target = parent / f"v{version}"
-        if target.exists():
-            raise ArtifactError("this version exists already", path=str(target))
-        os.rename(staging, target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return target
+    return {
+        "model_id": " + ".join(a.manifest["model_id"] for a in artifacts),
+        "model_revision": None,
+        "source_dataset": first["source_dataset"],
+        "source_revision": first["source_revision"],
+        "license": first.get("license"),
+        "prompt_templates": TEMPLATES_BY_KIND[kind],
+        "sampling": {a.manifest["llm"]: a.manifest["sampling"]["answer"] for a in artifacts},
+        "seed": None,
+        "pool": first.get("pool"),
+        "k": first.get("k"),
+        "compared": [{"llm": a.manifest["llm"], "version": a.manifest["version"],
+                      "model_id": a.manifest["model_id"],
+                      "model_revision": a.manifest["model_revision"],
+                      "accuracy_utilitarian": a.manifest["stats"]["accuracy_utilitarian"]}
+                     for a in artifacts],
+        "images": [f"{image}.png" for image, _ in IMAGES],
+    }
 
 
-def _heatmap(table: pl.DataFrame, title: str, path: Path) -> str:
-    """Draw a reader x columns table of shares as a heatmap PNG; its file name."""
+def _heatmap(rows: list[dict], columns: list[str], title: str) -> bytes:
+    """A reader x columns table of shares drawn as a heatmap: the PNG file's bytes."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only, no display
     import matplotlib.pyplot as plt
     import numpy as np
 
-    columns = table.columns[1:]
-    values = np.array([[np.nan if v is None else v for v in row[1:]] for row in table.rows()],
+    values = np.array([[np.nan if row[c] is None else row[c] for c in columns] for row in rows],
                       dtype=float)
     figure, axes = plt.subplots(figsize=(1.6 + 1.3 * len(columns), 1.2 + 0.8 * len(values)))
     image = axes.imshow(values, vmin=0, vmax=1, cmap="viridis")
     axes.set_xticks(range(len(columns)), columns, rotation=30, ha="right")
-    axes.set_yticks(range(len(values)), table["reader"].to_list())
+    axes.set_yticks(range(len(values)), [row["reader"] for row in rows])
     for (i, j), v in np.ndenumerate(values):
         axes.text(j, i, "n/a" if np.isnan(v) else f"{100 * v:.1f}", ha="center", va="center",
                   color="white" if np.isnan(v) or v < 0.6 else "black")
@@ -264,6 +265,7 @@ def _heatmap(table: pl.DataFrame, title: str, path: Path) -> str:
     axes.set_title(title, fontsize=9)
     figure.colorbar(image, ax=axes)
     figure.tight_layout()
-    figure.savefig(path, dpi=120, metadata={"Software": None})
+    png = io.BytesIO()
+    figure.savefig(png, format="png", dpi=120, metadata={"Software": None})
     plt.close(figure)
-    return path.name
+    return png.getvalue()

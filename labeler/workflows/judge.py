@@ -16,7 +16,8 @@ from pathlib import Path
 from labeler import __version__
 from labeler.artifacts.manifest import hashed_templates
 from labeler.errors import InputError
-from labeler.judge_methods import JudgeConfig, JudgeTask
+from labeler.judge_methods import Judge, JudgeConfig
+from labeler.llm.calls import Calls
 from labeler.llm.config import LLMConfig
 from labeler.llm.models import check_access, resolve_model
 from labeler.paths import atomic_file
@@ -61,13 +62,13 @@ def judge(config: JudgeConfig, llm: LLMConfig | None, *, out: str | Path,
     if out.suffix != ".jsonl":
         raise InputError("the submission is JSONL: name a .jsonl file", str(out),
                          field_name="out")
-    task = JudgeTask(config)
-    if llm is None and task.templates():
+    method = Judge(config)
+    if llm is None and method.templates():
         raise InputError(f"{config.method} asks an LLM: name one", field_name="llm")
     if llm is not None:
         check_access(resolve_model(llm.name))  # an unknown or gated one fails before the data
     source = config_source(config)
-    templates = task.templates(source.kind)  # the judge prompts are for questions
+    templates = method.templates(source.kind)  # the judge prompts are for questions
     check_pools(source, pool=config.pool, k=config.k, run=config.run, encoder=config.encoder,
                 index=config.index)
     model = None if llm is None or not templates else llm.load(cache_dir)
@@ -75,19 +76,19 @@ def judge(config: JudgeConfig, llm: LLMConfig | None, *, out: str | Path,
     records = []
     for shard in track(make_shards(source.queries, pools, shard_size, kind=source.kind),
                        f"{config.method} judgments"):
-        records += task.run(model, shard)
-    for i, record in enumerate(records, 1):  # the task's bug, not the user's: still one line
-        check(record, f"submission-{task.kind}", path=str(out), line=i)
-    stats = task.statistics(records)
+        records += method.submit(None if model is None else Calls(model), shard)
+    for i, record in enumerate(records, 1):  # the method's bug, not the user's: still one line
+        check(record, f"submission-{method.kind}", path=str(out), line=i)
+    stats = method.statistics(records)
     manifest = {
         "tool_version": __version__,
-        "kind": task.kind,
+        "kind": method.kind,
         "method": config.method,
-        "with_answer": task.asks_answer,
+        "with_answer": method.asks_answer,
         "llm": None if model is None else {**llm.describe(), "alias": model.alias,
                                            "revision": model.revision},
         "prompt_templates": hashed_templates(templates),
-        "sampling": {name: s.key() for name, s in task.decoding.items()},
+        "sampling": {name: s.key() for name, s in method.decoding.items()},
         **published_source(source),
         **pools.describe(),
         "config": published_config(config),
@@ -98,4 +99,4 @@ def judge(config: JudgeConfig, llm: LLMConfig | None, *, out: str | Path,
             f.write(json.dumps(record, ensure_ascii=False) + "\n")
     with atomic_file(manifest_path(out)) as f:
         f.write(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
-    return Judged(task.kind, out, manifest_path(out), stats)
+    return Judged(method.kind, out, manifest_path(out), stats)

@@ -61,7 +61,7 @@ class Labeller:
             task = self.job.make_task()
             self._loaded = task, self.job.load_model(), self.job.load_extra_models(task)
         task, model, models = self._loaded
-        return shard.index, task.run(model, shard, models)
+        return shard.index, task.label(task.calls(model, models), shard)
 
 
 def label_shards(executor: Executor, job: Job, shards: Sequence[Shard]

@@ -38,9 +38,10 @@ def manifest() -> dict:
 def write(tmp_path, manifest):
     """write_artifact into tmp_path/out for nq-sample × smollm2-135m; keywords override."""
     from labeler.artifacts import write_artifact
+    from labeler.tasks.utility import UtilityTask
 
     def _write(records, **overrides):
-        kwargs = {"out": tmp_path / "out", "artifact": "utility", "dataset": "nq-sample",
+        kwargs = {"out": tmp_path / "out", "kind": UtilityTask, "dataset": "nq-sample",
                   "llm": "smollm2-135m", "manifest": manifest}
         return write_artifact(records, **{**kwargs, **overrides})
 

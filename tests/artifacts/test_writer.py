@@ -11,8 +11,10 @@ import pytest
 from huggingface_hub import DatasetCard
 
 from labeler import __version__
-from labeler.artifacts import artifact_dir, load_artifact
+from labeler.artifacts import load_artifact
+from labeler.artifacts.kinds import load_kind
 from labeler.errors import ArtifactError, InputError, UnknownNameError
+from labeler.tasks.utility import UtilityTask
 
 
 def _tree(root):
@@ -148,7 +150,7 @@ def test_names_that_cannot_be_folders_or_unknown_artifacts_are_refused(write, tm
         "field 'llm': 'meta-llama/Llama-3.1-8B-Instruct' cannot be a folder name")
 
     with pytest.raises(UnknownNameError, match="unknown artifact 'utilty'. Did you mean 'utility'"):
-        artifact_dir(tmp_path, artifact="utilty", dataset="nq", llm="x")
+        load_kind("utilty")
 
 
 def test_non_json_numbers_are_refused(write, records, tmp_path):
@@ -180,7 +182,7 @@ def test_shards_resume_and_load_in_file_name_order(records, manifest, tmp_path):
 
     from labeler.artifacts.writer import VersionWriter
 
-    names = {"artifact": "utility", "dataset": "nq-sample", "llm": "smollm2-135m"}
+    names = {"kind": UtilityTask, "dataset": "nq-sample", "llm": "smollm2-135m"}
     build_id = "0123456789abcdef0123456789abcdef"
     first = VersionWriter(tmp_path / "out", **names, build_id=build_id)
     assert first.write_shard(0, records[:2]) == 2

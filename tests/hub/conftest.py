@@ -76,6 +76,7 @@ def records() -> list[dict]:
 def write(tmp_path, records):
     """write_artifact into tmp_path/out as a utility build of nq-sample × smollm2-135m would."""
     from labeler.artifacts import write_artifact
+    from labeler.tasks.utility import UtilityTask
 
     def _write(
         dataset: str = "nq-sample", n: int | None = None, version: str | None = None,
@@ -96,7 +97,7 @@ def write(tmp_path, records):
         return write_artifact(
             chosen,
             out=tmp_path / "out",
-            artifact="utility",
+            kind=UtilityTask,
             dataset=dataset,
             llm="smollm2-135m",
             version=version,

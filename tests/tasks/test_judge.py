@@ -17,11 +17,12 @@ from scripted import ScriptedBackend
 from labeler.errors import InputError, UnknownNameError
 from labeler.judge_methods import (
     POINTWISE,
+    Judge,
     JudgeConfig,
-    JudgeTask,
     named_passages,
     says_yes,
 )
+from labeler.llm.calls import Calls
 from labeler.sources.passage import Passage
 from labeler.tasks.base import Shard, make_shards
 from labeler.tasks.utility import passage_prompt
@@ -51,7 +52,8 @@ def _shard(run2: Path, **options) -> Shard:
 
 
 def _judge(llm: ScriptedBackend | None, run2: Path, **options) -> list[dict]:
-    return JudgeTask(_config(run2, **options)).run(llm, _shard(run2, **options))
+    return Judge(_config(run2, **options)).submit(None if llm is None else Calls(llm),
+                                                 _shard(run2, **options))
 
 
 def _passages(run2: Path, query: int) -> list[Passage]:
@@ -144,7 +146,7 @@ def test_lvs_with_nothing_parseable_selects_nothing(run2):
     records = _judge(llm, run2, method="lvs")
 
     assert [r["selected"] for r in records] == [[], []]
-    stats = JudgeTask.statistics(records)
+    stats = Judge.statistics(records)
     assert stats["unparsed"] == 2 and stats["empty_selections"] == 2
     assert stats["mean_selected"] == 0
 
@@ -189,12 +191,12 @@ def test_retrieval_is_the_pools_order_and_asks_nothing(run2):
 
 
 def test_the_manifest_templates_are_the_methods_own():
-    lvr = JudgeTask(JudgeConfig(dataset="nq-sample", method="lvr", with_answer=True))
+    lvr = Judge(JudgeConfig(dataset="nq-sample", method="lvr", with_answer=True))
     assert set(lvr.templates()) == {"intro", "ready", "passage", "received", "question",
                                     "pseudo_answer"}
     assert "passages' utility" in lvr.templates()["intro"]  # the paper's, with an answer
-    assert JudgeTask(JudgeConfig(dataset="nq-sample", method="retrieval")).templates() == {}
-    assert set(JudgeTask(JudgeConfig(dataset="nq-sample")).manifest()["sampling"]) == {
+    assert Judge(JudgeConfig(dataset="nq-sample", method="retrieval")).templates() == {}
+    assert set(Judge(JudgeConfig(dataset="nq-sample")).decoding) == {
         "judgment"}
 
 

@@ -116,7 +116,6 @@ def test_rubric_build_on_cisi_sample(loads, tmp_path):
 
 
 def test_label_retries_scores_and_fuses_with_a_scripted_llm():
-    from labeler.llm.calls import Calls
     from labeler.retrieval import build_pools
     from labeler.sources.registry import load_source
     from labeler.tasks.base import make_shards
@@ -142,7 +141,7 @@ def test_label_retries_scores_and_fuses_with_a_scripted_llm():
         return {c: {"Yes": yes, "No": no}.get(c, 0.05) for c in choices}
 
     task = RubricTask(RubricConfig(dataset="cisi-sample", k=5, rerank_k=3, weight=2.0))
-    records = task.label(Calls(ScriptedBackend(answer=answer, probs=probs)), shard)
+    records = task.label(task.calls(ScriptedBackend(answer=answer, probs=probs)), shard)
     tables = task.derive(records, {})
     first, second = tables["data"]
     assert [q["text"] for q in first["questions"]] == [

@@ -183,7 +183,7 @@ def test_queries_without_answer_or_passages_are_skipped_and_counted():
                               loglik=lambda context, continuation: -1.0,
                               probs=lambda text, choices: {" yes": 0.6, " no": 0.2})
     task = SeerTask(SeerConfig(dataset="nq-sample", samples=4))
-    records = task.run(backend, shard)
+    records = task.label(task.calls(backend), shard)
     assert [r["skipped"] for r in records] == [None, "no gold answer", "no passages"]
     assert records[0]["samples"] == 4 and records[0]["duplicates"] == 3
     scores = records[0]["extractions"][0]["scores"]

@@ -61,7 +61,7 @@ def _answer(text: str) -> str:
 
 def _label(llm: ScriptedBackend, **options) -> list[dict]:
     task = UtilityTask(UtilityConfig(dataset="nq-sample", **options))
-    return task.run(llm, Shard(0, (NOBEL, DEADPOOL), POOLS))
+    return task.label(task.calls(llm), Shard(0, (NOBEL, DEADPOOL), POOLS))
 
 
 @pytest.fixture

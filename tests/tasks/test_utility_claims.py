@@ -93,7 +93,8 @@ def test_verdicts_are_matched_in_the_claim_answers(fever):
         return " SUPPORTS." if "Cretaceous period" in text else "Verification: Refutes"
 
     llm = ScriptedBackend(answer=verdict)
-    records = UtilityTask(UtilityConfig(dataset="fever")).run(llm, _shard(fever))
+    task = UtilityTask(UtilityConfig(dataset="fever"))
+    records = task.label(task.calls(llm), _shard(fever))
     # closed-book REFUTES: right for the two REFUTES claims, wrong for the three SUPPORTS ones
     assert [(r["qid"], r["answers"], r["known"]) for r in records] == [
         ("137334", ["SUPPORTS"], False), ("111897", ["REFUTES"], True),
@@ -113,7 +114,8 @@ def test_smollm_verifies_fever_claims_with_the_claim_prompts(fever, smollm, monk
         return generate(prompts, sampling)
 
     monkeypatch.setattr(smollm, "generate", spy)
-    records = UtilityTask(UtilityConfig(dataset="fever")).run(smollm, _shard(fever))
+    task = UtilityTask(UtilityConfig(dataset="fever"))
+    records = task.label(task.calls(smollm), _shard(fever))
     assert sent and all("Verification:" in p[-1].content and "Claim: " in p[-1].content
                         for p in sent)
     outputs = [r["closed_book_answer"] for r in records] + [
