@@ -34,7 +34,7 @@ from labeler.retrieval.pools import check_pools
 from labeler.sources import answer_extraction
 from labeler.sources.types import Source
 from labeler.tasks import load_task
-from labeler.tasks.base import Task, TaskConfig, make_shards
+from labeler.tasks.base import Shard, Task, TaskConfig, make_shards
 from labeler.workflows.labelling import Job, label_shards
 from labeler.workflows.steps import (
     DEFAULT_SHARD_SIZE,
@@ -83,6 +83,23 @@ def build(
         extractor = extractor_config.load(cache_dir)
         task_manifest = answer_extraction.add_to_manifest(
             task_manifest, extractor_config.describe(), extractor.revision)
+    writers = _writers(task, source, config, loaded, task_manifest, out=out, version=version,
+                       shard_size=shard_size)
+    if extractor is not None:  # after the cheap checks, before retrieval and labelling
+        source.queries = answer_extraction.extract_answers(Calls(extractor), source.queries)
+    # retrieval comes after the cheap checks: a mistyped --llm fails before minutes of encoding
+    pools = config_pools(source, config, cache_dir, executor)
+    shards = make_shards(source.queries, pools, shard_size, kind=source.kind)
+    return [_write_version(task, writer, {**manifest, **pools.describe()},
+                           Job(artifact, config, llm, cache), shards, executor)
+            for llm, writer, manifest in writers]
+
+
+def _writers(task: Task, source: Source, config: TaskConfig,
+             loaded: dict[str, tuple[LLMConfig, ModelIdentity]], task_manifest: dict, *,
+             out: str | Path, version: str | None, shard_size: int
+             ) -> list[tuple[LLMConfig, VersionWriter, dict]]:
+    """A writer per LLM with its version's manifest so far; a version that exists fails now."""
     folder = dataset_folder(source.name)
     base = {
         **published_source(source),
@@ -91,44 +108,41 @@ def build(
         "shard_size": shard_size,
     }
     writers = []
-    for alias, (llm, model) in loaded.items():  # a version that exists fails now
+    for alias, (llm, model) in loaded.items():
         manifest = {"model_id": llm.describe()["model"], "model_revision": model.revision,
                     **base, "llm_config": llm.describe(),
                     "llm_runtime": {k: model.key[k] for k in ("backend", "dtype", "device")}}
         writer = VersionWriter(out, kind=type(task), dataset=folder, llm=alias,
                                version=version, build_id=_build_id(manifest, model.key))
-        check_caller_manifest(manifest, artifact=artifact, dataset=folder, llm=alias,
+        check_caller_manifest(manifest, artifact=task.name, dataset=folder, llm=alias,
                               version=writer.version)
         for stale, why in writer.abandoned():
             info(f"{stale}: {why}")
         writers.append((llm, writer, manifest))
-    if extractor is not None:  # after the cheap checks, before retrieval and labelling
-        source.queries = answer_extraction.extract_answers(Calls(extractor), source.queries)
-    # retrieval comes after the cheap checks: a mistyped --llm fails before minutes of encoding
-    pools = config_pools(source, config, cache_dir, executor)
-    shards = make_shards(source.queries, pools, shard_size, kind=source.kind)
-    built = []
-    for llm, writer, manifest in writers:
-        done = writer.labelled() if task.settles else writer.completed()
-        if done:
-            info(f"{writer.llm}: resuming {writer.staging.name}, {len(done)} of {len(shards)} "
-                 f"shards already {'labelled' if task.settles else 'written'}")
-        job = Job(artifact, config, llm, cache)
-        for shard, records in label_shards(executor, job,
-                                           [s for s in shards if s.index not in done]):
-            if task.settles:
-                writer.stage(shard.index, records)
-            else:
-                writer.write_shard(shard.index, task.derive(records, {}))
-        settled = {}
-        if task.settles:  # the tables need what only the whole build decides
-            settled = {"settled": task.settle(writer.staged())}
-            for index in track(sorted(writer.labelled()), f"{artifact} tables for {writer.llm}"):
-                writer.write_shard(index, task.derive(list(writer.staged(index)),
-                                                      settled["settled"]))
-        path = writer.finish({**manifest, **pools.describe(), **settled})
-        built.append(Built(writer.llm, path, read_manifest(path)["stats"]))
-    return built
+    return writers
+
+
+def _write_version(task: Task, writer: VersionWriter, manifest: dict, job: Job,
+                   shards: list[Shard], executor: Executor) -> Built:
+    """Label the shards `writer` has not written with `job` and finish its version; a task
+    that settles stages every shard's records first and derives its tables from all."""
+    done = writer.labelled() if task.settles else writer.completed()
+    if done:
+        info(f"{writer.llm}: resuming {writer.staging.name}, {len(done)} of {len(shards)} "
+             f"shards already {'labelled' if task.settles else 'written'}")
+    for shard, records in label_shards(executor, job, [s for s in shards if s.index not in done]):
+        if task.settles:
+            writer.stage(shard.index, records)
+        else:
+            writer.write_shard(shard.index, task.derive(records, {}))
+    settled = {}
+    if task.settles:  # the tables need what only the whole build decides
+        settled = {"settled": task.settle(writer.staged())}
+        for index in track(sorted(writer.labelled()), f"{task.name} tables for {writer.llm}"):
+            writer.write_shard(index, task.derive(list(writer.staged(index)),
+                                                  settled["settled"]))
+    path = writer.finish({**manifest, **settled})
+    return Built(writer.llm, path, read_manifest(path)["stats"])
 
 
 def check_build(artifact: str, config: TaskConfig, llms: Sequence[LLMConfig], *,

@@ -103,7 +103,7 @@ def test_an_extractor_for_a_dataset_without_sentence_answers_fails_before_any_mo
 def test_build_extracts_with_smollm_then_labels_and_records_the_prompt(tmp_path, smollm,
                                                                        monkeypatch):
     import labeler.llm
-    import labeler.workflows.build
+    import labeler.workflows.steps
 
     real = labeler.llm.load_backend
 
@@ -113,7 +113,7 @@ def test_build_extracts_with_smollm_then_labels_and_records_the_prompt(tmp_path,
         return CachedBackend(smollm, cache_dir=options.get("cache_dir"))
 
     monkeypatch.setattr(labeler.llm, "load_backend", load)
-    monkeypatch.setattr(labeler.workflows.build, "load_source", lambda *a, **k: _msmarco())
+    monkeypatch.setattr(labeler.workflows.steps, "load_source", lambda *a, **k: _msmarco())
     args = ["build", "--dataset", "msmarco-fqa", "--llm", "smollm2-135m", "--pool", "hgp",
             "--answer-extractor", "smollm2-135m", "--out", str(tmp_path / "out"),
             "--cache-dir", str(tmp_path / "calls")]
