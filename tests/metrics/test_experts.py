@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from scripted import ScriptedBackend
+from support.scripted import ScriptedBackend
 
 from labeler.errors import InputError, PromptTooLongError, UnknownNameError
 from labeler.llm.base import yes_probability

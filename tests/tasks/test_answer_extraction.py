@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from scripted import ScriptedBackend
+from support.scripted import ScriptedBackend
 
 from labeler.cli import cli
 from labeler.errors import InputError
