@@ -28,7 +28,7 @@ from labeler.tasks.base import Shard, make_shards
 from labeler.tasks.utility import passage_prompt
 from labeler.workflows.steps import config_pools, config_source
 
-RUN = Path(__file__).parents[1] / "fixtures" / "nq_sample_minilm_top3.trec"
+RUN = Path(__file__).parent / "fixtures" / "nq_sample_minilm_top3.trec"
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ from labeler.metrics.seer.faithfulness import (
 )
 from labeler.metrics.seer.helpfulness import helpfulness, sigmoid
 
-FIXTURES = Path(__file__).parents[1] / "score" / "fixtures"
+FIXTURES = Path(__file__).parents[2] / "scoring" / "fixtures"
 
 
 def _items():
