@@ -141,7 +141,7 @@ def loads(smollm, monkeypatch):
 @pytest.fixture(scope="session")
 def nq2_build(tmp_path_factory, smollm):
     """SmolLM2's two-query nq-sample utility artifact, built once per session (nq2.py)."""
-    from nq2 import build_nq2
+    from support.nq2 import build_nq2
 
     return build_nq2(tmp_path_factory.mktemp("nq2-build"))
 
@@ -169,9 +169,9 @@ def nq_sample_embeddings(minilm, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def llama_repo(session_cache) -> dict[str, bytes]:
-    """The files of the tiny random-weight Llama 3.1 that tests/hub_models.py serves as
+    """The files of the tiny random-weight Llama 3.1 that tests/support/hub_models.py serves as
     meta-llama/Llama-3.1-8B-Instruct (`seed_llama`); built once per session."""
-    from hub_models import llama_files
+    from support.hub_models import llama_files
 
     return llama_files(session_cache)
 

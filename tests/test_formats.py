@@ -1,7 +1,7 @@
 """labeler.lines and labeler.formats: JSONL lines, runs and qrels, read by every caller alike
 (BOM, CRLF, errors).
 
-Fixtures are real files: CISI qrels (tests/score/fixtures), a MiniLM TREC run over nq-sample,
+Fixtures are real files: CISI qrels (tests/scoring/fixtures), a MiniLM TREC run over nq-sample,
 FlashRAG NQ questions and corpus lines, a utility artifact (tests/fixtures, see README.md).
 """
 
@@ -23,8 +23,8 @@ from labeler.scoring.submissions import read_submission
 from labeler.sources.registry import load_source
 
 TESTS = Path(__file__).parent
-QRELS = TESTS / "score" / "fixtures" / "cisi.qrels"  # 3114 CISI judgments, all label 1
-ARTIFACT_DATA = TESTS / "score" / "fixtures" / "utility-v1" / "data-00000.jsonl"  # 6 utility records
+QRELS = TESTS / "scoring" / "fixtures" / "cisi.qrels"  # 3114 CISI judgments, all label 1
+ARTIFACT_DATA = TESTS / "scoring" / "fixtures" / "utility-v1" / "data-00000.jsonl"  # 6 utility records
 TREC_RUN = TESTS / "fixtures" / "nq_sample_minilm_top3.trec"  # 3 nq-sample queries x top 3
 DATASET = TESTS / "fixtures" / "flashrag_nq_test.jsonl"  # 17 NQ questions, FlashRAG layout
 CORPUS = TESTS / "fixtures" / "flashrag_corpus.jsonl"  # 40 DPR-wiki passages

@@ -20,12 +20,13 @@ from labeler.cli import main
 from labeler.llm.cache import FILE, cache_stats
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
-SCORE_FIXTURES = Path(__file__).parents[1] / "score" / "fixtures"
-QRELS = SCORE_FIXTURES / "cisi.qrels"  # CISI human judgments (see tests/score/fixtures/README.md)
+SCORE_FIXTURES = Path(__file__).parents[1] / "scoring" / "fixtures"
+QRELS = SCORE_FIXTURES / "cisi.qrels"  # CISI human judgments (see tests/scoring/fixtures/README.md)
 REFERENCE = SCORE_FIXTURES / "utility-v1" / "data-00000.jsonl"  # a real utility artifact's data
 DATASET = FIXTURES / "flashrag_nq_test.jsonl"  # 17 NQ questions, FlashRAG layout
 CORPUS = FIXTURES / "flashrag_corpus.jsonl"  # 40 DPR-wiki passages, FlashRAG layout
-RUN = FIXTURES / "nq_sample_minilm_top3.trec"  # MiniLM top-3 over nq-sample (tests/test_build.py)
+# MiniLM top-3 over nq-sample (tests/workflows/test_build.py)
+RUN = FIXTURES / "nq_sample_minilm_top3.trec"
 PAGE = 4096  # a tmpfs page: the unit its size is counted in
 FULL = "No space left on device (free some space or write somewhere else, then run the same " \
        "command again)"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from processes import kill_when
+from support.processes import kill_when
 
 from labeler.artifacts import validate_path
 from labeler.cli import cli

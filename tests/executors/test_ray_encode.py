@@ -12,7 +12,7 @@ import sys
 
 import numpy as np
 import pytest
-from processes import kill_when
+from support.processes import kill_when
 
 from labeler.retrieval.dense import corpus_index
 from labeler.retrieval.encoding import encode_with

@@ -1,4 +1,5 @@
-"""A running Hub-compatible server (tests/hub_server.py) and real artifact versions to publish.
+"""A running Hub-compatible server (tests/support/hub_server.py) and real artifact versions to
+publish.
 
 The records are the three real utility records of tests/artifacts/fixtures (nq-sample labelled
 by the bundled SmolLM2; provenance in that folder's README.md), written with write_artifact.
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import huggingface_hub.constants
 import pytest
-from hub_server import HubServer
+from support.hub_server import HubServer
 
 #: recognisable, so a test can look for it in every output, log and file
 TOKEN = "hf_LabelerSecretTokenMustNeverLeak42"

@@ -1,7 +1,8 @@
 """The README's headline, `labeler build --dataset nq --llm llama3.1-8b`, as written, in a fresh
-process against the tests' Hub server mirroring every repo it reads (tests/hub_mirror.py) and
-serving a tiny random-weight model as meta-llama/Llama-3.1-8B-Instruct (tests/hub_models.py):
-KILT NQ's dev records, the kilt-w100 corpus cut from KILT's pages, retrieval, labelling."""
+process against the tests' Hub server mirroring every repo it reads
+(tests/support/hub_mirror.py) and serving a tiny random-weight model as
+meta-llama/Llama-3.1-8B-Instruct (tests/support/hub_models.py): KILT NQ's dev records, the
+kilt-w100 corpus cut from KILT's pages, retrieval, labelling."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import os
 import subprocess
 import sys
 
-from hub_mirror import mirror_env
-from hub_models import LLAMA, seed_llama
+from support.hub_mirror import mirror_env
+from support.hub_models import LLAMA, seed_llama
 
 from labeler.sources.hub_files import HUB_FILES
 

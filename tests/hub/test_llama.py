@@ -1,5 +1,5 @@
 """`--llm llama3.1-8b` against the tests' Hub server serving a tiny random-weight model in the
-real repo's layout (tests/hub_models.py): resolved, downloaded and loaded through the real
+real repo's layout (tests/support/hub_models.py): resolved, downloaded and loaded through the real
 huggingface_hub and transformers code in a fresh process; and a build that cannot pool
 fails before any of the model's files is asked for."""
 
@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hub_models import LLAMA, SHARDS, seed_llama
+from support.hub_models import LLAMA, SHARDS, seed_llama
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 GENERATE = (

@@ -1,5 +1,6 @@
 """Server messages in `push` and `pull` errors: one line, every token in them redacted, even when
-the server echoes the request's Authorization header (tests/hub_server.py's "echo" fault)."""
+the server echoes the request's Authorization header (tests/support/hub_server.py's "echo"
+fault)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from nq2 import TOP3_RUN
+from support.nq2 import TOP3_RUN
 
 from labeler.cli import cli
 

@@ -5,12 +5,12 @@ probabilities as whole prompts; the cache never splits a group across batches.""
 from __future__ import annotations
 
 import pytest
+from support.scripted import ScriptedBackend
 
 from labeler.llm import ChoiceRequest, Message, chat
 from labeler.llm.batching import Collator, chat_prefix
 from labeler.llm.cache import CachedBackend
 from labeler.sources.registry import load_source
-from tests.scripted import ScriptedBackend
 
 # Yes/no questions of the kind the rubric task asks, on CISI's information-science documents.
 QUESTIONS = (

@@ -12,7 +12,7 @@ import pytrec_eval
 from labeler.errors import InputError
 from labeler.metrics.ranking import rank_metrics
 
-CISI_QRELS = Path(__file__).parents[1] / "score" / "fixtures" / "cisi.qrels"
+CISI_QRELS = Path(__file__).parents[1] / "scoring" / "fixtures" / "cisi.qrels"
 
 
 def _cisi() -> dict[str, dict[str, int]]:

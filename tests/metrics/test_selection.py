@@ -9,7 +9,7 @@ import pytest
 
 from labeler.metrics.selection import selection_metrics
 
-# CISI query 1's first relevant documents (tests/score/fixtures/cisi.qrels) as a gold set.
+# CISI query 1's first relevant documents (tests/scoring/fixtures/cisi.qrels) as a gold set.
 GOLD = {
     "1": ["28", "35", "38", "42"],  # 4 gold documents
     "2": ["29", "68"],  # 2 gold documents

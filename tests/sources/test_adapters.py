@@ -1,4 +1,4 @@
-"""Each Hub adapter on real fixture records, read from the Hub mirror (tests/hub_mirror.py)
+"""Each Hub adapter on real fixture records, read from the Hub mirror (tests/support/hub_mirror.py)
 through the tests' Hub server: the production path, nothing patched."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import datasets
 import pytest
-from hub_mirror import mirror_env
-from hub_server import HubServer
+from support.hub_mirror import mirror_env
+from support.hub_server import HubServer
 
 from labeler.errors import InputError
 from labeler.sources import kilt, msmarco
@@ -20,7 +20,8 @@ FIXTURES = Path(__file__).parent.parent / "fixtures"
 
 @pytest.fixture
 def hub_from_fixtures(tmp_path, monkeypatch):
-    """This process reading the Hub mirror (tests/hub_mirror.py) through the tests' server."""
+    """This process reading the Hub mirror (tests/support/hub_mirror.py) through the tests'
+    server."""
     from huggingface_hub import constants
 
     with HubServer() as hub:

@@ -1,13 +1,13 @@
 """`fetch_url`, how KILT's knowledge source (a file outside the Hub) is downloaded: once into
 the cache, and a cut download resumes where it stopped, by an HTTP range request to the tests'
-server serving the mirror's KILT pages (tests/hub_mirror.py)."""
+server serving the mirror's KILT pages (tests/support/hub_mirror.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from hub_mirror import FIXTURES, KILT_SOURCE_PATH
-from hub_server import HubServer
+from support.hub_mirror import FIXTURES, KILT_SOURCE_PATH
+from support.hub_server import HubServer
 
 from labeler.sources.hubload import fetch_url
 

@@ -1,5 +1,5 @@
 """Every named dataset and corpus through its real loading code and `datasets`, against the
-tests' Hub server mirroring the real repos (tests/hub_mirror.py): real ids, file paths,
+tests' Hub server mirroring the real repos (tests/support/hub_mirror.py): real ids, file paths,
 formats, pinned commits and loading scripts; nothing patched. Each process starts fresh, with
 HF_ENDPOINT at the mirror and empty caches, as a new user's would."""
 
@@ -11,8 +11,8 @@ import subprocess
 import sys
 
 import pytest
-from hub_mirror import CONTENT, KILT_SOURCE_COMMIT, mirror_env
-from hub_server import HubServer
+from support.hub_mirror import CONTENT, KILT_SOURCE_COMMIT, mirror_env
+from support.hub_server import HubServer
 
 from labeler.sources.hub_files import HUB_FILES, KILT_SOURCE_REPO
 from labeler.sources.registry import CORPORA, SOURCES

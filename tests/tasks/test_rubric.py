@@ -116,11 +116,12 @@ def test_rubric_build_on_cisi_sample(loads, tmp_path):
 
 
 def test_label_retries_scores_and_fuses_with_a_scripted_llm():
+    from support.scripted import ScriptedBackend
+
     from labeler.retrieval import build_pools
     from labeler.sources.registry import load_source
     from labeler.tasks.base import make_shards
     from labeler.tasks.rubric import RubricTask
-    from tests.scripted import ScriptedBackend
 
     source = load_source("cisi-sample", limit=2)
     pools = build_pools(source, pool="rp", k=5, encoder="bm25")

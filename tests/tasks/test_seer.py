@@ -167,10 +167,11 @@ def test_seer_build_on_two_nq_sample_queries(tmp_path, loads, nq_sample_embeddin
 def test_queries_without_answer_or_passages_are_skipped_and_counted():
     """Scripted generator (unit test of the bookkeeping): every sample alike, so three of the
     four are duplicates; the two skipped queries make no LLM request."""
+    from support.scripted import ScriptedBackend
+
     from labeler.retrieval import Candidate
     from labeler.sources.registry import load_source
     from labeler.tasks.base import Shard
-    from tests.scripted import ScriptedBackend
 
     source = load_source("nq-sample", limit=3)
     q1, q2, q3 = source.queries

@@ -9,7 +9,7 @@ records 1 and 2; CC BY-SA 3.0) and one DPR-wiki passage as a distractor from
 from __future__ import annotations
 
 import pytest
-from scripted import ScriptedBackend
+from support.scripted import ScriptedBackend
 
 from labeler.retrieval import Candidate
 from labeler.sources.passage import Passage

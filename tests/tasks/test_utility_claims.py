@@ -12,7 +12,7 @@ from pathlib import Path
 
 import datasets
 import pytest
-from scripted import ScriptedBackend
+from support.scripted import ScriptedBackend
 
 from labeler.errors import InputError
 from labeler.retrieval import Candidate

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scripted import ScriptedBackend
+from support.scripted import ScriptedBackend
 
 from labeler.errors import ModelLoadError
 from labeler.llm.calls import Calls

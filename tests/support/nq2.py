@@ -1,8 +1,8 @@
 """One small real build that several test modules read: SmolLM2's utility artifact of two
 nq-sample queries over their real top 3 (MiniLM over nq-sample's corpus, from
-fixtures/nq_sample_minilm_top3.trec, which saves re-encoding the corpus), answers capped at
-32 new tokens. The `nq2_build` fixture (conftest.py) builds it once per session; each module
-copies it, so none sees what another asked or wrote."""
+tests/fixtures/nq_sample_minilm_top3.trec, which saves re-encoding the corpus), answers capped
+at 32 new tokens. The `nq2_build` fixture (tests/conftest.py) builds it once per session; each
+module copies it, so none sees what another asked or wrote."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from labeler.cli import cli
 
-TOP3_RUN = Path(__file__).parent / "fixtures" / "nq_sample_minilm_top3.trec"
+TOP3_RUN = Path(__file__).parents[1] / "fixtures" / "nq_sample_minilm_top3.trec"
 #: the options of the build
 NQ2_OPTIONS = ("--dataset", "nq-sample", "--limit", "2", "--k", "3", "--max-new-tokens", "32")
 

@@ -1,9 +1,9 @@
 """`--answer-extractor`: entity answers from MS MARCO's sentence answers, before labelling.
 
 Queries are real MS MARCO v1.1 dev QA records with sentence answers and their selected
-passages (fixtures/msmarco_qa_sentences*.jsonl, from ../shared/data/msmarco_qa; see
-fixtures/README.md). Parsing and batching run on the scripted backend; one build runs the real
-SmolLM2 as both extractor and labeller.
+passages (tests/fixtures/msmarco_qa_sentences*.jsonl, from ../shared/data/msmarco_qa; see
+tests/fixtures/README.md). Parsing and batching run on the scripted backend; one build runs the
+real SmolLM2 as both extractor and labeller.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from scripted import ScriptedBackend
+from support.scripted import ScriptedBackend
 
 from labeler.cli import cli
 from labeler.errors import InputError

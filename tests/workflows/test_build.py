@@ -1,6 +1,6 @@
 """`labeler build` end to end with the real bundled SmolLM2, and its failures before any LLM work.
 
-The pools come from fixtures/nq_sample_minilm_top3.trec: the output of
+The pools come from tests/fixtures/nq_sample_minilm_top3.trec: the output of
 `labeler retrieve --dataset nq-sample --limit 3 --k 3 --encoder minilm` (dense retrieval with the
 bundled all-MiniLM-L6-v2 over nq-sample's 4,349-passage corpus), so the test skips re-encoding
 the corpus (minutes on 2 CPU cores) and still labels real retrieved passages.
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from processes import kill_when
+from support.processes import kill_when
 
 from labeler.artifacts import load_artifact, validate_path
 from labeler.cli import cli
@@ -29,7 +29,7 @@ from labeler.sources.passage import Passage
 from labeler.sources.registry import load_source
 from labeler.tasks import utility
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 RUN = FIXTURES / "nq_sample_minilm_top3.trec"
 NQ_JSONL = FIXTURES / "flashrag_nq_test.jsonl"
 

@@ -18,15 +18,15 @@ from pathlib import Path
 
 import pyarrow.json
 import pyarrow.parquet as pq
-from hub_server import HubServer
 
 from labeler.sources.hub_files import (
     HUB_FILES,
     KILT_SOURCE_REPO,
     KILT_SOURCE_SCRIPT,
 )
+from support.hub_server import HubServer
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 #: facebook/kilt_wikipedia's main branch: only its loading script and card
 KILT_SOURCE_COMMIT = "368d91fb8e1ed16ee210a1ec800d659a8e7b0ae3"
 KILT_SOURCE_PATH = "KILT/kilt_knowledgesource.json"  # served as dl.fbaipublicfiles.com has it

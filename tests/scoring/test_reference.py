@@ -1,4 +1,4 @@
-"""Scoring against a real utility artifact (tests/score/fixtures/utility-v1, see README.md)."""
+"""Scoring against a real utility artifact (tests/scoring/fixtures/utility-v1, see README.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """`labeler compare` over two utility artifacts of nq-sample: the bundled SmolLM2 (built end
 to end) and the scripted backend as a second LLM, then `labeler push` of the comparison to the
-local Hub server (tests/hub_server.py).
+local Hub server (tests/support/hub_server.py).
 
 Two queries, the real top-3 of tests/fixtures/nq_sample_minilm_top3.trec (MiniLM over
 nq-sample's corpus), answers capped at 32 new tokens, one module-wide call cache. The scripted
@@ -14,8 +14,8 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 from hub.conftest import TOKEN, hub  # noqa: F401  (the local Hub server fixture)
-from nq2 import copy_nq2_build
-from scripted import ScriptedBackend
+from support.nq2 import copy_nq2_build
+from support.scripted import ScriptedBackend
 
 from labeler.artifacts import load_artifact, validate_path, write_artifact
 from labeler.cli import cli

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from scripted import ScriptedBackend
+from support.scripted import ScriptedBackend
 
 from labeler.errors import InputError, UnknownNameError
 from labeler.judge_methods import (
@@ -28,7 +28,7 @@ from labeler.tasks.base import Shard, make_shards
 from labeler.tasks.utility import passage_prompt
 from labeler.workflows.steps import config_pools, config_source
 
-RUN = Path(__file__).parents[1] / "fixtures" / "nq_sample_minilm_top3.trec"
+RUN = Path(__file__).parent / "fixtures" / "nq_sample_minilm_top3.trec"
 
 
 @pytest.fixture(scope="module")

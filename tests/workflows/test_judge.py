@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from nq2 import NQ2_OPTIONS, copy_nq2_build
+from support.nq2 import NQ2_OPTIONS, copy_nq2_build
 
 from labeler.artifacts import load_artifact
 from labeler.cli import cli

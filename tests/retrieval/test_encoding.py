@@ -1,6 +1,7 @@
 """Corpus encoding on an executor as retrieval reaches it: `labeler retrieve` has the executor
 it names encode the corpus, which asks it only for the shards not on disk. The real bundled
-MiniLM over the 40-passage FlashRAG fixture; Ray itself is in test_ray_encode.py."""
+MiniLM over the 40-passage FlashRAG fixture; Ray itself is in
+tests/executors/test_ray_encode.py."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from scripted import ScriptedBackend
+from support.scripted import ScriptedBackend
 
 from labeler.errors import InputError, PromptTooLongError, UnknownNameError
 from labeler.llm.base import yes_probability
@@ -24,7 +24,7 @@ from labeler.metrics.seer.faithfulness import (
 )
 from labeler.metrics.seer.helpfulness import helpfulness, sigmoid
 
-FIXTURES = Path(__file__).parents[1] / "score" / "fixtures"
+FIXTURES = Path(__file__).parents[2] / "scoring" / "fixtures"
 
 
 def _items():
