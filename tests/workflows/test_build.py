@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -73,24 +74,7 @@ def test_build_writes_a_valid_artifact_and_a_rerun_comes_from_the_cache(tmp_path
     artifact = load_artifact(folder)  # also checks every sha256 against the manifest
     manifest, records = artifact.manifest, artifact.records
     assert [r["qid"] for r in records] == [f"nq-open-dev-oracle-{i}" for i in range(3)]
-    assert manifest["model_id"].endswith("SmolLM2-135M-Instruct.Q4_1.gguf")
-    assert manifest["source_dataset"] == "nq-sample"
-    assert {name: t["text"] for name, t in manifest["prompt_templates"].items()} == \
-        utility.PROMPT_TEMPLATES
-    assert manifest["sampling"]["answer"]["temperature"] == 0
-    assert manifest["sampling"]["answer"]["max_tokens"] == 32
-    run = {"name": RUN.name, "sha256": file_sha256(RUN)}  # the file, never its local path
-    assert (manifest["pool"], manifest["k"], manifest["run"]) == ("rp", 3, run)
-    assert manifest["config"] == {"dataset": "nq-sample", "corpus": None, "limit": 3, "pool": "rp",
-                                  "k": 3, "run": run, "encoder": None, "index": None,
-                                  "answer_extractor": None, "qrels": None,
-                                  "with_likelihood": True, "max_new_tokens": 32}
-    assert manifest["corpus_passages"] == 4349
-    assert manifest["llm_config"] == {"model": "SmolLM2-135M-Instruct.Q4_1.gguf",
-                                      "backend": "hf", "batch_size": None, "device": None,
-                                      "tensor_parallel": 1}
-    assert manifest["license"] == "cc-by-sa-3.0"  # nq-sample's own
-    assert manifest["stats"]["candidates"] == 9
+    _assert_manifest(manifest)
 
     for r in records:
         assert len(r["candidates"]) == 3
@@ -121,7 +105,38 @@ def test_build_writes_a_valid_artifact_and_a_rerun_comes_from_the_cache(tmp_path
     assert stats["capped_answers"] == sum(map(sum, flags))
     assert stats["capped_closed_book"] == sum(r["closed_book_capped"] for r in records)
     assert "answers cut at the new-token cap" in result.output
-    card = (folder / "README.md").read_text()
+    _assert_card((folder / "README.md").read_text(), stats)
+
+    again = _build(tmp_path / "out", *args)
+    assert again.exit_code == 0, again.output
+    assert _computed(calls) == computed  # every answer and likelihood from the cache
+    assert _data(folder.parent / "v2") == _data(folder)
+
+
+def _assert_manifest(manifest: dict) -> None:
+    """The 3-query nq-sample build's manifest: model, source, prompts, pools, configs."""
+    assert manifest["model_id"].endswith("SmolLM2-135M-Instruct.Q4_1.gguf")
+    assert manifest["source_dataset"] == "nq-sample"
+    assert {name: t["text"] for name, t in manifest["prompt_templates"].items()} == \
+        utility.PROMPT_TEMPLATES
+    assert manifest["sampling"]["answer"]["temperature"] == 0
+    assert manifest["sampling"]["answer"]["max_tokens"] == 32
+    run = {"name": RUN.name, "sha256": file_sha256(RUN)}  # the file, never its local path
+    assert (manifest["pool"], manifest["k"], manifest["run"]) == ("rp", 3, run)
+    assert manifest["config"] == {"dataset": "nq-sample", "corpus": None, "limit": 3, "pool": "rp",
+                                  "k": 3, "run": run, "encoder": None, "index": None,
+                                  "answer_extractor": None, "qrels": None,
+                                  "with_likelihood": True, "max_new_tokens": 32}
+    assert manifest["corpus_passages"] == 4349
+    assert manifest["llm_config"] == {"model": "SmolLM2-135M-Instruct.Q4_1.gguf",
+                                      "backend": "hf", "batch_size": None, "device": None,
+                                      "tensor_parallel": 1}
+    assert manifest["license"] == "cc-by-sa-3.0"  # nq-sample's own
+    assert manifest["stats"]["candidates"] == 9
+
+
+def _assert_card(card: str, stats: dict) -> None:
+    """The card shows the build's statistics, setting and departures from the paper's."""
     assert "## Statistics of this build" in card
     assert f"| gold utilitarian passages per query (mean) | {stats['mean_utilitarian']:.2f} |" in card
     assert (f"| answers cut at the new-token cap | {stats['capped_answers']} of "
@@ -134,11 +149,6 @@ def test_build_writes_a_valid_artifact_and_a_rerun_comes_from_the_cache(tmp_path
                       f"{file_sha256(RUN)[:12]})`"),
                       "answers are capped at 32 new tokens, the paper's code at 4,096"):
         assert f"- {departure}" in card, departure
-
-    again = _build(tmp_path / "out", *args)
-    assert again.exit_code == 0, again.output
-    assert _computed(calls) == computed  # every answer and likelihood from the cache
-    assert _data(folder.parent / "v2") == _data(folder)
 
 
 def test_the_data_does_not_depend_on_the_shard_size(tmp_path, loads, calls):
@@ -293,10 +303,6 @@ def test_a_build_killed_in_its_third_shard_resumes_to_the_same_data(tmp_path, lo
                                                                     session_cache):
     """SIGKILL while shard 3 of 4 is being labelled (two shards written, one of its calls in
     the cache); the rerun writes only the missing shards and recomputes no finished call."""
-    import sqlite3
-    import subprocess
-    import sys
-
     cache = tmp_path / "calls"
     cache.mkdir()
     (cache / "models").symlink_to(Path(session_cache) / "models")  # the converted SmolLM2
@@ -307,24 +313,13 @@ def test_a_build_killed_in_its_third_shard_resumes_to_the_same_data(tmp_path, lo
     job = [sys.executable, "-m", "labeler", *args]
     llm_dir = out / "utility" / "nq-sample" / "smollm2-135m"
 
-    def cached() -> int:
-        if not (cache / "calls.sqlite").exists():
-            return 0
-        db = sqlite3.connect(cache / "calls.sqlite")
-        try:
-            return db.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
-        except sqlite3.OperationalError:  # not created yet
-            return 0
-        finally:
-            db.close()
-
     at_two = None  # calls cached once two shards were written
 
     def third_shard_asked() -> bool:
         nonlocal at_two
         if at_two is None and len(list(llm_dir.glob(".v1.*.partial/data-*.jsonl"))) == 2:
-            at_two = cached()
-        return at_two is not None and cached() > at_two  # shard 3 has asked its first call
+            at_two = _cached_calls(cache)
+        return at_two is not None and _cached_calls(cache) > at_two  # shard 3 has asked its first call
 
     killed = kill_when(job, third_shard_asked, "the build")
     [partial] = llm_dir.glob(".v1.*.partial")
@@ -350,6 +345,19 @@ def test_a_build_killed_in_its_third_shard_resumes_to_the_same_data(tmp_path, lo
     assert result.exit_code == 0, result.output
     assert _data(llm_dir / "v1") == _data(whole / "utility" / "nq-sample" / "smollm2-135m" / "v1")
     assert validate_path(llm_dir / "v1") == []
+
+
+def _cached_calls(cache: Path) -> int:
+    """The calls the cache under `cache` holds so far (0 before its table exists)."""
+    if not (cache / "calls.sqlite").exists():
+        return 0
+    db = sqlite3.connect(cache / "calls.sqlite")
+    try:
+        return db.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
+    except sqlite3.OperationalError:  # not created yet
+        return 0
+    finally:
+        db.close()
 
 
 #: imported only to load a model: none may be in sys.modules after a build that fails its checks
@@ -379,36 +387,3 @@ def test_the_headline_offline_with_an_empty_cache_fails_in_one_line_before_any_m
     assert json.loads(report.read_text()) == []
     assert not out.exists()
     assert not list(home.glob("hub/models--*")) and not (cache / "models").exists()
-
-
-def test_a_dry_run_prints_the_plan_loads_no_model_and_writes_nothing(tmp_path, loads):
-    out = tmp_path / "out"
-    args = ["build", "--out", str(out), "--dataset", "nq-sample", "--llm",
-            "nonexistent-org/no-such-model", "--limit", "10", "--k", "5", "--encoder", "minilm",
-            "--dry-run"]
-    result = CliRunner().invoke(cli, args, env={"COLUMNS": "200"})  # rows unwrapped
-
-    assert result.exit_code == 0, result.output
-    assert loads == [] and not out.exists()
-    for row in ("queries", "corpus passages", "embeddings to compute", "upper bound: queries × k",
-                "closed-book", "estimate from characters", "in the call cache"):
-        assert row in result.output, row
-
-
-def test_a_dry_run_itemises_the_seer_and_rubric_calls(tmp_path, loads):
-    def rows(*args: str) -> dict[str, str]:
-        result = CliRunner().invoke(cli, ["build", "--out", str(tmp_path / "out"), "--llm",
-                                          "smollm2-135m", "--limit", "3", *args, "--dry-run"],
-                                    env={"COLUMNS": "200"})
-        assert result.exit_code == 0, result.output
-        cells = [[c.strip() for c in line.split("│")[1:-1]] for line in result.output.splitlines()
-                 if line.startswith("│")]
-        return {c[0]: c[1] for c in cells if len(c) == 3}
-
-    seer = rows("--artifact", "seer", "--dataset", "nq-sample", "--encoder", "minilm")
-    assert seer["LLM calls: evidence extractions"] == "30"  # 3 queries × SEER's 10 samples
-    assert seer["LLM calls: answer likelihoods (helpfulness)"] == "33"
-    rubric = rows("--artifact", "rubric", "--dataset", "cisi-sample")
-    assert rubric["LLM calls: rubric questions"] == "3"
-    assert rubric["LLM calls: P(yes)"] == "600"  # 3 queries × 20 candidates × 10 questions
-    assert loads == [] and not (tmp_path / "out").exists()
