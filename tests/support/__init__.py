@@ -1,6 +1,7 @@
 """Helpers the test modules share (tests/ is on the path: `from support.scripted import ...`).
 
-- hub_server: a Hugging Face Hub-compatible HTTP server with in-memory git-like repos.
+- hub_server: a Hugging Face Hub-compatible HTTP server over hub_repos, its in-memory
+  git-like repos.
 - hub_mirror: every Hub repo the sources read, seeded on that server from tests/fixtures.
 - hub_models: a tiny random-weight Llama served under the real Llama 3.1 id.
 - nq2: one small real SmolLM2 build of two nq-sample queries, built once, copied per module.

@@ -17,7 +17,8 @@ import json
 import tempfile
 from pathlib import Path
 
-from support.hub_server import GITATTRIBUTES, HubServer, blob_oid
+from support.hub_repos import GITATTRIBUTES, blob_oid
+from support.hub_server import HubServer
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 SHARDS = 4  # as the real repo: model-00001-of-00004.safetensors ...

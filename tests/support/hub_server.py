@@ -27,83 +27,24 @@ careless proxy does (`"echo"`); `times=None` keeps failing every later request t
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import re
 import threading
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, unquote, urlsplit
 
-import yaml
-
-GITATTRIBUTES = (
-    b"*.parquet filter=lfs diff=lfs merge=lfs -text\n*.arrow filter=lfs diff=lfs merge=lfs -text\n"
+from support.hub_repos import (
+    BAD_REF,
+    GITATTRIBUTES,
+    Commit,
+    HttpError,
+    Repo,
+    blob_oid,
+    committed,
+    yaml_errors,
 )
-_YAML_BLOCK = re.compile(r"^\s*---[\r\n]+(.*?)[\r\n]+---[\r\n]", re.DOTALL)
-# git check-ref-format, as the Hub applies it to tag names
-_BAD_REF = re.compile(r"(^[-.])|(\.\.)|([\x00-\x20~^:?*\[\\])|(@\{)|(\.lock$)|([./]$)|(//)")
-
-
-def blob_oid(content: bytes) -> str:
-    """The git blob sha1, which the Hub reports as a regular file's oid and ETag."""
-    return hashlib.sha1(b"blob %d\0" % len(content) + content).hexdigest()
-
-
-@dataclass
-class Commit:
-    sha: str
-    parent: str | None
-    title: str
-    date: str
-    files: dict[str, bytes]  # full snapshot: path -> content
-
-
-@dataclass
-class Repo:
-    repo_id: str
-    repo_type: str
-    private: bool
-    commits: dict[str, Commit] = field(default_factory=dict)
-    branches: dict[str, str] = field(default_factory=dict)
-    tags: dict[str, str] = field(default_factory=dict)
-    gated: bool = False
-    accepted: set[str] = field(default_factory=set)  # tokens of users granted a gated repo
-
-    def resolve(self, revision: str) -> Commit | None:
-        sha = self.branches.get(revision) or self.tags.get(revision)
-        if sha is None and revision in self.commits:
-            sha = revision
-        return self.commits.get(sha) if sha else None
-
-    def last_commit(self, commit: Commit, path: str) -> Commit:
-        """The newest commit, up to `commit`, that changed `path` (a file or a folder)."""
-
-        def view(c: Commit | None) -> dict[str, bytes]:
-            if c is None:
-                return {}
-            return {p: b for p, b in c.files.items() if p == path or p.startswith(path + "/")}
-
-        while commit.parent is not None:
-            parent = self.commits[commit.parent]
-            if view(commit) != view(parent):
-                return commit
-            commit = parent
-        return commit
-
-
-class HttpError(Exception):
-    """An error answer: status, message (body and X-Error-Message), X-Error-Code, extras."""
-
-    def __init__(
-        self, status: int, message: str, code: str | None = None, *, extra=None, extra_headers=None
-    ):
-        super().__init__(message)
-        self.status, self.message, self.code = status, message, code
-        self.extra = extra or {}  # more keys for the JSON body
-        self.extra_headers = extra_headers or {}
 
 
 class HubServer:
@@ -198,18 +139,19 @@ class HubServer:
         if method == "POST" and parts == ["repos", "create"]:
             return self._create_repo(json.loads(body), token)
         if method == "POST" and parts == ["validate-yaml"]:
-            errors = _yaml_errors(json.loads(body)["content"])
+            errors = yaml_errors(json.loads(body)["content"])
             return _json(400 if errors else 200, {"errors": errors, "warnings": []})
         if len(parts) < 3 or parts[0] not in ("models", "datasets", "spaces"):
             raise HttpError(404, "Not found")
         repo = self._repo(parts[0][:-1], f"{parts[1]}/{parts[2]}", token)
         rest = parts[3:]
         if method == "GET" and (not rest or rest[0] == "revision"):
-            return self._info(repo, rest[1] if rest else "main", query)
+            commit = self._commit(repo, rest[1] if rest else "main")
+            return _json(200, repo.info(commit, blobs=_flag(query, "blobs")))
         if method == "GET" and rest == ["auth-check"]:  # `_repo` let this token through
             return _json(200, {})
         if method == "GET" and rest == ["refs"]:
-            return self._refs(repo)
+            return _json(200, repo.refs())
         if method == "GET" and rest and rest[0] == "tree":
             commit = self._commit(repo, rest[1])
             return self._tree(repo, commit, "/".join(rest[2:]), query)
@@ -251,77 +193,10 @@ class HubServer:
         self.repos[(repo_type, repo_id)] = repo
         return _json(200, {"url": url, "name": repo_id, "id": repo_id})
 
-    def _info(self, repo: Repo, revision: str, query: dict):
-        commit = self._commit(repo, revision)
-        blobs = _flag(query, "blobs")
-        siblings = [
-            {"rfilename": p, **({"size": len(b), "blobId": blob_oid(b)} if blobs else {})}
-            for p, b in sorted(commit.files.items())
-        ]
-        match = _YAML_BLOCK.match(commit.files.get("README.md", b"").decode())
-        card = yaml.safe_load(match.group(1)) if match else None
-        first = repo.commits[min(repo.commits, key=lambda s: repo.commits[s].date)]
-        return _json(
-            200,
-            {
-                "_id": hashlib.sha1(repo.repo_id.encode()).hexdigest()[:24],
-                "id": repo.repo_id,
-                "author": repo.repo_id.split("/")[0],
-                "sha": commit.sha,
-                "lastModified": commit.date,
-                "createdAt": first.date,
-                "private": repo.private,
-                "gated": "auto" if repo.gated else False,
-                "disabled": False,
-                "downloads": 0,
-                "likes": 0,
-                "tags": [],
-                "cardData": card if isinstance(card, dict) else None,
-                "siblings": siblings,
-            },
-        )
-
-    def _refs(self, repo: Repo):
-        def refs(kind: str, names: dict[str, str]) -> list[dict]:
-            return [
-                {"name": n, "ref": f"refs/{kind}/{n}", "targetCommit": sha}
-                for n, sha in sorted(names.items())
-            ]
-
-        heads = {n: s for n, s in repo.branches.items() if not n.startswith("refs/convert/")}
-        converts = [{"name": n.removeprefix("refs/convert/"), "ref": n, "targetCommit": s}
-                    for n, s in sorted(repo.branches.items()) if n not in heads]
-        return _json(
-            200,
-            {
-                "branches": refs("heads", heads),
-                "converts": converts,
-                "tags": refs("tags", repo.tags),
-                "pullRequests": [],
-            },
-        )
-
-    def _entry(self, repo: Repo, commit: Commit, path: str, expand: bool) -> dict | None:
-        if path in commit.files:
-            content = commit.files[path]
-            entry = {"type": "file", "oid": blob_oid(content), "size": len(content), "path": path}
-        else:
-            inside = sorted(
-                (p, blob_oid(b)) for p, b in commit.files.items() if p.startswith(path + "/")
-            )
-            if not inside:
-                return None
-            oid = hashlib.sha1(json.dumps(inside).encode()).hexdigest()
-            entry = {"type": "directory", "oid": oid, "size": 0, "path": path}
-        if expand:
-            last = repo.last_commit(commit, path)
-            entry["lastCommit"] = {"id": last.sha, "title": last.title, "date": last.date}
-        return entry
-
     def _tree(self, repo: Repo, commit: Commit, path: str, query: dict):
         recursive = _flag(query, "recursive")
         expand = _flag(query, "expand")
-        if path and self._entry(repo, commit, path, False) is None:
+        if path and repo.entry(commit, path, False) is None:
             raise HttpError(404, f"{path} does not exist", "EntryNotFound")
         prefix = f"{path}/" if path else ""
         names: set[str] = set()
@@ -331,50 +206,17 @@ class HubServer:
             rel = p[len(prefix) :].split("/")
             depth = len(rel) if recursive else 1
             names.update(prefix + "/".join(rel[:i]) for i in range(1, depth + 1))
-        return _json(200, [self._entry(repo, commit, n, expand) for n in sorted(names)])
+        return _json(200, [repo.entry(commit, n, expand) for n in sorted(names)])
 
     def _paths_info(self, repo: Repo, commit: Commit, paths: list[str], expand: bool) -> list[dict]:
-        entries = (self._entry(repo, commit, p.strip("/"), expand) for p in paths)
+        entries = (repo.entry(commit, p.strip("/"), expand) for p in paths)
         return [e for e in entries if e is not None]
 
     def _commit_files(self, repo: Repo, revision: str, body: bytes):
         if revision not in repo.branches:
             raise HttpError(404, f"branch {revision} not found", "RevisionNotFound")
         head = repo.commits[repo.branches[revision]]
-        files = dict(head.files)
-        title = ""
-        for line in body.splitlines():
-            if not line.strip():
-                continue
-            item = json.loads(line)
-            key, value = item["key"], item["value"]
-            if key == "header":
-                title = value["summary"]
-                parent = value.get("parentCommit")
-                if parent is not None and parent != head.sha:
-                    raise HttpError(
-                        412, "A commit has happened since. Please refresh and try again."
-                    )
-            elif key == "file":
-                files[value["path"]] = base64.b64decode(value["content"])
-            elif key == "deletedFile":
-                if files.pop(value["path"], None) is None:
-                    raise HttpError(404, "A file with this name doesn't exist", "EntryNotFound")
-            elif key == "deletedFolder":
-                files = {
-                    p: b
-                    for p, b in files.items()
-                    if not p.startswith(value["path"].rstrip("/") + "/")
-                }
-            else:
-                raise HttpError(
-                    400,
-                    f"unsupported commit operation {key!r}: this server stores regular files only",
-                )
-        if "README.md" in files and files["README.md"] != head.files.get("README.md"):
-            errors = _yaml_errors(files["README.md"].decode())
-            if errors:
-                raise HttpError(400, "Invalid metadata in README.md: " + errors[0]["message"])
+        title, files = committed(head, body)
         commit = self._new_commit(repo, head.sha, title, files)
         repo.branches[revision] = commit.sha
         prefix = "" if repo.repo_type == "model" else f"{repo.repo_type}s/"
@@ -386,7 +228,7 @@ class HubServer:
     def _tag(self, repo: Repo, revision: str, payload: dict):
         commit = self._commit(repo, revision)
         tag = payload["tag"]
-        if _BAD_REF.search(tag) or not tag:
+        if BAD_REF.search(tag) or not tag:
             raise HttpError(400, f"Invalid tag name '{tag}'")
         if tag in repo.tags or tag in repo.branches:
             raise HttpError(409, f"Tag {tag} already exists")
@@ -487,34 +329,6 @@ def _json(status: int, payload, extra_headers: dict | None = None) -> tuple[int,
 def _flag(params: dict[str, list[str]], name: str) -> bool:
     """A boolean query or form parameter, as the Hub reads it: "true" in any case."""
     return params.get(name, ["false"])[0].lower() == "true"
-
-
-def _yaml_errors(content: str) -> list[dict]:
-    """What the Hub's validate-yaml would object to in a README's metadata block."""
-    match = _YAML_BLOCK.match(content)
-    if not match:
-        return []
-    try:
-        data = yaml.safe_load(match.group(1))
-    except yaml.YAMLError as exc:
-        return [{"message": f"YAML parse error: {exc}"}]
-    if data is None:
-        return []
-    if not isinstance(data, dict):
-        return [{"message": "metadata must be a mapping"}]
-    configs = data.get("configs", [])
-    if not isinstance(configs, list):
-        return [{"message": '"configs" must be a list'}]
-    names = [c.get("config_name") if isinstance(c, dict) else None for c in configs]
-    if not all(isinstance(n, str) and n for n in names):
-        return [{"message": '"configs[].config_name" is required and must be a string'}]
-    if len(set(names)) != len(names):
-        return [{"message": '"configs[].config_name" must be unique'}]
-    if any(set(n) & set("<>:/\\|?*") for n in names):
-        return [
-            {"message": '"configs[].config_name" contains a character not allowed in a config name'}
-        ]
-    return []
 
 
 def _handler(server: HubServer) -> type[BaseHTTPRequestHandler]:
