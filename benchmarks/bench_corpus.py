@@ -136,21 +136,8 @@ def main(encoder_name, device, passages, vectors, queries, k, gpus, gpu_seconds)
                 path.unlink()
         shutil.rmtree(folder)
 
-    table = Table(title=f"encoding with {encoder.model_id} on {encoder.device}")
-    for column in ("passages", "seconds / passage", "tokens / passage", "passages / s"):
-        table.add_column(column, justify="right")
-    table.add_row(f"{passages:,}", f"{per_passage:.5f}", f"{tokens:.0f}", f"{1 / per_passage:.1f}")
-    console.print(table)
-
-    table = Table(title=f"indexes over {vectors:,} tiled {dim}-d vectors, {queries} queries, "
-                        f"k = {k}")
-    for column in ("index", "build s / passage", "disk bytes / passage", "search s / query",
-                   f"recall@{k} vs flat", "speed-up vs flat"):
-        table.add_column(column, justify="right")
-    for label, build, disk, search, recall, speed in rows:
-        table.add_row(label, f"{build:.2e}", f"{disk:.0f}", f"{search:.2e}", f"{recall:.3f}",
-                      f"{speed:.1f}x")
-    console.print(table)
+    console.print(_encoding_table(encoder, passages, per_passage, tokens))
+    console.print(_index_table(rows, vectors, dim, queries, k))
     console.print(f"flat search over the shards / FAISS IndexFlatIP in memory: "
                   f"{flat_s / faiss_s:.2f}x the time")
 
@@ -162,6 +149,26 @@ def main(encoder_name, device, passages, vectors, queries, k, gpus, gpu_seconds)
         f"{TARGET_PASSAGES * gpu_seconds / gpus / 3600:.1f} h (time = passages x s/passage / "
         f"GPUs).\nflat disk at {TARGET_DIM}-d float32: {TARGET_PASSAGES * TARGET_DIM * 4 / 1e9:.0f}"
         f" GB; ivf pq=64: {TARGET_PASSAGES * (64 + 8) / 1e9:.1f} GB of lists.", highlight=False)
+
+
+def _encoding_table(encoder, passages: int, per_passage: float, tokens: float) -> Table:
+    table = Table(title=f"encoding with {encoder.model_id} on {encoder.device}")
+    for column in ("passages", "seconds / passage", "tokens / passage", "passages / s"):
+        table.add_column(column, justify="right")
+    table.add_row(f"{passages:,}", f"{per_passage:.5f}", f"{tokens:.0f}", f"{1 / per_passage:.1f}")
+    return table
+
+
+def _index_table(rows: list[tuple], vectors: int, dim: int, queries: int, k: int) -> Table:
+    table = Table(title=f"indexes over {vectors:,} tiled {dim}-d vectors, {queries} queries, "
+                        f"k = {k}")
+    for column in ("index", "build s / passage", "disk bytes / passage", "search s / query",
+                   f"recall@{k} vs flat", "speed-up vs flat"):
+        table.add_column(column, justify="right")
+    for label, build, disk, search, recall, speed in rows:
+        table.add_row(label, f"{build:.2e}", f"{disk:.0f}", f"{search:.2e}", f"{recall:.3f}",
+                      f"{speed:.1f}x")
+    return table
 
 
 def _pq(dim: int) -> int:

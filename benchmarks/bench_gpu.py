@@ -23,11 +23,7 @@ what the ids mean does not change the work of a forward pass, so token identitie
 irrelevant to throughput. Prompts are random words, each one token, so every prefill row has
 exactly the length asked for.
 
-Model FLOPs (useful work; padding and recomputation are not counted): a forward pass over
-`new` tokens after `past` cached ones, with logits for `kept` positions, costs
-2 x W x new + 2 x V x d x kept + 4 x L x d_attn x sum(t for t in past+1 .. past+new),
-W the weights of the layers' matrix products, V x d the LM head, d_attn = heads x head_dim:
-a query at position t scores and mixes t keys (causal), 2 x d_attn FLOPs for each.
+Model FLOPs per token: see gpu_model.py; the report and its table: gpu_report.py.
 """
 
 from __future__ import annotations
@@ -39,23 +35,29 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import dataclasses
 import gc
-import json
 import platform
 import random
-import signal
-import statistics
 import tempfile
 import time
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 
 import click
 import torch
 import transformers
+from gpu_model import LLAMA_3_1_8B, SMOKE, build_model, forward_flops
+from gpu_report import (
+    TARGET_MFU,
+    VLLM_ROW,
+    VLLM_WORKLOAD,
+    Result,
+    table,
+    vllm_row,
+    workload_row,
+    write,
+)
+from gpu_timing import StageTimeout, device_name, matmul_rate, sync, time_limit
 from rich.console import Console
-from rich.table import Table
-from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig
+from transformers import AutoTokenizer, LlamaConfig
 
 from labeler.llm.base import ChoiceRequest, LoglikelihoodRequest, Sampling, chat
 from labeler.llm.batching import Collator
@@ -65,35 +67,6 @@ from labeler.llm.models import ModelSpec, model_revision, resolve_model
 from labeler.llm.prompts import encode
 from labeler.progress import info
 
-#: meta-llama/Llama-3.1-8B-Instruct's config.json, written out: no download
-LLAMA_3_1_8B = {
-    "hidden_size": 4096,
-    "intermediate_size": 14336,
-    "num_hidden_layers": 32,
-    "num_attention_heads": 32,
-    "num_key_value_heads": 8,
-    "head_dim": 128,
-    "vocab_size": 128256,
-    "max_position_embeddings": 131072,
-    "rope_theta": 500000.0,
-    "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
-                     "high_freq_factor": 4.0, "original_max_position_embeddings": 8192},
-    "rms_norm_eps": 1e-5,
-    "hidden_act": "silu",
-    "attention_bias": False,
-    "mlp_bias": False,
-    "tie_word_embeddings": False,
-    "initializer_range": 0.02,
-    "bos_token_id": 128000,
-    "eos_token_id": [128001, 128008, 128009],
-}
-#: --smoke: the same architecture shrunk to run on a CPU in seconds (vocabulary kept; heads of
-#: 32, the smallest vllm's CPU attention takes)
-SMOKE = LLAMA_3_1_8B | {"hidden_size": 64, "intermediate_size": 224, "num_hidden_layers": 2,
-                        "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 32}
-
-#: prefill MFU the issue asks of the hf backend in bf16 on a GPU
-TARGET_MFU = 0.40
 #: SEER's sampling of extractions: 10 per prompt, top-k 80, temperature 1
 SEER_SAMPLING = {"n": 10, "temperature": 1.0, "top_k": 80, "seed": 0}
 
@@ -128,9 +101,6 @@ WORKLOADS = (
     Workload("decode: generate, SEER sampling n=10", "generate", 8, 512, 80, new_tokens=128,
              n=SEER_SAMPLING["n"]),
 )
-#: the workload vllm runs too, and its row's name
-VLLM_WORKLOAD = "decode: generate, greedy"
-VLLM_ROW = f"{VLLM_WORKLOAD} (vllm)"
 SMOKE_WORKLOADS = (
     Workload("prefill: loglikelihood", "loglikelihood", 4, 96, 2, new_tokens=4),
     Workload("prefill: choice_probs (P(yes))", "choice_probs", 4, 96, 2),
@@ -140,62 +110,6 @@ SMOKE_WORKLOADS = (
     Workload("decode: generate, SEER sampling n=10", "generate", 1, 48, 10, new_tokens=4,
              n=SEER_SAMPLING["n"]),
 )
-
-
-@dataclass
-class Result:
-    """What one workload measured; `flops` counts useful model FLOPs (see the docstring)."""
-
-    name: str
-    prefill: bool  # the target applies
-    rows: int  # sequences the model ran (prompts x samples)
-    tokens: int  # prefill: prompt tokens; decode: generated tokens
-    flops: int
-    seconds: list[float] = field(default_factory=list)  # each timed repeat
-    padding: float = 0.0  # share of the padded batches' positions that are padding
-    error: str = ""  # why the workload did not finish
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.seconds)
-
-
-def matmul_weights(config) -> tuple[int, int]:
-    """(W, V x d): the weights of one token's matrix products in the layers, and the LM head's.
-
-    >>> matmul_weights(LlamaConfig(**LLAMA_3_1_8B))
-    (6979321856, 525336576)
-    """
-    d, hd = config.hidden_size, config.head_dim
-    attention = d * hd * (2 * config.num_attention_heads + 2 * config.num_key_value_heads)
-    return (config.num_hidden_layers * (attention + 3 * d * config.intermediate_size),
-            config.vocab_size * d)
-
-
-def forward_flops(config, new: int, *, past: int = 0, kept: int = 1) -> int:
-    """Model FLOPs of one sequence's forward pass over `new` tokens after `past` cached ones,
-    with logits for `kept` positions: 2 W new + 2 V d kept + 4 L d_attn sum(past+1..past+new).
-
-    >>> forward_flops(LlamaConfig(**SMOKE), 1)  # 2 (110,592 + 8,208,384) + 4 x 2 x 64 x 1 key
-    16638464
-    """
-    layers, head = matmul_weights(config)
-    keys = new * past + new * (new + 1) // 2  # keys each new query attends, summed
-    d_attn = config.num_attention_heads * config.head_dim
-    return 2 * layers * new + 2 * head * kept + 4 * config.num_hidden_layers * d_attn * keys
-
-
-def build_model(config: LlamaConfig, device: torch.device, dtype: torch.dtype, seed: int = 0):
-    """A LlamaForCausalLM of `config` with random weights, made in `dtype` directly on
-    `device` (its own init: normal, std 0.02); SDPA attention as from_pretrained would pick."""
-    torch.manual_seed(seed)
-    with torch.device(device):
-        model = AutoModelForCausalLM.from_config(config, dtype=dtype)
-    linear = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
-    if linear != sum(matmul_weights(config)):
-        raise click.ClickException(f"the model has {linear} matrix-product weights, the FLOPs "
-                                   f"formula counts {sum(matmul_weights(config))}")
-    return model
 
 
 def chat_tokenizer(folder: str | None):
@@ -251,10 +165,10 @@ def run_workload(backend: HFBackend, work: Workload, words: list[str], repeats: 
     result, run = (_prefill if work.prefill else _decode)(backend, work, requests)
     run(requests[:work.batch_size if work.prefill else 1])  # warm-up: one batch, one prompt
     for _ in range(repeats):
-        _sync(backend.device)
+        sync(backend.device)
         start = time.perf_counter()
         answers = run(requests)
-        _sync(backend.device)
+        sync(backend.device)
         result.seconds.append(time.perf_counter() - start)
         # decode: the batch ran all new_tokens steps only while some row was still going
         if not work.prefill and not any(c.capped for a in answers for c in a):
@@ -369,52 +283,6 @@ def vllm_decode(job: VllmJob, config: dict, dtype: torch.dtype, repeats: int,
                                            f"{job.result.tokens}")
 
 
-def matmul_rate(device: torch.device, dtype: torch.dtype, n: int, blocks: int = 5,
-                per_block: int = 10) -> float:
-    """FLOP/s of an n x n x n matrix product on random data: warm-ups, then the mean of
-    `blocks` timed blocks of `per_block` products (CUDA events on a GPU)."""
-    a, b = (torch.randn(n, n, device=device, dtype=dtype) for _ in range(2))
-    out = torch.empty(n, n, device=device, dtype=dtype)
-    for _ in range(per_block):
-        torch.matmul(a, b, out=out)
-    rates = []
-    for _ in range(blocks):
-        if device.type == "cuda":
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(per_block):
-                torch.matmul(a, b, out=out)
-            end.record()
-            end.synchronize()
-            seconds = start.elapsed_time(end) / 1e3
-        else:
-            begin = time.perf_counter()
-            for _ in range(per_block):
-                torch.matmul(a, b, out=out)
-            seconds = time.perf_counter() - begin
-        rates.append(2 * n**3 * per_block / seconds)
-    return statistics.mean(rates)
-
-
-class StageTimeout(click.ClickException):
-    """A stage ran past its time limit."""
-
-
-@contextmanager
-def time_limit(seconds: int, stage: str):
-    """Raise StageTimeout in the block once `seconds` have passed (SIGALRM, main thread)."""
-    def expire(signum, frame):
-        raise StageTimeout(f"{stage}: timed out after {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
-
-
 @click.command()
 @click.option("--smoke", is_flag=True,
               help="A tiny model of the same architecture on the CPU (or the GPU), in seconds.")
@@ -437,15 +305,11 @@ def main(smoke, device, tokenizer_dir, out, repeats, stage_timeout, vllm_timeout
     if save_tokenizer:
         chat_tokenizer(tokenizer_dir).save_pretrained(save_tokenizer, legacy_format=False)
         return
-    place = torch.device(device or ("cuda" if torch.cuda.is_available() or not smoke else "cpu"))
-    if place.type != "cuda" and not smoke:
-        raise click.UsageError("the 8B-shaped model needs a CUDA GPU: use --smoke on the CPU")
-    if place.type == "cuda" and not torch.cuda.is_available():
-        raise click.UsageError("torch sees no CUDA GPU: run with --smoke on the CPU")
+    place = _place(device, smoke)
     dtype = torch.bfloat16 if place.type == "cuda" else torch.float32  # the hf backend's choice
     config = LlamaConfig(**(SMOKE if smoke else LLAMA_3_1_8B))
     workloads = SMOKE_WORKLOADS if smoke else WORKLOADS
-    report = {"smoke": smoke, "device": _device_name(place), "dtype": str(dtype)[6:],
+    report = {"smoke": smoke, "device": device_name(place), "dtype": str(dtype)[6:],
               "torch": torch.__version__, "transformers": transformers.__version__,
               "python": platform.python_version(), "target_mfu": TARGET_MFU,
               "config": (SMOKE if smoke else LLAMA_3_1_8B), "matmul": [], "workloads": []}
@@ -472,8 +336,8 @@ def main(smoke, device, tokenizer_dir, out, repeats, stage_timeout, vllm_timeout
                 results.append(run_workload(backend, work, words, repeats))
         except StageTimeout as exc:
             results.append(Result(work.name, work.prefill, 0, 0, 0, error=exc.message))
-        report["workloads"] = [_row(r, max(report["matmul"])) for r in results]
-        _write(out, report)
+        report["workloads"] = [workload_row(r, max(report["matmul"])) for r in results]
+        write(out, report)
     skipped = vllm_skip_reason(place)
     if not skipped:
         job = VllmJob.of(backend, next(w for w in workloads if w.name == VLLM_WORKLOAD), words)
@@ -481,115 +345,50 @@ def main(smoke, device, tokenizer_dir, out, repeats, stage_timeout, vllm_timeout
     with time_limit(stage_timeout, "matmul"):
         report["matmul"].append(matmul_rate(place, dtype, size))
     ceiling = max(report["matmul"])  # the larger: the lower MFU
-    report["workloads"] = [_row(r, ceiling) for r in results]
+    report["workloads"] = [workload_row(r, ceiling) for r in results]
     prefill = [w for w in report["workloads"] if w["prefill"]]
     report["target_met"] = all(w["met"] for w in prefill)
-    _write(out, report)
+    write(out, report)
 
     if skipped:
         click.echo(f"vllm decode: skipped: {skipped}")  # one line, as gpu.sh's own
         report["vllm"] = {"skipped": skipped}
     else:  # last, alone: its engine takes most of the device's free memory
-        import vllm
-
-        report["vllm"] = {"version": vllm.__version__, "enforce_eager": smoke}
-        info(f"vllm {vllm.__version__}: an engine of the same model with dummy weights")
-        try:
-            with time_limit(vllm_timeout, "vllm"):
-                vllm_decode(job, report["config"], dtype, repeats, eager=smoke)
-        except Exception as exc:  # noqa: BLE001  (vllm raises many types: it did not run)
-            job.result.error = f"vllm: {_one_line(exc)}"
-        report["workloads"].append(_vllm_row(job.result, report["workloads"], ceiling))
-    _write(out, report)
-    Console(width=160).print(_table(report, size))
+        _vllm_stage(report, job, dtype, repeats, smoke, vllm_timeout, ceiling)
+    write(out, report)
+    Console(width=160).print(table(report, size))
 
 
-def _row(result: Result, ceiling: float) -> dict:
-    """One workload's JSON: its measures and MFU against `ceiling` FLOP/s."""
-    if result.error:
-        return {"name": result.name, "prefill": result.prefill, "error": result.error,
-                "met": False}
-    flops_per_s = result.flops / result.median
-    mfu = flops_per_s / ceiling
-    return {"name": result.name, "prefill": result.prefill, "rows": result.rows, "tokens": result.tokens,
-            "seconds": result.seconds, "median_s": result.median,
-            "tokens_per_s": result.tokens / result.median, "flops": result.flops,
-            "flops_per_token": result.flops / result.tokens, "flops_per_s": flops_per_s,
-            "mfu": mfu, "padding": result.padding,
-            "met": mfu >= TARGET_MFU if result.prefill else None}
+def _place(device: str | None, smoke: bool) -> torch.device:
+    """The device asked for (default: the GPU, or the CPU for --smoke without one); a usage
+    error where the check cannot run there."""
+    place = torch.device(device or ("cuda" if torch.cuda.is_available() or not smoke else "cpu"))
+    if place.type != "cuda" and not smoke:
+        raise click.UsageError("the 8B-shaped model needs a CUDA GPU: use --smoke on the CPU")
+    if place.type == "cuda" and not torch.cuda.is_available():
+        raise click.UsageError("torch sees no CUDA GPU: run with --smoke on the CPU")
+    return place
 
 
-def _vllm_row(result: Result, rows: list[dict], ceiling: float) -> dict:
-    """The vllm row's JSON, with its tokens/s over the hf row's of the same workload."""
-    row, hf = _row(result, ceiling), next(w for w in rows if w["name"] == VLLM_WORKLOAD)
-    if "error" not in row and "error" not in hf:
-        row["vllm_over_hf"] = row["tokens_per_s"] / hf["tokens_per_s"]
-    return row
+def _vllm_stage(report: dict, job: VllmJob, dtype: torch.dtype, repeats: int, smoke: bool,
+                seconds: int, ceiling: float) -> None:
+    """The vllm row: `job` through a vllm engine of the same model, into the report."""
+    import vllm
 
-
-def _table(report: dict, size: int) -> Table:
-    smoke = " (smoke: a tiny model, not the target's setting)" if report["smoke"] else ""
-    table = Table(title=f"GPU check: hf backend, Llama-3.1-8B shape with random weights, "
-                        f"{report['parameters'] / 1e9:.2f} B parameters, {report['dtype']}, "
-                        f"{report['attention']} attention, {report['device']}{smoke}")
-    for column in ("measure", "rows", "tokens", "tokens/s", "FLOP/token", "FLOP/s", "MFU",
-                   "target"):
-        table.add_column(column, justify="left" if column in ("measure", "target") else "right")
-    for k, rate in enumerate(report["matmul"]):
-        table.add_row(f"matmul {size}^3, {report['dtype']} ({('before', 'after')[k]})", "", "",
-                      "", "", _si(rate), "", "the ceiling" if rate == max(
-                          report["matmul"]) else "")
-    for w in report["workloads"]:
-        if "error" in w:
-            table.add_row(w["name"], "", "", "", "", "", "", f"[red]{w['error']}")
-            continue
-        padding = f", {w['padding']:.0%} padding" if w["padding"] else ""
-        verdict = f"vllm/hf {w['vllm_over_hf']:.2f}x" if "vllm_over_hf" in w else \
-            "" if w["met"] is None else \
-            f">= {TARGET_MFU:.0%} " + ("[green]met" if w["met"] else "[red]not met")
-        table.add_row(w["name"] + padding, f"{w['rows']}", f"{w['tokens']:,}",
-                      f"{w['tokens_per_s']:,.1f}", _si(w["flops_per_token"]),
-                      _si(w["flops_per_s"]), f"{w['mfu']:.1%}", verdict)
-    vllm = report["vllm"]
-    if "skipped" in vllm:
-        table.add_row(VLLM_ROW, "", "", "", "", "", "", "[yellow]skipped")
-    table.caption = (f"prefill >= {TARGET_MFU:.0%} MFU in bf16: "
-                     + ("met" if report["target_met"] else "NOT met") + smoke
-                     + ". FLOPs/token = (2 W new + 2 V d kept + 4 L d_attn sum t) / tokens; "
-                     "decode rows include each prompt's prefill. (vllm): "
-                     + (f"skipped: {vllm['skipped']}" if "skipped" in vllm else
-                        f"vllm {vllm['version']}'s LLM.generate on the same prompts in the same "
-                        f"dtype, dummy weights{', eager' if vllm['enforce_eager'] else ''}"))
-    return table
+    report["vllm"] = {"version": vllm.__version__, "enforce_eager": smoke}
+    info(f"vllm {vllm.__version__}: an engine of the same model with dummy weights")
+    try:
+        with time_limit(seconds, "vllm"):
+            vllm_decode(job, report["config"], dtype, repeats, eager=smoke)
+    except Exception as exc:  # noqa: BLE001  (vllm raises many types: it did not run)
+        job.result.error = f"vllm: {_one_line(exc)}"
+    report["workloads"].append(vllm_row(job.result, report["workloads"], ceiling))
 
 
 def _one_line(exc: BaseException) -> str:
     """An exception as a traceback ends: "ModuleNotFoundError: No module named 'vllm'" (the
     message's first line)."""
     return f"{type(exc).__name__}: {exc}".splitlines()[0]
-
-
-def _si(value: float) -> str:
-    """FLOPs with a prefix: 0.92 M, 15.27 G, 612.4 T."""
-    if value >= 1e12:
-        return f"{value / 1e12:,.1f} T"
-    return f"{value / 1e9:,.2f} G" if value >= 1e9 else f"{value / 1e6:,.2f} M"
-
-
-def _write(out: str | None, report: dict) -> None:
-    if out:
-        Path(out).mkdir(parents=True, exist_ok=True)
-        (Path(out) / "gpu_check.json").write_text(json.dumps(report, indent=1))
-
-
-def _device_name(device: torch.device) -> str:
-    return torch.cuda.get_device_name(device) if device.type == "cuda" else \
-        f"cpu ({torch.get_num_threads()} threads)"
-
-
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 if __name__ == "__main__":

@@ -20,11 +20,12 @@ from click.testing import CliRunner
 from transformers import AutoModelForCausalLM, LlamaConfig
 
 ROOT = Path(__file__).parents[2]
-_spec = importlib.util.spec_from_file_location("bench_gpu", ROOT / "benchmarks" / "bench_gpu.py")
-bench = sys.modules["bench_gpu"] = importlib.util.module_from_spec(_spec)  # dataclasses need it
-_spec.loader.exec_module(bench)
+sys.path.insert(0, str(ROOT / "benchmarks"))  # as `python benchmarks/bench_gpu.py` has it
+bench = importlib.import_module("bench_gpu")  # the check itself
+gpu_model = importlib.import_module("gpu_model")  # the model's shapes and FLOPs
+gpu_report = importlib.import_module("gpu_report")  # the rows it reports
 
-LLAMA_8B = LlamaConfig(**bench.LLAMA_3_1_8B)
+LLAMA_8B = LlamaConfig(**gpu_model.LLAMA_3_1_8B)
 
 
 def test_the_flops_formula_on_llama_3_1_8b_by_hand():
@@ -32,19 +33,19 @@ def test_the_flops_formula_on_llama_3_1_8b_by_hand():
     # 128), gate, up and down 4096 x 14336
     layer = 2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 14336
     assert layer == 218_103_808
-    assert bench.matmul_weights(LLAMA_8B) == (32 * layer, 128_256 * 4096)
+    assert gpu_model.matmul_weights(LLAMA_8B) == (32 * layer, 128_256 * 4096)
     # with the input embeddings and 2 x 32 + 1 RMSNorm weights: Llama-3.1-8B's 8.03 B
     assert 32 * layer + 2 * 128_256 * 4096 + 65 * 4096 == 8_030_261_248
     # a 1024-token prompt, logits of its last position: 2 W T + 2 V d + 4 L d_attn (1 + .. + T)
     # = 14,293,651,161,088 + 1,050,673,152 + 275,146,342,400 (14.2 GFLOP a token)
-    assert bench.forward_flops(LLAMA_8B, 1024) == 14_569_848_176_640
+    assert gpu_model.forward_flops(LLAMA_8B, 1024) == 14_569_848_176_640
     # one decode step at position 1025: its query attends 1025 keys
-    assert bench.forward_flops(LLAMA_8B, 1, past=1024) == \
+    assert gpu_model.forward_flops(LLAMA_8B, 1, past=1024) == \
         2 * 32 * layer + 2 * 128_256 * 4096 + 4 * 32 * 4096 * 1025
     # a prompt then a step is the longer prompt at once (the head's logits aside)
-    assert bench.forward_flops(LLAMA_8B, 1024, kept=0) + \
-        bench.forward_flops(LLAMA_8B, 1, past=1024, kept=0) == \
-        bench.forward_flops(LLAMA_8B, 1025, kept=0)
+    assert gpu_model.forward_flops(LLAMA_8B, 1024, kept=0) + \
+        gpu_model.forward_flops(LLAMA_8B, 1, past=1024, kept=0) == \
+        gpu_model.forward_flops(LLAMA_8B, 1025, kept=0)
 
 
 def test_the_formula_counts_the_real_architectures_matrix_weights():
@@ -52,7 +53,7 @@ def test_the_formula_counts_the_real_architectures_matrix_weights():
         model = AutoModelForCausalLM.from_config(LLAMA_8B, dtype=torch.bfloat16)
     assert sum(p.numel() for p in model.parameters()) == 8_030_261_248
     linear = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
-    assert linear == sum(bench.matmul_weights(LLAMA_8B))
+    assert linear == sum(gpu_model.matmul_weights(LLAMA_8B))
     assert model.config._attn_implementation == "sdpa"
 
 
@@ -103,12 +104,12 @@ def test_gpu_sh_runs_end_to_end_in_smoke_mode(smollm, session_cache, tmp_path):
 
     report = json.loads((out / "gpu_check.json").read_text())
     config = LlamaConfig(**report["config"])
-    assert report["config"] == bench.SMOKE and report["smoke"] and report["dtype"] == "float32"
+    assert report["config"] == gpu_model.SMOKE and report["smoke"] and report["dtype"] == "float32"
     # 2 layers of 55,296 matrix weights, the head and the embeddings (128,256 x 64), 5 norms
     assert report["parameters"] == 2 * 55_296 + 2 * 128_256 * 64 + 5 * 64
     rows = {w["name"]: w for w in report["workloads"]}
     vllm = importlib.util.find_spec("vllm") is not None
-    assert list(rows) == [w.name for w in bench.SMOKE_WORKLOADS] + vllm * [bench.VLLM_ROW]
+    assert list(rows) == [w.name for w in bench.SMOKE_WORKLOADS] + vllm * [gpu_report.VLLM_ROW]
     _assert_workloads(report, rows, config)
     greedy = rows["decode: generate, greedy"]
 
@@ -118,7 +119,7 @@ def test_gpu_sh_runs_end_to_end_in_smoke_mode(smollm, session_cache, tmp_path):
         assert report["vllm"] == {"skipped": why}
         return
     # the same prompts and cap through vllm: the same rows, tokens and FLOPs as hf's
-    row = rows[bench.VLLM_ROW]
+    row = rows[gpu_report.VLLM_ROW]
     assert {k: row[k] for k in ("rows", "tokens", "flops")} == \
         {k: greedy[k] for k in ("rows", "tokens", "flops")}
     assert row["vllm_over_hf"] == pytest.approx(row["tokens_per_s"] / greedy["tokens_per_s"])
@@ -141,17 +142,17 @@ def _assert_workloads(report: dict, rows: dict[str, dict], config: LlamaConfig) 
     loglikelihood = rows["prefill: loglikelihood"]
     assert (loglikelihood["rows"], loglikelihood["tokens"], loglikelihood["padding"]) == \
         (4, 384, 0)
-    assert loglikelihood["flops"] == 4 * bench.forward_flops(config, 96, kept=4)
+    assert loglikelihood["flops"] == 4 * gpu_model.forward_flops(config, 96, kept=4)
     assert rows["prefill: choice_probs (P(yes))"]["flops"] == \
-        4 * bench.forward_flops(config, 96, kept=1)
+        4 * gpu_model.forward_flops(config, 96, kept=1)
     assert 0 < rows["prefill: loglikelihood, mixed lengths"]["padding"] < 0.5
     # decode: 4 prompts of 48 tokens, 8 new tokens each; SEER: 1 prompt, 10 samples of 4
     greedy = rows["decode: generate, greedy"]
     assert (greedy["rows"], greedy["tokens"]) == (4, 32)
-    assert greedy["flops"] == 4 * (bench.forward_flops(config, 48)
-                                   + bench.forward_flops(config, 7, past=48, kept=7))
+    assert greedy["flops"] == 4 * (gpu_model.forward_flops(config, 48)
+                                   + gpu_model.forward_flops(config, 7, past=48, kept=7))
     seer = rows["decode: generate, SEER sampling n=10"]
     assert (seer["rows"], seer["tokens"]) == (10, 40)
-    assert seer["flops"] == bench.forward_flops(config, 48) + \
-        10 * bench.forward_flops(config, 3, past=48, kept=3)
+    assert seer["flops"] == gpu_model.forward_flops(config, 48) + \
+        10 * gpu_model.forward_flops(config, 3, past=48, kept=3)
     assert report["target_met"] == all(w["met"] for w in rows.values() if w["prefill"])
