@@ -32,6 +32,18 @@ STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCE
 PROBE_BYTES = 4096
 
 
+def umask_mode(mode: int) -> int:
+    """`mode` as this process's umask leaves it, as `open` and `mkdir` apply it: 0o666 gives
+    0644 and 0o777 gives 0755 under the usual 022."""
+    try:  # Linux says it without changing it (os.umask can only read it by setting it)
+        with open("/proc/self/status", encoding="ascii") as status:
+            mask = next(int(line.split()[1], 8) for line in status if line.startswith("Umask:"))
+    except (OSError, StopIteration, ValueError):
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return mode & ~mask
+
+
 @contextmanager
 def atomic_file(path: str | Path, mode: str = "w") -> Iterator[IO]:
     """Open a temp file beside `path` for writing; rename it into place only if the block
@@ -43,6 +55,7 @@ def atomic_file(path: str | Path, mode: str = "w") -> Iterator[IO]:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        os.fchmod(fd, umask_mode(0o666))  # mkstemp's 0600 would hide it from colleagues
     except OSError as error:
         raise _unwritable(error, path, path.parent) from error
     try:

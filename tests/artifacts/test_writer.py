@@ -5,7 +5,9 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import os
 import re
+import stat
 
 import pytest
 from huggingface_hub import DatasetCard
@@ -201,3 +203,18 @@ def test_shards_resume_and_load_in_file_name_order(records, manifest, tmp_path):
     assert load_artifact(path).records == records
     assert load_dataset(str(path), split="train")["qid"] == [r["qid"] for r in records]
     assert json.loads((path / "manifest.json").read_text())["counts"] == {"records": 3}
+
+
+@pytest.mark.parametrize(("umask", "file_mode", "folder_mode"),
+                         [(0o022, 0o644, 0o755), (0o027, 0o640, 0o750)])
+def test_a_version_is_readable_as_the_umask_allows(write, records, umask, file_mode, folder_mode):
+    """Colleagues on shared storage read what a build wrote: every file and folder honours the
+    umask (mkstemp alone would leave the data files 0600)."""
+    before = os.umask(umask)
+    try:
+        folder = write(records)
+    finally:
+        os.umask(before)
+    assert {p.name: stat.S_IMODE(p.stat().st_mode) for p in folder.iterdir()} == \
+        dict.fromkeys((p.name for p in folder.iterdir()), file_mode)
+    assert stat.S_IMODE(folder.stat().st_mode) == folder_mode

@@ -6,6 +6,7 @@ from __future__ import annotations
 import filecmp
 import json
 import os
+import stat
 import subprocess
 import sys
 import time
@@ -18,7 +19,7 @@ from labeler.llm import Sampling, chat, resolve_model
 from labeler.llm.gguf import SNAPSHOT, gguf_snapshot, snapshot_problem
 from labeler.llm.hf import HFBackend
 from labeler.llm.models import model_revision
-from labeler.paths import locked
+from labeler.paths import locked, umask_mode
 
 PROMPT = "What is the capital of France? Answer in one sentence."
 QUESTION = [chat(PROMPT)]
@@ -82,6 +83,8 @@ def test_the_converted_folder_lists_its_files_and_holds_no_copy_of_the_gguf(conv
     # the slow tokenizer's "vocab file" would be the whole 98 MB .gguf again
     assert "tokenizer.model" not in listed
     assert snapshot_problem(converted) is None
+    # readable by colleagues sharing the cache, as the umask allows (mkdtemp alone: 0700)
+    assert stat.S_IMODE(converted.stat().st_mode) == umask_mode(0o777)
 
 
 def test_a_missing_truncated_or_unlisted_file_is_named(converted, tmp_path):
