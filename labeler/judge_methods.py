@@ -123,9 +123,6 @@ class JudgeConfig(TaskConfig):
                    else "asks the LLM nothing")
             raise InputError(f"--with-answer does not apply to {self.method}, which {why}",
                              field_name="with_answer")
-        if self.max_new_tokens < 1:
-            raise InputError(f"max_new_tokens must be at least 1, got {self.max_new_tokens}",
-                             field_name="max_new_tokens")
         if self.answer_extractor:
             raise InputError("--answer-extractor does not apply to judge: no judgment reads the "
                              "gold answers", field_name="answer_extractor")

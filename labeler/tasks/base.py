@@ -59,6 +59,8 @@ class TaskConfig:
         if self.limit is not None and self.limit < 1:
             raise InputError(f"limit must be at least 1, got {self.limit}", field_name="limit")
         check_index(self.index, pool=self.pool, run=self.run, encoder=self.encoder)
+        for f in fields(self):
+            _check_bounds(f.name, getattr(self, f.name), f.metadata)
 
     @classmethod
     def from_options(cls, **options: Any) -> TaskConfig:
@@ -72,6 +74,23 @@ class TaskConfig:
                                  field_name=name)
         return cls(**{k: str(v) if k in ("corpus", "run", "qrels") else v
                       for k, v in options.items() if k in names and v is not None})
+
+
+def _check_bounds(name: str, value: Any, metadata: Mapping) -> None:
+    """InputError unless `value` lies within the bounds its field's metadata declares (`min`,
+    `max`, `min_open`: the bounds the CLI's option of the field takes too)."""
+    low, high, open_low = metadata.get("min"), metadata.get("max"), metadata.get("min_open")
+    if value is None or (low is None and high is None):
+        return
+    if (low is not None and (value <= low if open_low else value < low)) or \
+            (high is not None and value > high):
+        if high is not None:
+            allowed = f"in {'(' if open_low else '['}{low}, {high}]"
+        elif open_low:
+            allowed = "positive" if low == 0 else f"greater than {low}"
+        else:
+            allowed = f"at least {low}"
+        raise InputError(f"{name} must be {allowed}, got {value}", field_name=name)
 
 
 @dataclass(frozen=True)

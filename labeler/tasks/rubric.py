@@ -85,12 +85,6 @@ class RubricConfig(TaskConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.max_questions < 1:
-            raise InputError(f"max_questions must be at least 1, got {self.max_questions}",
-                             field_name="max_questions")
-        if self.rerank_k < 1:
-            raise InputError(f"rerank_k must be at least 1, got {self.rerank_k}",
-                             field_name="rerank_k")
         if self.run is None and self.encoder != "bm25":
             raise InputError(f"the rubric fuses with BM25 scores, not {self.encoder}'s",
                              field_name="encoder", hint="leave --encoder unset (bm25) or pass "

@@ -80,15 +80,6 @@ class SeerConfig(TaskConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name, low in (("samples", 1), ("ngram", 1), ("max_new_tokens", 1)):
-            if getattr(self, name) < low:
-                raise InputError(f"{name} must be at least {low}, got {getattr(self, name)}",
-                                 field_name=name)
-        if not 0 < self.duplicate_at <= 1:
-            raise InputError(f"duplicate_at must be in (0, 1], got {self.duplicate_at}",
-                             field_name="duplicate_at")
-        if self.tau <= 0:
-            raise InputError(f"tau must be positive, got {self.tau}", field_name="tau")
         if self.pool != "rp":
             raise InputError("SEER extracts from the top-k retrieved passages: use --pool rp",
                              field_name="pool")

@@ -86,12 +86,6 @@ class UtilityConfig(TaskConfig):
         "help": "cap on each answer's new tokens (the paper's code: 4096); answers that reach "
                 "it are counted in the manifest and card", "min": 1})
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.max_new_tokens < 1:
-            raise InputError(f"max_new_tokens must be at least 1, got {self.max_new_tokens}",
-                             field_name="max_new_tokens")
-
 
 def closed_book_prompt(question: str, kind: str = "question") -> Chat:
     """L(q, ∅): the question (or claim) alone."""
