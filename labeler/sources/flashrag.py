@@ -42,7 +42,7 @@ def load_jsonl(path: str | Path, *, limit: int | None = None) -> Source:
 
 
 def load_2wiki(*, limit: int | None = None) -> Source:
-    """2WikiMultihopQA dev (FlashRAG layout) from the Hub; retrieval pools need --corpus."""
+    """2WikiMultihopQA dev (FlashRAG layout) from the Hub; retrieves from kilt-w100 by default."""
     return load_hub_split("2wiki", license=TWOWIKI_LICENSE, limit=limit)
 
 
