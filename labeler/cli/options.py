@@ -24,7 +24,8 @@ INDEX_HELP = ("Dense index: flat (exact, the default), ivf[:nlist=N,nprobe=N,pq=
               "built once beside the embeddings. ivf and hnsw report their recall@k against "
               "exact search.")
 CORPUS_HELP = ("Corpus to retrieve from instead of the dataset's own (nq, tq, hotpotqa, fever, "
-               "2wiki: kilt-w100 by default): kilt-w100 (KILT's Wikipedia in DPR's 100-word "
+               "2wiki and the -train sets: kilt-w100 by default): kilt-w100 (KILT's Wikipedia "
+               "in DPR's 100-word "
                "passages, the paper's), wiki-dpr (DPR's 21M psgs_w100), msmarco-passage, "
                "kilt-wikipedia (KILT paragraphs), or a FlashRAG-format file ({id, contents}).")
 ENCODER_HELP = ("Retriever of the top k: bm25, or a dense bge-m3 (default, falls back to the "

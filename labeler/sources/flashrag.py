@@ -1,5 +1,6 @@
 """FlashRAG formats: datasets `{id, question, golden_answers[, gold_passages]}` (`jsonl:PATH`,
-and `2wiki` from the Hub) and corpora `{id, contents: "\\"Title\\"\\ntext"}` (`--corpus`).
+and from the Hub `2wiki`, `tq-train`, `nq-open-train`) and corpora
+`{id, contents: "\\"Title\\"\\ntext"}` (`--corpus`).
 
 `gold_passages`, optional, lists passages as `{id, contents}` or `{id, title, text}`.
 """
@@ -7,6 +8,7 @@ and `2wiki` from the Hub) and corpora `{id, contents: "\\"Title\\"\\ntext"}` (`-
 from __future__ import annotations
 
 from array import array
+from collections.abc import Callable
 from pathlib import Path
 
 from labeler.errors import InputError
@@ -14,13 +16,15 @@ from labeler.lines import read_jsonl
 from labeler.paths import file_sha256
 from labeler.sources.corpus import Corpus, in_batches
 from labeler.sources.hub_files import HUB_FILES
-from labeler.sources.hubload import head, load_hub
+from labeler.sources.hubload import load_hub
+from labeler.sources.kilt import LICENSE as KILT_LICENSE
 from labeler.sources.passage import Passage
 from labeler.sources.types import Query, Source
 
-#: 2WikiMultihopQA's own licence, Apache-2.0 (Alab-NII/2wikimultihop LICENSE); the cc-by-sa-4.0
-#: on FlashRAG_datasets' card is the collection's.
+#: The datasets' own licences, not the collection's cc-by-sa-4.0 on FlashRAG_datasets' card:
+#: 2WikiMultihopQA Apache-2.0 (Alab-NII/2wikimultihop LICENSE); TriviaQA's as for KILT's `tq`.
 TWOWIKI_LICENSE = "apache-2.0"
+TQ_LICENSE = KILT_LICENSE["tq"]
 
 
 def load_jsonl(path: str | Path, *, limit: int | None = None) -> Source:
@@ -38,20 +42,32 @@ def load_jsonl(path: str | Path, *, limit: int | None = None) -> Source:
 
 
 def load_2wiki(*, limit: int | None = None) -> Source:
-    """2WikiMultihopQA dev (FlashRAG layout) from the Hub; retrieval pools need --corpus."""
-    spec = HUB_FILES["2wiki"]  # 2WikiMultihopQA dev in FlashRAG's benchmark collection
+    """2WikiMultihopQA dev (FlashRAG layout) from the Hub; retrieves from kilt-w100 by default."""
+    return load_hub_split("2wiki", license=TWOWIKI_LICENSE, limit=limit)
+
+
+def load_tq_train(*, limit: int | None = None) -> Source:
+    """TriviaQA train as DPR split it (78,785 questions), SEER's TriviaQA training set."""
+    return load_hub_split("tq-train", license=TQ_LICENSE, limit=limit)
+
+
+def load_hub_split(name: str, *, license: str, limit: int | None = None,
+                   prepare: Callable[[Query], Query | None] | None = None) -> Source:
+    """Dataset `name` of `HUB_FILES`, a FlashRAG-layout file, read into Arrow by `datasets`
+    (rows become Python objects only as they are taken); `prepare` may change a query or
+    leave it out (None), and `limit` counts the queries kept."""
+    spec = HUB_FILES[name]
     dataset, revision = load_hub(spec)
-    source = from_dataset(dataset, name="2wiki", revision=revision,
-                          where=f"{spec.repo}/{spec.files[0]}", limit=limit)
-    source.license = TWOWIKI_LICENSE
-    return source
-
-
-def from_dataset(dataset, *, name: str, revision: str, where: str,
-                 limit: int | None = None) -> Source:
-    """Queries from FlashRAG-layout rows (a `datasets.Dataset`, Hub or local)."""
-    queries = [query_from_record(row, where, i) for i, row in enumerate(head(dataset, limit), 1)]
-    return Source(name, revision, queries, None)
+    where = f"{spec.repo}/{spec.files[0]}"
+    queries = []
+    for line_no, row in enumerate(dataset, 1):
+        if limit is not None and len(queries) >= limit:
+            break
+        query = query_from_record(row, where, line_no)
+        query = query if prepare is None else prepare(query)
+        if query is not None:
+            queries.append(query)
+    return Source(name, revision, queries, None, license=license)
 
 
 def query_from_record(record: dict, where: str, line_no: int) -> Query:

@@ -1,5 +1,6 @@
 """`nq`, `tq`, `hotpotqa`, `fever`: the KILT dev sets the utility paper labels
-(facebook/kilt_tasks, split `validation`), with KILT provenance as the human gold.
+(facebook/kilt_tasks, split `validation`), with KILT provenance as the human gold; and
+`hotpotqa-train`, KILT's HotpotQA train, SEER's (Table 3: 88.9k train, 5.6k dev).
 
 Filter: a record is kept when it has a question (or claim), at least one answer and at least
 one provenance ("KILT dev with provenance"). On the Hub data this keeps every dev record of
@@ -45,6 +46,15 @@ def load_hotpotqa(*, limit: int | None = None) -> Source:
     return _load("hotpotqa", limit)
 
 
+def load_hotpotqa_train(*, limit: int | None = None) -> Source:
+    """KILT HotpotQA train (88,869 questions), SEER's HotpotQA training set: every record
+    with a question and an answer (Table 3 counts them all); its provenance, where it has
+    some, is its gold."""
+    dataset, revision = load_hub(HUB_FILES["hotpotqa-train"])
+    return from_dataset(dataset, name="hotpotqa-train", revision=revision,
+                        license=LICENSE["hotpotqa"], limit=limit, provenance=False)
+
+
 def load_fever(*, limit: int | None = None) -> Source:
     """KILT FEVER dev: claims, answered by a verdict (SUPPORTS / REFUTES)."""
     return _load("fever", limit, kind="claim")
@@ -75,22 +85,26 @@ def from_dataset(
     limit: int | None = None,
     kind: str = "question",
     questions: dict[str, str] | None = None,
+    provenance: bool = True,
 ) -> Source:
     """KILT-layout rows `{id, input, output[{answer, provenance[...]}]}` -> Source without
-    corpus, keeping the records with a question, an answer and a provenance (the first
-    `limit` of those). `questions` (id -> question) fills an empty `input` (TriviaQA)."""
+    corpus, keeping the records with a question, an answer and (unless not `provenance`) a
+    provenance, the first `limit` of those. `questions` (id -> question) fills an empty
+    `input` (TriviaQA)."""
     queries = []
     for row in dataset:
         if limit is not None and len(queries) >= limit:
             break
-        query = query_from_record(row, questions)
+        query = query_from_record(row, questions, provenance=provenance)
         if query is not None:
             queries.append(query)
     return Source(name, revision, queries, None, license=license, kind=kind)
 
 
-def query_from_record(row: dict, questions: dict[str, str] | None = None) -> Query | None:
-    """One KILT record -> Query, or None when it lacks a question, an answer or provenance."""
+def query_from_record(row: dict, questions: dict[str, str] | None = None, *,
+                      provenance: bool = True) -> Query | None:
+    """One KILT record -> Query, or None when it lacks a question, an answer or (where
+    `provenance`) provenance."""
     qid = str(row["id"])
     question = row.get("input") or (questions or {}).get(qid)
     outputs = rows(row.get("output"))
@@ -99,6 +113,6 @@ def query_from_record(row: dict, questions: dict[str, str] | None = None) -> Que
         GoldRef(str(p["wikipedia_id"]), p["title"], int(p["start_paragraph_id"]),
                 int(p["end_paragraph_id"]))
         for o in outputs for p in rows(o.get("provenance"))))
-    if not question or not answers or not refs:
+    if not question or not answers or (provenance and not refs):
         return None
     return Query(qid, question, answers, gold_refs=refs)

@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 
 #: dataset name -> "module:function(limit) -> Source"; imported only when used. nq, tq,
 #: hotpotqa and fever are the paper's KILT dev sets (human gold: KILT provenance, as
-#: references); the -tevatron and -distractor sets carry gold passage text instead.
+#: references); the -tevatron and -distractor sets carry gold passage text instead; the
+#: -train sets are the training splits SEER builds its preference pairs from.
 SOURCES = {
     "nq-sample": "labeler.sources.bundled:load_nq_sample",
     "nq": "labeler.sources.kilt:load_nq",
@@ -30,6 +31,9 @@ SOURCES = {
     "nq-tevatron": "labeler.sources.tevatron:load_nq",
     "tq-tevatron-distant": "labeler.sources.tevatron:load_tq",
     "hotpotqa-distractor": "labeler.sources.hotpotqa:load_hotpotqa",
+    "nq-open-train": "labeler.sources.nq_open:load_nq_open_train",
+    "tq-train": "labeler.sources.flashrag:load_tq_train",
+    "hotpotqa-train": "labeler.sources.kilt:load_hotpotqa_train",
     "cisi-sample": "labeler.sources.search:load_cisi_sample",
 }
 
@@ -44,8 +48,10 @@ CORPORA = {
 }
 
 #: dataset -> the corpus it retrieves from when no --corpus is given: the paper's for the KILT
-#: sets and 2WikiQA ("the Wikipedia dumps … split into DPR 100-word format", § Retrieval)
-DEFAULT_CORPORA = {name: "kilt-w100" for name in ("nq", "tq", "hotpotqa", "fever", "2wiki")}
+#: sets and 2WikiQA ("the Wikipedia dumps … split into DPR 100-word format", § Retrieval), and
+#: for SEER's training splits (DPR's Wikipedia passages, its Limitations)
+DEFAULT_CORPORA = {name: "kilt-w100" for name in (
+    "nq", "tq", "hotpotqa", "fever", "2wiki", "nq-open-train", "tq-train", "hotpotqa-train")}
 
 JSONL_PREFIX = "jsonl:"
 #: `search:PATH`: a TSV or JSONL queries file (labeler.sources.search), with --corpus, --qrels

@@ -8,8 +8,6 @@ from pathlib import Path
 
 import datasets
 import pytest
-from support.hub_mirror import mirror_env
-from support.hub_server import HubServer
 
 from labeler.errors import InputError
 from labeler.sources import kilt, msmarco
@@ -17,23 +15,6 @@ from labeler.sources.registry import SOURCES, load_source
 from labeler.sources.types import GoldRef, Source
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
-
-@pytest.fixture
-def hub_from_fixtures(tmp_path, monkeypatch):
-    """This process reading the Hub mirror (tests/support/hub_mirror.py) through the tests'
-    server."""
-    from huggingface_hub import constants
-
-    with HubServer() as hub:
-        for name, value in mirror_env(hub, tmp_path).items():
-            monkeypatch.setenv(name, value)
-        monkeypatch.setattr(constants, "ENDPOINT", hub.url)
-        monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE",
-                            hub.url + "/{repo_id}/resolve/{revision}/{filename}")
-        monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-        monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hf-home" / "hub"))
-        yield hub
-
 
 #: dataset name -> the licence its authors release it under (Hub licence id), and where it says so
 LICENSES = {
@@ -47,6 +28,9 @@ LICENSES = {
     "nq-tevatron": "cc-by-sa-3.0",
     "tq-tevatron-distant": "apache-2.0",
     "hotpotqa-distractor": "cc-by-sa-4.0",
+    "nq-open-train": "cc-by-sa-3.0",
+    "tq-train": "apache-2.0",
+    "hotpotqa-train": "cc-by-sa-4.0",
     "cisi-sample": "unknown",  # CISI states no licence (labeler/data/cisi_sample/LICENSE)
 }
 

@@ -71,14 +71,16 @@ def mirror(tmp_path):
 def test_the_mirror_serves_every_file_the_sources_name():
     assert set(CONTENT) == set(HUB_FILES)
     assert {"nq", "tq", "hotpotqa", "fever", "msmarco-fqa", "2wiki", "nq-tevatron",
-            "tq-tevatron-distant", "hotpotqa-distractor"} <= set(SOURCES)
+            "tq-tevatron-distant", "hotpotqa-distractor", "nq-open-train", "tq-train",
+            "hotpotqa-train"} <= set(SOURCES)
     assert set(CORPORA) <= set(HUB_FILES) | {"kilt-wikipedia", "kilt-w100"}
 
 
 def test_every_named_dataset_and_corpus_loads_from_the_hub(mirror):
     hub, env = mirror
     names = ["nq", "tq", "hotpotqa", "fever", "msmarco-fqa", "2wiki", "nq-tevatron",
-             "tq-tevatron-distant", "hotpotqa-distractor", "corpus:wiki-dpr",
+             "tq-tevatron-distant", "hotpotqa-distractor", "nq-open-train", "tq-train",
+             "hotpotqa-train", "corpus:wiki-dpr",
              "corpus:msmarco-passage", "corpus:kilt-wikipedia", "corpus:kilt-w100",
              "nq+kilt-wikipedia"]
     got = _run(LOAD_ALL, names, env)
@@ -97,6 +99,12 @@ def test_every_named_dataset_and_corpus_loads_from_the_hub(mirror):
     assert got["tq"]["queries"] == 0
     assert got["msmarco-fqa"]["corpus"] == 7  # its one record is a 'description' query
     assert got["2wiki"]["answers"] == [["The Mask Of Fu Manchu"], ["no"]]
+    # SEER's training splits: FlashRAG's nq/ and triviaqa/ train.jsonl beside 2wiki's file in
+    # one pinned commit, KILT's hotpotqa train beside its validation
+    for name, queries in (("nq-open-train", 6), ("tq-train", 2), ("hotpotqa-train", 5)):
+        assert got[name] == {**got[name], "queries": queries, "corpus": 3,
+                             "revision": HUB_FILES[name].revision + kilt_w100}
+    assert HUB_FILES["nq-open-train"].revision == HUB_FILES["2wiki"].revision
     for name in ("nq-tevatron", "tq-tevatron-distant"):  # split 'dev', beside a script
         assert (got[name]["queries"], got[name]["corpus"]) == (2, 15)
         assert got[name]["revision"] == HUB_FILES[name].revision

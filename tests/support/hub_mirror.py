@@ -60,6 +60,9 @@ CONTENT = {
     "tq-questions": lambda: _parquet("trivia_qa_dev.jsonl"),
     "msmarco-fqa": lambda: (FIXTURES / "ms_marco_v1.1_dev.parquet").read_bytes(),
     "2wiki": lambda: (FIXTURES / "hub_mirror" / "2wiki_dev.jsonl").read_bytes(),
+    "nq-open-train": lambda: (FIXTURES / "hub_mirror" / "flashrag_nq_train.jsonl").read_bytes(),
+    "tq-train": lambda: (FIXTURES / "hub_mirror" / "flashrag_tq_train.jsonl").read_bytes(),
+    "hotpotqa-train": lambda: _parquet("kilt_hotpotqa_train.jsonl"),
     "nq-tevatron": lambda: _jsonl_gz("tevatron_nq_dev.jsonl"),
     "tq-tevatron-distant": lambda: _jsonl_gz("tevatron_nq_dev.jsonl"),  # layout only
     "hotpotqa-distractor": lambda: _hotpot(),
@@ -123,14 +126,17 @@ def mirror_env(hub: HubServer, home: Path) -> dict[str, str]:
 def _configs(files: dict[str, bytes]) -> bytes | None:
     """The card's `configs:` block, as the parquet-converted repos have one, for files laid out
     `<config>/<split>-NNNNN-of-NNNNN.parquet`; None for other layouts."""
-    entries = sorted(p.split("/") for p in files if p.endswith("-of-00001.parquet"))
-    if not entries:
+    splits: dict[str, list[str]] = {}
+    for path in sorted(p for p in files if p.endswith("-of-00001.parquet")):
+        config, name = path.split("/")
+        splits.setdefault(config, []).append(name.split("-")[0])
+    if not splits:
         return None
     lines = ["---", "configs:"]
-    for config, name in entries:
-        split = name.split("-")[0]
-        lines += [f"- config_name: {config}", "  data_files:", f"  - split: {split}",
-                  f"    path: {config}/{split}-*"]
+    for config, names in splits.items():
+        lines += [f"- config_name: {config}", "  data_files:"]
+        for split in names:
+            lines += [f"  - split: {split}", f"    path: {config}/{split}-*"]
     return ("\n".join([*lines, "---", ""])).encode()
 
 
