@@ -98,3 +98,11 @@ def test_dedup_bounds_change_no_decision():
             if all(ngram_similarity(t, texts[j]) < threshold for j in kept):
                 kept.append(i)
         assert deduplicate(texts, 2, threshold) == kept
+
+
+def test_the_docstring_examples_hold():
+    import doctest
+
+    from labeler.metrics.seer import duplicates
+
+    assert doctest.testmod(duplicates).failed == 0
