@@ -52,6 +52,7 @@ bench: install-vllm
 	$(BIN)/python benchmarks/bench_corpus.py
 	$(BIN)/python benchmarks/bench_corpus_load.py
 	$(BIN)/python benchmarks/bench_bm25.py
+	$(BIN)/python benchmarks/bench_dedup.py
 	$(BIN)/python benchmarks/bench_vllm.py
 
 lock:

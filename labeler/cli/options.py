@@ -130,8 +130,10 @@ def config_options(configs: Mapping[str | None, type], *, skip: tuple[str, ...] 
                    ) -> Decorator:
     """An option for each field `configs` add to `TaskConfig` (but `skip`), one per field name:
     its help joined from every config that has the field, each prefixed with the config's key
-    (none for a None key). A field's metadata gives its help, and optionally `metavar` and the
-    bounds `min`, `max`, `min_open`; every config declaring a field must agree on its type."""
+    (none for a None key). A field's metadata gives its help, and optionally `metavar`, the
+    bounds `min`, `max`, `min_open` and the allowed `choices`; every config declaring a field
+    must agree on its type. A bool field is a flag that sets it against its default:
+    `--NAME` for a False default, `--no-NAME` for a True one."""
     from labeler.tasks.base import TaskConfig
 
     shared = {f.name for f in dataclasses.fields(TaskConfig)} | set(skip)
@@ -154,10 +156,15 @@ def _field_option(name: str, found: list[tuple[str | None, dataclasses.Field, ty
             raise TypeError(f"{owner} declares {name} unlike {found[0][0]}")
     flag = f"--{name.replace('_', '-')}"
     text = " ".join(_field_help(owner, f) for owner, f, _ in found)
-    if kind is bool:
-        return click.option(flag, is_flag=True, help=text)
+    if kind is bool:  # a flag sets the field against its default; unset, the option is None
+        if first.default is True:
+            return click.option(f"--no-{flag[2:]}", name, is_flag=True, flag_value=False,
+                                default=None, help=text)
+        return click.option(flag, is_flag=True, default=None, help=text)
     bounds = {key: shape[key] for key in ("min", "max", "min_open") if key in shape}
-    if kind is int:
+    if "choices" in shape:
+        kind = click.Choice(shape["choices"])
+    elif kind is int:
         kind = click.IntRange(**bounds) if bounds else int
     elif kind is float:
         kind = click.FloatRange(**bounds) if bounds else float

@@ -65,20 +65,24 @@ class TaskConfig:
     @classmethod
     def from_options(cls, **options: Any) -> TaskConfig:
         """The config from command options; an option this task does not take must be unset
-        (None or False), else InputError names it. An unset option (None) keeps the field's
-        default."""
+        (None), else InputError names it. An unset option keeps the field's default."""
         names = {f.name for f in fields(cls)}
         for name, value in options.items():
-            if name not in names and value not in (None, False):
-                raise InputError(f"--{name.replace('_', '-')} does not apply to this artifact",
-                                 field_name=name)
+            if name not in names and value is not None:
+                flag = name.replace("_", "-")
+                raise InputError(f"--{'no-' if value is False else ''}{flag} does not apply to "
+                                 "this artifact", field_name=name)
         return cls(**{k: str(v) if k in ("corpus", "run", "qrels") else v
                       for k, v in options.items() if k in names and v is not None})
 
 
 def _check_bounds(name: str, value: Any, metadata: Mapping) -> None:
     """InputError unless `value` lies within the bounds its field's metadata declares (`min`,
-    `max`, `min_open`: the bounds the CLI's option of the field takes too)."""
+    `max`, `min_open`, `choices`: the bounds the CLI's option of the field takes too)."""
+    choices = metadata.get("choices")
+    if choices is not None and value not in choices:
+        raise InputError(f"{name} must be one of {', '.join(choices)}, got {value!r}",
+                         field_name=name)
     low, high, open_low = metadata.get("min"), metadata.get("max"), metadata.get("min_open")
     if value is None or (low is None and high is None):
         return

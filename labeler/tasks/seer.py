@@ -2,12 +2,15 @@
 Extraction for Retrieval-Augmented Generation", EMNLP 2024).
 
 For each query q with gold answer a and its top-k passages P, the extractor samples M
-extractions of P; near-duplicates (word n-gram Jaccard ≥ a threshold) are dropped, keeping the
-first. Three experts score each kept extraction e: faithfulness s_f (P entails e),
+extractions of P; blank ones are dropped, and near-duplicates (Kondrak's character n-gram
+similarity ≥ a threshold, labeler.metrics.seer.duplicates) too unless de-duplication is off
+(SEER's "w/o Dup" ablation), keeping the first. Three experts score each kept extraction e:
+faithfulness s_f (P entails e),
 helpfulness s_h = σ(log P(a | q ⊕ e) − log P(a | q)) with the generator, and conciseness
 s_c = cos(SBERT(t), SBERT(e)) with t the generator's full-length answer. Once every shard is
 scored, the build settles the smoothing CoV weights α = softmax(CoV/τ) (CoV = σ/μ of each
-expert over all the build's extractions); s = α_f·s_f + α_h·s_h + α_c·s_c ranks each query's
+expert over all the build's extractions), or uniform weights α = 1/3 (SEER's "w/o CoV"
+ablation); s = α_f·s_f + α_h·s_h + α_c·s_c ranks each query's
 extractions, and every pair with s_w > s_l becomes a preference pair weighted by
 λ = |s_w·ΔMRR_{w,l} + s_l·ΔMRR_{l,w}|, ΔMRR_{w,l} = 1/r_w − 1/r_l.
 
@@ -22,11 +25,12 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import ClassVar
 
-from labeler.errors import InputError
+from labeler.errors import InputError, LabelerError
 from labeler.llm.base import Chat, Sampling, chat
 from labeler.llm.calls import Calls
 from labeler.metrics.seer import experts
 from labeler.metrics.seer.conciseness import REWRITE, full_answers
+from labeler.metrics.seer.duplicates import DUPLICATE_AT, NGRAM, deduplicate
 from labeler.metrics.seer.experts import EXPERTS, cov_weights
 from labeler.metrics.seer.extraction import Extraction
 from labeler.metrics.seer.faithfulness import DEFAULT_FAITHFULNESS, faithfulness_spec
@@ -49,6 +53,8 @@ SEED = 0
 MAX_EVIDENCE_TOKENS = 256
 #: the model role of the extractor, when it is not the generator
 EXTRACTOR = "extractor"
+#: how the experts' scores are weighted: SEER's smoothing CoV weights, or 1/3 each ("w/o CoV")
+WEIGHTINGS = ("cov", "uniform")
 
 
 @dataclass(frozen=True)
@@ -61,17 +67,25 @@ class SeerConfig(TaskConfig):
     extractor: str | None = field(default=None, metadata={
         "help": "the LLM that extracts [default: the --llm; SEER's: llama2-7b-chat]",
         "metavar": "MODEL"})
-    ngram: int = field(default=3, metadata={
-        "help": "word n-grams compared to find near-duplicates", "min": 1})
-    duplicate_at: float = field(default=0.8, metadata={
-        "help": "n-gram Jaccard from which an extraction is a duplicate",
-        "min": 0, "max": 1, "min_open": True})
+    # drop near-duplicate samples; its option is --no-dedup, whose help this is
+    dedup: bool = field(default=True, metadata={
+        "help": "keep every non-blank sample, near-duplicates and exact repeats too "
+                "(SEER's 'w/o Dup' ablation, Table 2 (B))"})
+    ngram: int = field(default=NGRAM, metadata={
+        "help": "character n-grams of Kondrak's n-gram similarity, which finds near-duplicates",
+        "min": 1})
+    duplicate_at: float = field(default=DUPLICATE_AT, metadata={
+        "help": "Kondrak's n-gram similarity from which an extraction is a duplicate of an "
+                "earlier one", "min": 0, "max": 1, "min_open": True})
     faithfulness: str = field(default=DEFAULT_FAITHFULNESS, metadata={
         "help": "llm (the generator as judge), alignscore[:CHECKPOINT] (SEER's) or nli:MODEL",
         "metavar": "SCORER"})
     sbert: str | None = field(default=None, metadata={
         "help": "sentence encoder of conciseness [default: the bundled MiniLM]",
         "metavar": "MODEL"})
+    weights: str = field(default="cov", metadata={
+        "help": "cov (SEER's smoothing CoV weights) or uniform (1/3 each: SEER's 'w/o CoV' "
+                "ablation, Table 2 (C))", "choices": WEIGHTINGS})
     tau: float = field(default=1.0, metadata={
         "help": "temperature of the CoV weights' softmax (SEER tried 0.2, 0.5, 1, 2, 5)",
         "min": 0, "min_open": True})
@@ -89,33 +103,6 @@ def extraction_prompt(question: str, passages: Sequence[Passage]) -> Chat:
     """The extractor's input: the numbered passages, then the question."""
     listed = "\n".join(f"[{i}] {p.contents}" for i, p in enumerate(passages, 1))
     return chat(EXTRACT.format(passages=listed, question=question))
-
-
-def ngram_jaccard(a: str, b: str, n: int) -> float:
-    """Jaccard similarity of the word n-gram sets of `a` and `b` (lower-cased); a text shorter
-    than n words is one n-gram of all its words.
-
-    >>> ngram_jaccard("the cat sat on the mat", "the cat sat on a mat", 3)
-    0.3333333333333333
-    """
-    def grams(text: str) -> set[tuple[str, ...]]:
-        words = text.lower().split()
-        if len(words) < n:
-            return {tuple(words)}
-        return {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
-
-    x, y = grams(a), grams(b)
-    return len(x & y) / len(x | y) if x | y else 1.0
-
-
-def deduplicate(texts: Sequence[str], n: int, threshold: float) -> list[int]:
-    """Indices of the texts kept: each in order unless blank or its n-gram Jaccard with a kept
-    one is at least `threshold` (the first of near-duplicates stays)."""
-    kept: list[int] = []
-    for i, text in enumerate(texts):
-        if text.strip() and all(ngram_jaccard(text, texts[j], n) < threshold for j in kept):
-            kept.append(i)
-    return kept
 
 
 def ranked_pairs(weighted: Sequence[float]) -> tuple[list[int], list[tuple[int, int, float]]]:
@@ -153,13 +140,15 @@ class SeerTask(Task):
         ("queries", "queries", "count"),
         ("skipped_queries", "queries skipped (no answer or passages)", "count"),
         ("samples", "extractions sampled", "count"),
+        ("blank", "blank samples dropped", "count"),
         ("duplicates", "near-duplicates dropped", "count"),
         ("extractions", "extractions scored", "count"),
         ("pairs", "preference pairs", "count"),
         ("mean_faithfulness", "mean faithfulness", "mean"),
         ("mean_helpfulness", "mean helpfulness", "mean"),
         ("mean_conciseness", "mean conciseness", "mean"),
-        ("compression", "passage tokens per evidence token", "mean"),
+        ("compression", "passage ÷ evidence tokens (the extractor's samples, before training)",
+         "mean"),
     )
     metadata: ClassVar[dict] = {
         "pretty_name": "SEER evidence-extraction preference pairs",
@@ -197,6 +186,18 @@ class SeerTask(Task):
         """The base's part plus the experts, each by name."""
         return {**super().manifest(kind), "experts": self.scorers.describe()}
 
+    @classmethod
+    def card_context(cls, manifest: dict) -> dict:
+        """The kind of faithfulness scorer the manifest's experts name (llm, alignscore, nli;
+        None if unreadable), read case-blind by the one spec parser, for the card's notice
+        when it is not SEER's AlignScore."""
+        described = (manifest.get("experts") or {}).get("faithfulness") or ""
+        try:
+            kind = faithfulness_spec(described.casefold())[0]
+        except LabelerError:
+            kind = None
+        return {"faithfulness_kind": kind, "faithfulness_alignscore": kind == "alignscore"}
+
     def extra_models(self) -> dict[str, str]:
         """The extractor, when it is not the generator."""
         return {EXTRACTOR: self.config.extractor} if self.config.extractor else {}
@@ -213,7 +214,8 @@ class SeerTask(Task):
         samples = extractor.generate([extraction_prompt(q.question, passages[q.qid]) for q in todo],
                                self.decoding["extract"], "extractions", [q.qid for q in todo])
         texts = {q.qid: [s.text.strip() for s in out] for q, out in zip(todo, samples)}
-        kept = {q.qid: deduplicate(texts[q.qid], c.ngram, c.duplicate_at) for q in todo}
+        kept = {q.qid: deduplicate(texts[q.qid], c.ngram, c.duplicate_at if c.dedup else None)
+                for q in todo}
         contents = {q.qid: tuple(p.contents for p in passages[q.qid]) for q in todo}
         items = [Extraction(q.question, q.answers[0], texts[q.qid][i], contents[q.qid],
                                     q.qid)
@@ -233,11 +235,12 @@ class SeerTask(Task):
                       "llm": llm.alias, "extractor": extractor.alias, "skipped": skipped[q.qid]}
             if skipped[q.qid] is not None:
                 records.append({**record, "candidates": [], "full_answer": None, "samples": 0,
-                                "duplicates": 0, "passage_tokens": 0, "extractions": [],
-                                "pairs": 0})
+                                "blank": 0, "duplicates": 0, "passage_tokens": 0,
+                                "extractions": [], "pairs": 0})
                 continue
             pool = shard.pools[q.qid][:c.k]
             n = len(kept[q.qid])
+            blank = sum(not text for text in texts[q.qid])
             extractions = [
                 {"text": items[at + j].evidence, "sample": i, "tokens": evidence_tokens[at + j],
                  "scores": {name: float(scores[name][at + j]) for name in EXPERTS}}
@@ -250,7 +253,8 @@ class SeerTask(Task):
                                 "text": cand.passage.text, "rank": cand.rank} for cand in pool],
                 "full_answer": full[q.qid],
                 "samples": len(texts[q.qid]),
-                "duplicates": len(texts[q.qid]) - n,
+                "blank": blank,
+                "duplicates": len(texts[q.qid]) - blank - n,
                 "passage_tokens": sum(next(lengths) for _ in pool),
                 "extractions": extractions,
                 "pairs": 0,
@@ -258,13 +262,18 @@ class SeerTask(Task):
         return records
 
     def settle(self, records: Iterable[dict]) -> dict:
-        """The CoV weights of the three experts over every extraction of the build."""
+        """The three experts' weights: their CoV over every extraction of the build, and
+        α = softmax(CoV/τ), or 1/3 each with uniform weights (the CoV still recorded)."""
         scores: dict[str, list[float]] = {name: [] for name in EXPERTS}
         for record in records:
             for e in record["extractions"]:
                 for name in EXPERTS:
                     scores[name].append(e["scores"][name])
-        return {"tau": self.config.tau, **cov_weights(scores, self.config.tau)}
+        settled = {"weighting": self.config.weights, "tau": self.config.tau,
+                   **cov_weights(scores, self.config.tau)}
+        if self.config.weights == "uniform":
+            settled["weights"] = {name: 1 / len(EXPERTS) for name in EXPERTS}
+        return settled
 
     def derive(self, records: list[dict], settled: dict) -> dict[str, list[dict]]:
         """Weighted scores and ranks into each record; the pairs table."""
@@ -301,19 +310,27 @@ class SeerTask(Task):
     @staticmethod
     def statistics(records: Iterable[dict]) -> dict:
         """Counts, the mean and spread of each expert and of the weighted score, and the
-        evidence length against the passages'."""
+        evidence length against the passages' as SEER's Table 1 measures one cell (dataset ×
+        generator): the mean over the answered queries of the passage tokens fed to the
+        generator, over the mean of their evidence tokens (here a query's evidence is its kept
+        samples, each query weighing alike: their mean length, 0 if every sample was blank);
+        `compression` is the first over the second."""
         import polars as pl  # only here: `labeler score` does not need it
 
         queries, extraction_rows = [], []
         for r in records:
-            queries.append((r["skipped"], r["samples"], r["duplicates"], r["pairs"],
-                            r["passage_tokens"], len(r["extractions"])))
+            lengths = [e["tokens"] for e in r["extractions"]]
+            queries.append((r["skipped"], r["samples"], r["blank"], r["duplicates"], r["pairs"],
+                            r["passage_tokens"], len(lengths),
+                            sum(lengths) / len(lengths) if lengths else 0.0))
             extraction_rows += [(e["tokens"], *(e["scores"][n] for n in (*EXPERTS, "weighted")))
                                 for e in r["extractions"]]
         q = pl.DataFrame(queries, schema={"skipped": pl.String, "samples": pl.Int64,
-                                          "duplicates": pl.Int64, "pairs": pl.Int64,
-                                          "passage_tokens": pl.Int64, "kept": pl.Int64},
+                                          "blank": pl.Int64, "duplicates": pl.Int64,
+                                          "pairs": pl.Int64, "passage_tokens": pl.Int64,
+                                          "kept": pl.Int64, "evidence_tokens": pl.Float64},
                          orient="row")
+        answered = pl.col("skipped").is_null()
         e = pl.DataFrame(extraction_rows, schema={"tokens": pl.Int64, **{
             n: pl.Float64 for n in (*EXPERTS, "weighted")}}, orient="row")
         counted = q.select(
@@ -322,21 +339,20 @@ class SeerTask(Task):
             skipped_no_answer=(pl.col("skipped") == "no gold answer").sum(),
             skipped_no_passages=(pl.col("skipped") == "no passages").sum(),
             samples=pl.col("samples").sum(),
+            blank=pl.col("blank").sum(),
             duplicates=pl.col("duplicates").sum(),
             extractions=pl.col("kept").sum(),
             pairs=pl.col("pairs").sum(),
-            mean_passage_tokens=pl.col("passage_tokens").filter(pl.col("skipped").is_null())
-            .mean(),
+            mean_passage_tokens=pl.col("passage_tokens").filter(answered).mean(),
+            mean_evidence_tokens=pl.col("evidence_tokens").filter(answered).mean(),
         ).row(0, named=True)
         spread = e.select(
-            mean_evidence_tokens=pl.col("tokens").mean(),
             **{f"mean_{n}": pl.col(n).mean() for n in (*EXPERTS, "weighted")},
             **{f"std_{n}": pl.col(n).std(ddof=0) for n in (*EXPERTS, "weighted")},
         ).row(0, named=True)
         stats = {**counted, **spread}
-        per_query = stats["mean_evidence_tokens"]
-        stats["compression"] = (stats["mean_passage_tokens"] / per_query
-                                if per_query and stats["mean_passage_tokens"] else None)
+        evidence, passages = stats["mean_evidence_tokens"], stats["mean_passage_tokens"]
+        stats["compression"] = passages / evidence if evidence and passages else None
         return {k: (float(v) if isinstance(v, float) else v) for k, v in stats.items()}
 
     @staticmethod

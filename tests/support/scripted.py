@@ -19,7 +19,8 @@ from labeler.llm.base import (
 
 
 class ScriptedBackend(Backend):
-    """`answer(text) -> str` for generate (every sample alike), `loglik(context, continuation)
+    """`answer(text) -> str` for generate (every sample alike; a list gives the samples one by
+    one, as many as asked for), `loglik(context, continuation)
     -> float` for loglikelihood, `probs(text, choices) -> {choice: p}` for choice_probs; text
     is the rendered prompt: its messages' contents joined by newlines. An operation without a
     rule fails the test. Like every backend it refuses, before recording or answering a call,
@@ -47,8 +48,12 @@ class ScriptedBackend(Backend):
     def generate(self, prompts: list[Chat], sampling: Sampling) -> list[list[Completion]]:
         self._fits([self.render(p) for p in prompts], sampling.max_tokens)
         rule = self._rule("generate", prompts)
-        return [[_capped(rule(self.render(p)), sampling.max_tokens)] * sampling.n
-                for p in prompts]
+
+        def samples(answer: str | list[str]) -> list[Completion]:
+            answers = answer if isinstance(answer, list) else [answer] * sampling.n
+            return [_capped(a, sampling.max_tokens) for a in answers[:sampling.n]]
+
+        return [samples(rule(self.render(p))) for p in prompts]
 
     def loglikelihood(self, requests: list[LoglikelihoodRequest]) -> list[float]:
         self._fits([self.render(r.context) + " " + r.continuation for r in requests], 0)

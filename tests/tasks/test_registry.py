@@ -34,6 +34,8 @@ def test_a_task_option_the_task_does_not_take_is_refused():
     from labeler.errors import InputError
     from labeler.tasks.base import TaskConfig
 
-    assert TaskConfig.from_options(dataset="nq", with_likelihood=False).dataset == "nq"
+    assert TaskConfig.from_options(dataset="nq", with_likelihood=None).dataset == "nq"
     with pytest.raises(InputError, match="--with-likelihood does not apply to this artifact"):
         TaskConfig.from_options(dataset="nq", with_likelihood=True)
+    with pytest.raises(InputError, match="--no-dedup does not apply to this artifact"):
+        TaskConfig.from_options(dataset="nq", dedup=False)  # a True field's flag, given

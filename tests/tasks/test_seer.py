@@ -12,14 +12,7 @@ from labeler.artifacts import validate_path
 from labeler.cli import cli
 from labeler.errors import InputError
 from labeler.llm.cache import cache_stats
-from labeler.tasks.seer import (
-    SeerConfig,
-    SeerTask,
-    cov_weights,
-    deduplicate,
-    ngram_jaccard,
-    ranked_pairs,
-)
+from labeler.tasks.seer import SeerConfig, SeerTask, cov_weights, ranked_pairs
 
 
 def test_cov_weights_of_a_small_matrix_by_hand():
@@ -55,20 +48,6 @@ def test_equal_scores_give_no_pair_and_keep_sample_order():
     assert [(w, loser) for w, loser, _ in pairs] == [(1, 0), (1, 2)]  # no (0, 2): a tie
 
 
-def test_ngram_dedup_keeps_the_first_of_near_duplicates():
-    a = "The Eiffel Tower is in Paris, France, and was completed in 1889."
-    louder = a.upper()  # the same words: compared lower-cased
-    longer = a + " It is 330 metres tall."  # a's 10 trigrams and 5 more: 10/15
-    other = "Gustave Eiffel's company built the tower for the 1889 World's Fair."
-    assert ngram_jaccard(a, louder, 3) == 1.0
-    assert ngram_jaccard(a, longer, 3) == pytest.approx(10 / 15)
-    assert ngram_jaccard(a, other, 3) == 0.0
-    assert deduplicate([a, louder, other, "  ", longer], 3, 0.8) == [0, 2, 4]  # blank dropped
-    assert deduplicate([a, louder, other, longer], 3, 0.6) == [0, 2]  # 2/3 ≥ 0.6: a duplicate
-    assert deduplicate([longer, a], 3, 0.6) == [0]  # the first stays, whichever is longer
-    assert deduplicate(["Paris", "paris"], 3, 0.8) == [0]  # shorter than n: one gram
-
-
 def test_derive_weights_ranks_and_pairs_a_record():
     task = SeerTask(SeerConfig(dataset="nq-sample"))
     record = {"qid": "q1", "question": "who wrote hamlet", "answers": ["Shakespeare"],
@@ -101,6 +80,8 @@ def test_config_refuses_settings_seer_cannot_use():
         SeerConfig(dataset="nq-sample", tau=0)
     with pytest.raises(InputError, match="use --pool rp"):
         SeerConfig(dataset="nq-sample", pool="hgp")
+    with pytest.raises(InputError, match="weights must be one of cov, uniform, got 'equal'"):
+        SeerConfig(dataset="nq-sample", weights="equal")
     assert SeerConfig(dataset="nq-sample").k == 5
 
 
@@ -187,6 +168,7 @@ def test_queries_without_answer_or_passages_are_skipped_and_counted():
     records = task.label(task.calls(backend), shard)
     assert [r["skipped"] for r in records] == [None, "no gold answer", "no passages"]
     assert records[0]["samples"] == 4 and records[0]["duplicates"] == 3
+    assert records[0]["blank"] == 0
     scores = records[0]["extractions"][0]["scores"]
     assert scores["faithfulness"] == pytest.approx(0.75)
     assert scores["helpfulness"] == pytest.approx(0.5)  # the same log-likelihood either way
@@ -197,3 +179,4 @@ def test_queries_without_answer_or_passages_are_skipped_and_counted():
     assert stats["skipped_queries"] == 2
     assert stats["skipped_no_answer"] == stats["skipped_no_passages"] == 1
     assert stats["duplicates"] == 3 and stats["extractions"] == 1 and stats["pairs"] == 0
+    assert stats["blank"] == 0

@@ -2,10 +2,9 @@
 
 s_c = cos(SBERT(t), SBERT(e)) ∈ [−1, 1], where t, the full-length answer, is the generator's
 rewrite of (question, answer) as one declarative sentence, few-shot with the three examples
-of SEER's appendix (Metaphysics; Greece and the drachma; Lit and "My Own Worst Enemy"),
-greedy, through the call cache. SEER's exact appendix wording could not be found (its code
-was not published where we could read it), so the instruction and the three examples below
-are reconstructed on those subjects, with true facts.
+of SEER's appendix Table 4 (from NQ, TQA and HotpotQA), verbatim as printed (its curly
+apostrophe included), greedy, through the call cache. The paper's prompt itself (its Table 5)
+is an image we could not read, so the one-line instruction before the examples is ours.
 
 The SBERT model defaults to the bundled all-MiniLM-L6-v2, resolved as dense retrieval
 resolves its offline `minilm` encoder (labeler.retrieval.dense.load_encoder).
@@ -27,20 +26,25 @@ if TYPE_CHECKING:
     from labeler.metrics.seer.extraction import Extraction
     from labeler.retrieval.dense import Encoder
 
-#: (question, answer) -> one declarative sentence; reconstructed SEER appendix examples
+#: (question, answer) -> one declarative sentence; the examples are SEER's Table 4, verbatim
 FULL_ANSWER = (
     "Rewrite the question and its answer as one declarative sentence that states the answer "
     "in full.\n\n"
-    "Question: what branch of philosophy studies the fundamental nature of reality\n"
+    "Question: Which branch of philosophy is concerned with fundamental questions about the "
+    "nature of reality?\n"
     "Answer: Metaphysics\n"
-    "Full-length answer: Metaphysics is the branch of philosophy that studies the fundamental "
-    "nature of reality.\n\n"
-    "Question: what was the currency of greece before the euro\n"
-    "Answer: the Drachma\n"
-    "Full-length answer: The currency of Greece before the euro was the drachma.\n\n"
-    "Question: who sang my own worst enemy\n"
-    "Answer: Lit\n"
-    "Full-length answer: \"My Own Worst Enemy\" was sung by the American rock band Lit.\n\n"
+    "Full-length answer: Metaphysics is the branch of philosophy concerned with fundamental "
+    "questions about the nature of reality.\n\n"
+    "Question: What country used the Drachma as its currency, before switching to the Euro in "
+    "2001?\n"
+    "Answer: Greece\n"
+    "Full-length answer: Greece used the Drachma as its currency before switching to the Euro "
+    "in 2001.\n\n"
+    "Question: Californian rock band Lit recorded A Place in the Sun in 1995, but what\u2019s "
+    "their best known song?\n"
+    "Answer: My Own Worst Enemy\n"
+    "Full-length answer: The Californian rock band Lit recorded their album A Place in the Sun "
+    "in 1995, and their best known song is My Own Worst Enemy.\n\n"
     "Question: {question}\n"
     "Answer: {answer}\n"
     "Full-length answer:"
