@@ -25,6 +25,7 @@ from pathlib import Path
 import jsonlines
 
 from labeler.artifacts.card import render_card
+from labeler.artifacts.features import Shape, features
 from labeler.artifacts.kinds import ArtifactKind
 from labeler.artifacts.manifest import (
     CARD,
@@ -155,22 +156,19 @@ class VersionWriter:
         kind = self.kind
         names = {"artifact": self.artifact, "dataset": self.dataset, "llm": self.llm,
                  "version": self.version}
-        counted = [0]  # records, counted in the one pass that computes the statistics
-
-        def records():
-            for file in files:
-                for _, record in read_jsonl(file):
-                    counted[0] += 1
-                    yield record
-
-        stats = kind.statistics(records())
-        counts = {table: sum(1 for f in data_files(self.staging, table) for _ in read_jsonl(f))
-                  for table in kind.tables}
+        shapes = {table: Shape() for table in (DATA, *kind.tables)}
 
         def read(table: str) -> Iterator[dict]:
             for file in data_files(self.staging, table):
                 for _, record in read_jsonl(file):
                     yield record
+
+        # one pass over each table: the data's statistics and count, the others' counts, and
+        # the keys every table's records hold (for its features)
+        data = _Counted(read(DATA), shapes[DATA])
+        stats = kind.statistics(data)
+        records = data.drain()
+        counts = {table: _Counted(read(table), shapes[table]).drain() for table in kind.tables}
 
         attached = kind.attachments(read)
         for name, content in attached.items():
@@ -180,11 +178,13 @@ class VersionWriter:
         listed = [*sorted(p for p in self.staging.iterdir() if table_of(p.name)),
                   *(self.staging / name for name in attached)]
         final = build_manifest({**manifest, "counts": {**manifest.get("counts", {}), **counts}},
-                               **names, records=counted[0],
+                               **names, records=records,
                                files={f.name: file_sha256(f) for f in listed}, stats=stats)
         _write_file(self.staging / MANIFEST, json.dumps(final, indent=2, ensure_ascii=False) + "\n")
+        typed = {table: features(table_schema(self.artifact, table), shape)
+                 for table, shape in shapes.items() if data_files(self.staging, table)}
         _write_file(self.staging / CARD, render_card(final, kind.metadata,
-                                                      kind.card_context(final)))
+                                                      kind.card_context(final), typed))
         _fsync(self.staging)
         if self.target.exists():
             raise _exists(self.target)
@@ -253,6 +253,25 @@ def artifact_dir(
     if target.exists():
         raise _exists(target)
     return target
+
+
+class _Counted:
+    """`records`, read once: each is counted and taken into `shape` as it goes by."""
+
+    def __init__(self, records: Iterable[dict], shape: Shape) -> None:
+        self.records, self.shape, self.count = iter(records), shape, 0
+
+    def __iter__(self) -> Iterator[dict]:
+        for record in self.records:
+            self.count += 1
+            self.shape.add(record)
+            yield record
+
+    def drain(self) -> int:
+        """Read what is left; how many records there were."""
+        for _ in self:
+            pass
+        return self.count
 
 
 def abandoned_partials(root: Path) -> list[tuple[Path, str]]:

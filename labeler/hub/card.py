@@ -1,8 +1,9 @@
 """The repo's root README.md: merge pushed versions into its `configs` and keep the rest.
 
 Each pushed version sets its config (`<artifact>.<dataset>.<llm>`) to point at its own data
-files; every other config, every other metadata key and all prose written by people stay as
-they are. The table of labeler configs in the prose lives between two HTML comments and is
+files, with the description (its files' fingerprint) and `dataset_info` (its features) of the
+version's own card; every other config, every other metadata key and all prose written by
+people stay as they are. The table of labeler configs in the prose lives between two HTML comments and is
 rebuilt from the YAML on every push; a card without them gets the table appended.
 """
 
@@ -13,13 +14,16 @@ import re
 
 from huggingface_hub import DatasetCard
 
+from labeler.artifacts.manifest import DATA, table_of
 from labeler.hub.layout import Version
 
 START, END = "<!-- labeler:configs start -->", "<!-- labeler:configs end -->"
 #: a data file path in the layout labeler publishes: <artifact>/<dataset>/<llm>/v<version>/<file>
 _LAYOUT = re.compile(r"^([^/]+)/([^/]+)/([^/]+)/v([^/]+)/[^/]+$")
 #: metadata lists that grow with each artifact kind pushed into the repo
-_UNION_KEYS = ("task_categories", "tags", "size_categories")
+_UNION_KEYS = ("task_categories", "tags", "size_categories", "language", "source_datasets")
+#: metadata merged config by config, not key by key
+_PER_CONFIG = ("configs", "dataset_info", "pretty_name", "license")
 #: metadata key: config name -> the licence of its newest version (from that version's card)
 LICENSES = "labeler_licenses"
 
@@ -32,22 +36,33 @@ def merge_card(existing: str | None, versions: list[Version], repo: str) -> str:
     licenses = dict(card.data.get(LICENSES) or {
         c["config_name"]: card.data.get("license") for c in configs
         if version_folder(c) and card.data.get("license")})
+    infos = _by_config(card.data.get("dataset_info"))
     for version in versions:
         version_card = DatasetCard((version.folder / "README.md").read_text(encoding="utf-8"))
+        own = {c["config_name"]: c for c in version_card.data.get("configs") or []}
+        own_infos = _by_config(version_card.data.get("dataset_info"))
         for name, files in version.configs.items():
+            table = table_of(files[0])
+            local = "default" if table == DATA else table  # its name in the version's card
             entry = {
                 "config_name": name,
                 "data_files": [{"split": "train", "path": f"{version.prefix}/{file}"}
                                for file in files],
+                **{k: v for k, v in own.get(local, {}).items() if k == "description"},
             }
             at = next((i for i, c in enumerate(configs) if c.get("config_name") == name), None)
             if at is None:
                 configs.append(entry)
             else:
                 configs[at] = entry
+            infos.pop(name, None)
+            if local in own_infos:
+                infos[name] = {**own_infos[local], "config_name": name}
             licenses[name] = version_card.data.get("license") or "unknown"
         _merge_metadata(card, version_card)
     card.data["configs"] = configs
+    if infos:
+        card.data["dataset_info"] = list(infos.values())
     _set_license(card, licenses)
     if not card.data.get("pretty_name"):
         card.data["pretty_name"] = repo.split("/")[-1]
@@ -82,13 +97,19 @@ def version_folder(config: dict) -> str | None:
 def _merge_metadata(card: DatasetCard, version_card: DatasetCard) -> None:
     """Fill missing keys from a version's own card; grow the list-valued ones."""
     for key, value in version_card.data.to_dict().items():
-        if key in ("configs", "pretty_name", "license"):
+        if key in _PER_CONFIG:
             continue
         current = card.data.get(key)
         if current is None:
             card.data[key] = value
         elif key in _UNION_KEYS and isinstance(current, list) and isinstance(value, list):
             card.data[key] = current + [v for v in value if v not in current]
+
+
+def _by_config(infos: list | dict | None) -> dict[str, dict]:
+    """A card's `dataset_info` (one mapping, or a list of them) by config name."""
+    listed = [infos] if isinstance(infos, dict) else infos or []
+    return {info.get("config_name", "default"): info for info in listed}
 
 
 def _set_license(card: DatasetCard, licenses: dict[str, str]) -> None:

@@ -28,7 +28,8 @@ def load_nq_sample(*, limit: int | None = None) -> Source:
         Query(r["qid"], r["question"], r["answers"], [corpus[pid] for pid in r["gold_pids"]])
         for r in _read(folder / _FILES[0])
     ][:limit]
-    return Source("nq-sample", _revision(folder), queries, corpus, license=LICENSE)
+    return Source("nq-sample", _revision(folder), queries, corpus, license=LICENSE,
+                  language="en")
 
 
 def _read(path: Path) -> list[dict]:

@@ -16,7 +16,7 @@ from labeler.lines import read_jsonl
 from labeler.paths import file_sha256
 from labeler.sources.corpus import Corpus, in_batches
 from labeler.sources.hub_files import HUB_FILES
-from labeler.sources.hubload import load_hub
+from labeler.sources.hubload import load_hub, read_from
 from labeler.sources.kilt import LICENSE as KILT_LICENSE
 from labeler.sources.passage import Passage
 from labeler.sources.types import Query, Source
@@ -67,7 +67,7 @@ def load_hub_split(name: str, *, license: str, limit: int | None = None,
         query = query if prepare is None else prepare(query)
         if query is not None:
             queries.append(query)
-    return Source(name, revision, queries, None, license=license)
+    return read_from(Source(name, revision, queries, None, license=license), spec)
 
 
 def query_from_record(record: dict, where: str, line_no: int) -> Query:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from labeler.sources.corpus import Corpus
 from labeler.sources.hub_files import HUB_FILES
-from labeler.sources.hubload import head, load_hub
+from labeler.sources.hubload import head, load_hub, read_from
 from labeler.sources.passage import Passage
 from labeler.sources.types import Query, Source
 
@@ -18,8 +18,10 @@ LICENSE = "cc-by-sa-4.0"
 
 def load_hotpotqa(*, limit: int | None = None) -> Source:
     """HotpotQA distractor validation from the Hub."""
-    dataset, revision = load_hub(HUB_FILES["hotpotqa-distractor"])
-    return from_dataset(dataset, name="hotpotqa-distractor", revision=revision, license=LICENSE, limit=limit)
+    spec = HUB_FILES["hotpotqa-distractor"]
+    dataset, revision = load_hub(spec)
+    return read_from(from_dataset(dataset, name="hotpotqa-distractor", revision=revision,
+                                  license=LICENSE, limit=limit), spec)
 
 
 def from_dataset(dataset, *, name: str, revision: str, license: str = "unknown",

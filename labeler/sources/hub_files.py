@@ -28,6 +28,7 @@ class HubFiles:
     script: str | None = None  # the repo's loading script, which is not run
     note: str = ""
     rows: int | None = None  # a corpus's passages, where known (its progress bar's total)
+    language: str = "en"  # of its queries and passages (ISO 639-1): every one listed is English
 
 
 def _kilt(config: str, size: str, split: str = "validation", note: str = "") -> HubFiles:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from labeler.errors import HubError
 from labeler.sources.hub_files import HubFiles
+from labeler.sources.types import Source
 
 #: one hint per cause, so the error says what to do about the cause it names
 NOT_FOUND = "check the id; a private repo needs a token: hf auth login"
@@ -25,6 +26,13 @@ def load_hub(spec: HubFiles, *, what: str = "dataset", hint: str = ""):
     fmt = {"json": "json", "parquet": "parquet"}[spec.format]
     dataset = datasets.load_dataset(fmt, data_files={spec.split: paths}, split=spec.split)
     return dataset, revision
+
+
+def read_from(source: Source, spec: HubFiles) -> Source:
+    """`source`, saying it was read from `spec`'s repo (as well) and in its language."""
+    source.repos = (*source.repos, spec.repo)
+    source.language = spec.language
+    return source
 
 
 def download(spec: HubFiles, *, what: str = "dataset", hint: str = "") -> tuple[list[str], str]:

@@ -24,7 +24,7 @@ Files: `hub_files.HUB_FILES` (the parquet files of kilt_tasks' main branch, pinn
 from __future__ import annotations
 
 from labeler.sources.hub_files import HUB_FILES
-from labeler.sources.hubload import load_hub, rows
+from labeler.sources.hubload import load_hub, read_from, rows
 from labeler.sources.types import GoldRef, Query, Source
 
 #: The questions' own licences, not the "mit" on facebook/kilt_tasks' card (KILT's, which
@@ -50,9 +50,11 @@ def load_hotpotqa_train(*, limit: int | None = None) -> Source:
     """KILT HotpotQA train (88,869 questions), SEER's HotpotQA training set: every record
     with a question and an answer (Table 3 counts them all); its provenance, where it has
     some, is its gold."""
-    dataset, revision = load_hub(HUB_FILES["hotpotqa-train"])
-    return from_dataset(dataset, name="hotpotqa-train", revision=revision,
-                        license=LICENSE["hotpotqa"], limit=limit, provenance=False)
+    spec = HUB_FILES["hotpotqa-train"]
+    dataset, revision = load_hub(spec)
+    return read_from(from_dataset(dataset, name="hotpotqa-train", revision=revision,
+                                  license=LICENSE["hotpotqa"], limit=limit, provenance=False),
+                     spec)
 
 
 def load_fever(*, limit: int | None = None) -> Source:
@@ -67,13 +69,14 @@ def load_tq(*, limit: int | None = None) -> Source:
     questions = dict(zip(trivia["question_id"], trivia["question"]))
     source = _load("tq", limit, questions=questions)
     source.revision = f"{source.revision}+{spec.repo}:{trivia_revision}"
+    read_from(source, spec)
     return source
 
 
 def _load(name: str, limit: int | None, **options) -> Source:
     dataset, revision = load_hub(HUB_FILES[name])
-    return from_dataset(dataset, name=name, revision=revision, license=LICENSE[name],
-                        limit=limit, **options)
+    return read_from(from_dataset(dataset, name=name, revision=revision, license=LICENSE[name],
+                                  limit=limit, **options), HUB_FILES[name])
 
 
 def from_dataset(

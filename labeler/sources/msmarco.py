@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from labeler.sources.corpus import Corpus
 from labeler.sources.hub_files import HUB_FILES
-from labeler.sources.hubload import load_hub, rows
+from labeler.sources.hubload import load_hub, read_from, rows
 from labeler.sources.passage import Passage
 from labeler.sources.types import Query, Source
 
@@ -24,8 +24,8 @@ LICENSE = "other"
 def load_msmarco_fqa(*, limit: int | None = None) -> Source:
     """The factoid subset of MS MARCO v1.1 validation from the Hub."""
     dataset, revision = load_hub(HUB_FILES["msmarco-fqa"])
-    return from_dataset(dataset, name="msmarco-fqa", revision=revision, license=LICENSE,
-                        limit=limit)
+    return read_from(from_dataset(dataset, name="msmarco-fqa", revision=revision,
+                                  license=LICENSE, limit=limit), HUB_FILES["msmarco-fqa"])
 
 
 def from_dataset(

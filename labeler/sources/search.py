@@ -29,6 +29,7 @@ def load_cisi_sample(*, limit: int | None = None) -> Source:
     source = load_search(folder / "queries.jsonl", limit=limit, name="cisi-sample")
     source.corpus = read_corpus(folder / "corpus.jsonl.gz")
     source.license = "unknown"  # CISI is a public research collection without a stated licence
+    source.language = "en"
     source.revision = _digest(folder / n for n in ("queries.jsonl", "corpus.jsonl.gz"))
     return with_qrels(source, folder / "qrels.txt")
 

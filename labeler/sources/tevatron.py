@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from labeler.sources.corpus import Corpus
 from labeler.sources.hub_files import HUB_FILES
-from labeler.sources.hubload import head, load_hub, rows
+from labeler.sources.hubload import head, load_hub, read_from, rows
 from labeler.sources.passage import Passage
 from labeler.sources.types import Query, Source
 
@@ -27,13 +27,16 @@ LICENSE = {"nq": "cc-by-sa-3.0", "tq": "apache-2.0"}
 def load_nq(*, limit: int | None = None) -> Source:
     """NQ dev from Tevatron/wikipedia-nq."""
     dataset, revision = load_hub(HUB_FILES["nq-tevatron"])
-    return from_dataset(dataset, name="nq-tevatron", revision=revision, license=LICENSE["nq"], limit=limit)
+    return read_from(from_dataset(dataset, name="nq-tevatron", revision=revision,
+                                  license=LICENSE["nq"], limit=limit), HUB_FILES["nq-tevatron"])
 
 
 def load_tq(*, limit: int | None = None) -> Source:
     """TriviaQA dev from Tevatron/wikipedia-trivia; its gold is distant supervision."""
-    dataset, revision = load_hub(HUB_FILES["tq-tevatron-distant"])
-    return from_dataset(dataset, name="tq-tevatron-distant", revision=revision, license=LICENSE["tq"], limit=limit)
+    spec = HUB_FILES["tq-tevatron-distant"]
+    dataset, revision = load_hub(spec)
+    return read_from(from_dataset(dataset, name="tq-tevatron-distant", revision=revision,
+                                  license=LICENSE["tq"], limit=limit), spec)
 
 
 def from_dataset(dataset, *, name: str, revision: str, license: str = "unknown",

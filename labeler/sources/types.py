@@ -64,6 +64,12 @@ class Source:
     # True when the answers are free-text sentences (MS MARCO) that an LLM must reduce to
     # short entity answers before has_answer can match them: `--answer-extractor`.
     sentence_answers: bool = field(default=False, kw_only=True)
+    # The language of the queries and passages (ISO 639-1, "en"); None where nobody has said
+    # (a user's file).
+    language: str | None = field(default=None, kw_only=True)
+    # The Hub dataset repos the data was read from ("facebook/kilt_tasks"); none for a bundled
+    # sample or a user's file.
+    repos: tuple[str, ...] = field(default=(), kw_only=True)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -83,6 +89,8 @@ class Source:
         return {
             "source_dataset": self.name,
             "source_revision": self.revision,
+            "source_repos": list(self.repos),
+            "language": self.language,
             "license": self.license,
             "corpus_passages": None if corpus is None else len(corpus),
             "corpus_source": None if corpus is None or corpus.name is None else {

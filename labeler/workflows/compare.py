@@ -228,6 +228,8 @@ def _manifest(artifacts: list, kind: str) -> dict:
         "model_revision": None,
         "source_dataset": first["source_dataset"],
         "source_revision": first["source_revision"],
+        "source_repos": first.get("source_repos", []),
+        "language": first.get("language"),
         "license": first.get("license"),
         "prompt_templates": TEMPLATES_BY_KIND[kind],
         "sampling": {a.manifest["llm"]: a.manifest["sampling"]["answer"] for a in artifacts},

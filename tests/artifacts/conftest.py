@@ -26,6 +26,8 @@ def manifest() -> dict:
         "model_revision": None,
         "source_dataset": "nq-sample",
         "source_revision": "nq-open-oracle@29b8a6d0",
+        "source_repos": [],
+        "language": "en",
         "prompt_templates": PROMPT_TEMPLATES,
         "sampling": {"answer": {"n": 1, "temperature": 0.0, "top_p": 1.0, "max_tokens": 32}},
         "seed": None,

@@ -53,7 +53,8 @@ def test_card_has_hub_metadata_and_the_build_statistics(write, records):
 
     assert card.data.license == "cc-by-sa-3.0"  # NQ-derived default
     assert card.data.size_categories == ["n<1K"]
-    assert card.data.configs == [{"config_name": "default", "data_files": "data-*.jsonl"}]
+    [config] = card.data.configs  # its description: tests/artifacts/test_card.py
+    assert (config["config_name"], config["data_files"]) == ("default", "data-*.jsonl")
     assert "question-answering" in card.data.task_categories
     assert card.data.pretty_name == "LLM-specific gold utilitarian passages: nq-sample × smollm2-135m"
     text = card.text

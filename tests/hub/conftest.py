@@ -89,6 +89,8 @@ def write(tmp_path, records):
             "model_revision": None,
             "source_dataset": "nq-sample",
             "source_revision": "nq-open-oracle@29b8a6d0",
+            "source_repos": [],
+            "language": "en",
             "prompt_templates": {"closed_book": "Answer the following question ... {question}"},
             "sampling": {"answer": {"n": 1, "temperature": 0.0, "max_tokens": 32}},
             "seed": None,

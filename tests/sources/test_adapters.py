@@ -40,6 +40,33 @@ def test_each_source_declares_its_own_licence(name, hub_from_fixtures):
     assert load_source(name, limit=1).license == LICENSES[name]
 
 
+#: the Hub dataset repos each source reads (a card's source_datasets); the bundled samples none
+REPOS = {
+    "nq-sample": [], "cisi-sample": [],
+    "nq": ["facebook/kilt_tasks"], "hotpotqa": ["facebook/kilt_tasks"],
+    "fever": ["facebook/kilt_tasks"], "hotpotqa-train": ["facebook/kilt_tasks"],
+    "tq": ["facebook/kilt_tasks", "mandarjoshi/trivia_qa"],  # questions joined by id
+    "msmarco-fqa": ["microsoft/ms_marco"],
+    "2wiki": ["RUC-NLPIR/FlashRAG_datasets"], "nq-open-train": ["RUC-NLPIR/FlashRAG_datasets"],
+    "tq-train": ["RUC-NLPIR/FlashRAG_datasets"],
+    "nq-tevatron": ["Tevatron/wikipedia-nq"], "tq-tevatron-distant": ["Tevatron/wikipedia-trivia"],
+    "hotpotqa-distractor": ["hotpotqa/hotpot_qa"],
+}
+
+
+@pytest.mark.parametrize("name", list(SOURCES))
+def test_each_source_says_its_language_and_the_hub_repos_it_read(name, hub_from_fixtures):
+    described = load_source(name, limit=1).describe()
+    assert (described["language"], described["source_repos"]) == ("en", REPOS[name])
+
+
+def test_a_users_file_has_no_language_said(tmp_path):
+    file = tmp_path / "dev.jsonl"
+    file.write_text('{"id": "1", "question": "who?", "golden_answers": ["me"]}\n')
+    described = load_source(f"jsonl:{file}").describe()
+    assert (described["language"], described["source_repos"]) == (None, [])
+
+
 def test_a_licence_must_be_a_hub_licence_id():
     with pytest.raises(InputError) as error:
         Source("x", "r", [], None, license="CC BY-SA 4.0")

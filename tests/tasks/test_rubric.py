@@ -7,6 +7,8 @@ import json
 
 import pytest
 from click.testing import CliRunner
+from hub.conftest import hub  # noqa: F401  (the local Hub server fixture)
+from support.loading import check_card_types, check_pushed
 
 from labeler.artifacts import validate_path
 from labeler.cli import cli
@@ -71,7 +73,7 @@ def test_rubric_options_are_checked_and_refused_elsewhere():
 
 
 @pytest.mark.slow
-def test_rubric_build_on_cisi_sample(loads, tmp_path):
+def test_rubric_build_on_cisi_sample(loads, tmp_path, request):
     out = tmp_path / "out"
     result = CliRunner().invoke(cli, [
         "build", "--artifact", "rubric", "--dataset", "cisi-sample", "--llm", "smollm2-135m",
@@ -113,6 +115,11 @@ def test_rubric_build_on_cisi_sample(loads, tmp_path):
     assert json.dumps(report).count("ndcg@10") >= 1
     assert stats["ndcg@10_fused"] == pytest.approx(
         sum(q["ndcg@10"]["fused"] for q in queries) / 2)
+    # both tables load with the types the card states (`label` is null for an unjudged
+    # document), from the folder and pushed to the Hub
+    check_card_types(version, tmp_path / "datasets")
+    request.getfixturevalue("hub")  # the server, once the build is done
+    check_pushed(version, "lab/rubric-labels", tmp_path / "hub-datasets")
 
 
 def test_label_retries_scores_and_fuses_with_a_scripted_llm():

@@ -7,6 +7,8 @@ import math
 
 import pytest
 from click.testing import CliRunner
+from hub.conftest import hub  # noqa: F401  (the local Hub server fixture)
+from support.loading import check_card_types, check_pushed
 
 from labeler.artifacts import validate_path
 from labeler.cli import cli
@@ -86,10 +88,11 @@ def test_config_refuses_settings_seer_cannot_use():
 
 
 @pytest.mark.slow
-def test_seer_build_on_two_nq_sample_queries(tmp_path, loads, nq_sample_embeddings):
+def test_seer_build_on_two_nq_sample_queries(tmp_path, loads, nq_sample_embeddings, request):
     """nq-sample, SmolLM2 as extractor, generator and judge, M = 4: schema-valid tables whose
     pairs prefer the higher weighted score; the rerun is served from the call cache; the pairs
-    load with `datasets` as TRL's prompt/chosen/rejected."""
+    load with `datasets` as TRL's prompt/chosen/rejected, and every table with the types its
+    card states, from the folder and pushed to the Hub."""
     cache = tmp_path / "calls"
     cache.mkdir()  # the corpus's MiniLM embeddings: the session's, not encoded again
     (cache / "embeddings").symlink_to(nq_sample_embeddings / "embeddings")
@@ -143,6 +146,9 @@ def test_seer_build_on_two_nq_sample_queries(tmp_path, loads, nq_sample_embeddin
     assert len(loaded) == len(pairs)
     table = load_dataset(str(folder), "pairs", split="train")  # the card's configs
     assert len(table) == len(pairs)
+    check_card_types(folder, tmp_path / "datasets")
+    request.getfixturevalue("hub")  # the server, once the build is done
+    check_pushed(folder, "lab/seer-labels", tmp_path / "hub-datasets")
 
 
 def test_queries_without_answer_or_passages_are_skipped_and_counted():

@@ -3,10 +3,8 @@ to end) and the scripted backend as a second LLM, then `labeler push` of the com
 local Hub server (tests/support/hub_server.py).
 
 Two queries, the real top-3 of tests/fixtures/nq_sample_minilm_top3.trec (MiniLM over
-nq-sample's corpus), answers capped at 32 new tokens, one module-wide call cache. The scripted
-reader knows the Nobel question closed-book (so it has no gold utilitarian passage there) and
-otherwise copies the first passage it is shown (so its gold utilitarian passages are the
-candidates that hold a gold answer).
+nq-sample's corpus), answers capped at 32 new tokens, one module-wide call cache; the scripted
+reader is tests/support/nq2.py's.
 """
 
 from __future__ import annotations
@@ -14,24 +12,12 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 from hub.conftest import TOKEN, hub  # noqa: F401  (the local Hub server fixture)
-from support.nq2 import copy_nq2_build
-from support.scripted import ScriptedBackend
+from support.nq2 import copy_nq2_build, scripted_utility
 
-from labeler.artifacts import load_artifact, validate_path, write_artifact
+from labeler.artifacts import load_artifact, validate_path
 from labeler.cli import cli
 from labeler.errors import InputError
-from labeler.tasks.base import make_shards
-from labeler.tasks.utility import UtilityConfig, UtilityTask
 from labeler.workflows.compare import HUMAN, compare, jaccard
-from labeler.workflows.steps import config_pools, config_source
-
-
-def _reader(text: str) -> str:
-    """Closed-book: right on the Nobel question only; with evidence: the first passage's text,
-    verbatim."""
-    if not text.startswith("Information: \n"):
-        return " Wilhelm Conrad Röntgen" if "nobel prize" in text else " I don't know"
-    return " " + text.removeprefix("Information: \n").split("\n")[0]
 
 
 @pytest.fixture(scope="module")
@@ -39,18 +25,7 @@ def artifacts(tmp_path_factory, nq2_build):
     """(root, call cache, SmolLM2's artifact, the scripted one, the scripted backend)."""
     root = tmp_path_factory.mktemp("compare")
     run, calls, smol = copy_nq2_build(nq2_build, root)
-    # the same pools, labelled by the scripted reader as `labeler build` would
-    config = UtilityConfig(dataset="nq-sample", limit=2, k=3, run=str(run), max_new_tokens=32)
-    source = config_source(config)
-    pools = config_pools(source, config)
-    task, scripted = UtilityTask(config), ScriptedBackend(answer=_reader)
-    records = [r for shard in make_shards(source.queries, pools, 8)
-               for r in task.label(task.calls(scripted), shard)]
-    other = write_artifact(records, out=root / "out", kind=UtilityTask, dataset="nq-sample",
-                           llm="scripted", manifest={
-                               "model_id": "scripted", "model_revision": "0",
-                               **source.describe(), **task.manifest(), **pools.describe(),
-                               "llm_config": {"model": "scripted", "backend": "scripted"}})
+    other, scripted = scripted_utility(run, root / "out")
     return root, calls, smol, other, scripted
 
 

@@ -1,0 +1,66 @@
+"""A version folder's card: each config's fingerprint and features, and `datasets` loading each
+version's own records with them (issue 22, items 1 and 6).
+
+The records are the three real utility records of fixtures/ (nq-sample, pool hgp, SmolLM2): a
+human gold passage that was not retrieved has rank null, so every candidate's `rank` is null.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+
+from huggingface_hub import DatasetCard, DatasetCardData
+
+from labeler.artifacts import validate_path
+from labeler.artifacts.manifest import data_files
+from labeler.lines import read_jsonl
+
+
+def _sha256sum_of_sha256sum(folder) -> str:
+    """What `sha256sum data-*.jsonl | sha256sum` prints in `folder`."""
+    lines = "".join(f"{hashlib.sha256(f.read_bytes()).hexdigest()}  {f.name}\n"
+                    for f in data_files(folder))
+    return hashlib.sha256(lines.encode()).hexdigest()
+
+
+def test_each_config_names_its_files_fingerprint(write, records):
+    folder = write(records)
+    [config] = DatasetCard.load(folder / "README.md").data.configs
+    assert config["description"] == (
+        "The data table of utility nq-sample × smollm2-135m v1; its files' fingerprint "
+        f"(sha256sum data-*.jsonl | sha256sum): {_sha256sum_of_sha256sum(folder)}")
+    assert validate_path(folder) == []  # `labeler validate` accepts the card
+
+
+def test_the_card_states_language_source_and_features(write, records):
+    card = DatasetCard.load(write(records) / "README.md")
+    assert isinstance(card.data, DatasetCardData)
+    assert card.data.language == ["en"] and card.data.source_datasets == ["nq-sample"]
+    [info] = card.data.dataset_info
+    assert info["config_name"] == "default"
+    features = {f["name"]: f for f in info["features"]}
+    assert list(features)[:3] == ["qid", "question", "answers"]  # the schema's order
+    assert features["answers"] == {"name": "answers", "list": "string"}
+    ranks = {f["name"]: f for f in features["candidates"]["list"]}["rank"]
+    assert ranks == {"name": "rank", "dtype": "int64"}  # null in every record, typed all the same
+    assert "loglikelihood" not in {f["name"] for f in features["candidates"]["list"]}  # optional, absent
+
+
+def test_versions_of_two_llms_and_a_rebuilt_one_each_load_their_own_records(
+        write, records, tmp_path):
+    """Three `v1` folders with the same configs, loaded one after another through one cache:
+    two LLMs' (different records), then the first deleted and built again with fewer."""
+    from datasets import Value, load_dataset
+
+    cache = str(tmp_path / "datasets-cache")
+    mine, theirs = write(records), write(records[:2], llm="other-llm")
+    loaded = [load_dataset(str(f), split="train", cache_dir=cache) for f in (mine, theirs)]
+    assert [ds.to_list() for ds in loaded] == [records, records[:2]]
+    assert [ds.features["candidates"].feature["rank"] for ds in loaded] == [Value("int64")] * 2
+    shutil.rmtree(mine)
+    rebuilt = write(records[1:])
+    assert rebuilt == mine
+    assert load_dataset(str(rebuilt), "default", split="train",
+                        cache_dir=cache).to_list() == records[1:]
+    assert [r for _, r in read_jsonl(rebuilt / "data-00000.jsonl")] == records[1:]
