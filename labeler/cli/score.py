@@ -50,6 +50,9 @@ PAPER_TABLES = {"selection": ("Table 4", ("precision", "recall", "f1", "rag_accu
                    "Extraction against a utility or seer artifact: SEER's Table 1, the "
                    "generator's EM (F1 on HotpotQA) and evidence tokens with the evidence, "
                    "closed-book, with the artifact's passages and its rank-1 extractions.")
+@click.option("--max-new-tokens", type=click.IntRange(min=1),
+              help="--rag on an extraction against a seer artifact: cap on each answer's new "
+                   "tokens [default: 256; against a utility artifact its own cap].")
 @click.option("--llm", help="Extraction: count tokens and run SEER's experts with this model. "
                             "--rag: answer with this model instead of the artifact's.")
 @model_options()
@@ -60,7 +63,7 @@ PAPER_TABLES = {"selection": ("Table 4", ("precision", "recall", "f1", "rag_accu
 def score(submission: Path, against: str, kind: str | None, ks: tuple[int, ...], missing: str,
           include_empty: bool, baseline: Path | None, lenient: bool, llm: str | None,
           backend: str, batch_size: int | None, device: str | None, cache_dir: Path | None,
-          as_json: bool, per_query: Path | None, rag: bool) -> None:
+          as_json: bool, per_query: Path | None, rag: bool, max_new_tokens: int | None) -> None:
     """Score SUBMISSION against reference labels.
 
     SUBMISSION is JSONL, one query a line: a selection {qid, selected: [pid, ...]}, a ranking
@@ -80,6 +83,7 @@ def score(submission: Path, against: str, kind: str | None, ks: tuple[int, ...],
     report = score_submission(
         submission, against, kind=kind, ks=ks, missing=missing, lenient=lenient,
         baseline=baseline, include_empty=include_empty, cache_dir=cache_dir, rag=rag,
+        max_new_tokens=max_new_tokens,
         llm=None if llm is None else LLMConfig(llm, backend=backend, batch_size=batch_size,
                                                device=device),
     )

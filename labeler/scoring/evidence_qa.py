@@ -16,7 +16,7 @@ and Full are its closed-book and all-candidate answers, served by the call cache
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -69,10 +69,11 @@ def qa_metric(manifest: dict) -> str:
     return "f1" if any("hotpot" in str(name or "").lower() for name in names) else "em"
 
 
-def qa_setting(manifest: dict, where: str) -> QASetting:
+def qa_setting(manifest: dict, where: str, *, max_tokens: int | None = None) -> QASetting:
     """The QA setting of a utility or SEER artifact: a utility artifact's own prompts and
     answer decoding (labeler.scoring.rag `artifact_setting`), SEER's questions with the
-    utility task's greedy decoding (`ANSWER`). InputError for any other kind."""
+    utility task's greedy decoding (`ANSWER`), capped at `max_tokens` new tokens when given.
+    InputError for any other kind, or a cap other than a utility artifact's own."""
     artifact = manifest.get("artifact")
     if artifact not in KINDS:
         raise InputError(f"--rag evaluates evidence against a utility or seer artifact, this "
@@ -81,8 +82,13 @@ def qa_setting(manifest: dict, where: str) -> QASetting:
         from labeler.scoring.rag import artifact_setting
 
         kind, sampling = artifact_setting(manifest, where)
+        if max_tokens not in (None, sampling.max_tokens):
+            raise InputError(f"a utility artifact's answers are asked with its own cap, "
+                             f"{sampling.max_tokens} new tokens (its cached answers serve Zero "
+                             "and Full)", where, field_name="max_new_tokens",
+                             hint="leave out --max-new-tokens")
     else:
-        kind, sampling = "question", ANSWER
+        kind, sampling = "question", replace(ANSWER, max_tokens=max_tokens or ANSWER.max_tokens)
     return QASetting(artifact, kind, sampling, qa_metric(manifest))
 
 

@@ -44,6 +44,7 @@ def score(
     sbert: str | None = None,
     cache_dir: str | Path | None = None,
     rag: bool = False,
+    max_new_tokens: int | None = None,
 ) -> Report:
     """Read, check and score `submission` (and `baseline`, paired) against `against`.
 
@@ -59,11 +60,9 @@ def score(
     answers each query with only the selected candidates, as the artifact's own `rag` answers
     are asked (`labeler.scoring.rag`); `rag_accuracy` is reported beside the artifact's
     `rag_all_accuracy` (all candidates) and `rag_utilitarian_accuracy` (its gold utilitarian
-    ones), over the same queries (a missing one scores 0 under "zero"). `rag`, an extraction
-    against a utility or SEER artifact: SEER's Table 1 (`labeler.scoring.evidence_qa`), the
-    generator's EM (F1 on HotpotQA) and evidence tokens with the evidence, closed-book, with
-    the artifact's passages and with a SEER artifact's rank-1 extractions, in `report.qa`;
-    the evidence's own `rag_em` (`rag_f1`) per query.
+    ones), over the same queries (a missing one scores 0 under "zero"). An extraction
+    against a utility or SEER artifact: SEER's Table 1 in `report.qa` and `rag_em` (`rag_f1`)
+    per query (`labeler.scoring.evidence_qa`), answers capped at `max_new_tokens` (SEER's).
     Every input is read and checked before any model is loaded.
     """
     if missing not in MISSING:
@@ -77,7 +76,8 @@ def score(
         base_ranked = _Ranked(reference.qrels, ks)
         base = read_submission(baseline, kind=sub.kind, known=known, lenient=lenient,
                                consume=base_ranked)
-    setting = _check_request(sub, reference, llm=llm, rag=rag, include_empty=include_empty)
+    setting = _check_request(sub, reference, llm=llm, rag=rag, include_empty=include_empty,
+                             max_new_tokens=max_new_tokens)
     experts = None if llm is None or rag else load_experts(faithfulness, sbert=sbert)
     model = _load_model(llm, setting, reference, cache_dir)
     with gc_paused() if model is None else nullcontext():
@@ -94,7 +94,7 @@ def score(
 
 
 def _check_request(sub: Submission, ref: Reference, *, llm: LLMConfig | None, rag: bool,
-                   include_empty: bool):
+                   include_empty: bool, max_new_tokens: int | None):
     """InputError for options that do not apply to this submission and reference; the
     reference's `rag` setting (`_rag_setting`) with `rag`, else None."""
     if sub.kind == "extraction" and not ref.records:
@@ -103,7 +103,10 @@ def _check_request(sub: Submission, ref: Reference, *, llm: LLMConfig | None, ra
     if llm is not None and sub.kind != "extraction" and not rag:
         raise InputError(f"--llm scores extraction submissions only, this is a {sub.kind}",
                          field_name="llm")
-    setting = _rag_setting(sub, ref, llm) if rag else None
+    if max_new_tokens is not None and not (rag and sub.kind == "extraction"):
+        raise InputError("--max-new-tokens caps the answers of --rag on an extraction",
+                         field_name="max_new_tokens")
+    setting = _rag_setting(sub, ref, llm, max_new_tokens) if rag else None
     if include_empty and sub.kind != "ranking":
         raise InputError(f"--include-empty applies to rankings only, this is a {sub.kind} (a "
                          "selection already scores empty-gold queries, as accuracy)",
@@ -122,7 +125,8 @@ def _load_model(llm: LLMConfig | None, setting: object, ref: Reference,
     return None if llm is None else llm.load(cache_dir)
 
 
-def _rag_setting(sub: Submission, ref: Reference, llm: LLMConfig | None):
+def _rag_setting(sub: Submission, ref: Reference, llm: LLMConfig | None,
+                 max_new_tokens: int | None):
     """How --rag asks the reference's LLM: a selection's (kind, sampling) of the utility
     artifact's `rag` answers, an extraction's `QASetting`; InputError where --rag cannot
     apply, or (without `llm`) the artifact's LLM is not found here."""
@@ -138,7 +142,7 @@ def _rag_setting(sub: Submission, ref: Reference, llm: LLMConfig | None):
     if sub.kind == "extraction":
         from labeler.scoring.evidence_qa import qa_setting
 
-        setting = qa_setting(ref.manifest, ref.source)
+        setting = qa_setting(ref.manifest, ref.source, max_tokens=max_new_tokens)
     else:
         setting = artifact_setting(ref.manifest, ref.source)
     if llm is None:

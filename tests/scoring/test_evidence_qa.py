@@ -11,14 +11,21 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from support.nq2 import copy_nq2_build
+from support.scripted import ScriptedBackend
 
 import labeler.llm
 from labeler.cli import cli
+from labeler.errors import InputError
 from labeler.llm.calls import Calls
-from labeler.scoring.evidence_qa import QASetting, best_extraction, qa_metric, qa_table
+from labeler.scoring.evidence_qa import (
+    QASetting,
+    best_extraction,
+    qa_metric,
+    qa_setting,
+    qa_table,
+)
 from labeler.tasks.utility import ANSWER
-from support.nq2 import copy_nq2_build
-from support.scripted import ScriptedBackend
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SEER = FIXTURES / "seer-v1"  # 2 nq-sample queries, 2 passages each, 3 ranked extractions each
@@ -179,10 +186,21 @@ def test_cli_against_a_utility_artifact_has_no_artifact_row_and_f1_on_hotpotqa(t
     assert "rag_f1" in _score(evidence, "--against", hotpot, "--rag")["metrics"]
 
 
-@pytest.mark.parametrize("case", ["unknown qid", "ranking", "qrels", "no generator"])
+def test_answer_cap_is_seers_to_set_and_a_utility_artifacts_own():
+    seer = json.loads((SEER / "manifest.json").read_text())
+    assert qa_setting(seer, "x").sampling == ANSWER  # greedy, 256 new tokens
+    assert qa_setting(seer, "x", max_tokens=32).sampling.max_tokens == 32
+    utility = json.loads((UTILITY / "manifest.json").read_text())
+    assert qa_setting(utility, "x", max_tokens=32).sampling.max_tokens == 32  # its own
+    with pytest.raises(InputError, match="asked with its own cap, 32 new tokens"):
+        qa_setting(utility, "x", max_tokens=64)
+
+
+@pytest.mark.parametrize("case", ["unknown qid", "ranking", "qrels", "no generator",
+                                  "cap on a selection"])
 def test_bad_input_is_one_line_before_any_model_loads(tmp_path, unloadable, case):
     evidence = _write(tmp_path / "ev.jsonl", [{"qid": Q0, "evidence": "text"}])
-    against, expected = SEER, None
+    against, expected, options = SEER, None, []
     if case == "unknown qid":
         evidence = _write(tmp_path / "ev.jsonl", [{"qid": "nope", "evidence": "text"}])
         expected = f"{evidence}:1 field 'qid': unknown qid 'nope'"
@@ -195,13 +213,17 @@ def test_bad_input_is_one_line_before_any_model_loads(tmp_path, unloadable, case
         against.write_text(f"{Q0} 0 p 1\n")
         expected = (f"{against}: extraction is scored against a reference with questions and "
                     "answers (a utility or seer artifact), not qrels")
+    elif case == "cap on a selection":
+        evidence = _write(tmp_path / "sel.jsonl", [{"qid": Q0, "selected": []}])
+        against, options = UTILITY, ["--max-new-tokens", "8"]
+        expected = "field 'max_new_tokens': --max-new-tokens caps the answers of --rag on an"
     else:
         against = _copy(SEER, tmp_path, llm="llama2-7b-chat",
                         model_id="meta-llama/Llama-2-7b-chat-hf")
         expected = ("field 'llm': the artifact's LLM 'llama2-7b-chat' is not found here: "
                     "offline, and not in the Hugging Face cache")
     result = CliRunner().invoke(cli, ["score", str(evidence), "--against", str(against),
-                                      "--rag"])
+                                      "--rag", *options])
     assert result.exit_code == 1
     assert result.exception.line().startswith(expected), result.exception.line()
 
@@ -220,8 +242,9 @@ def test_seer_table_one_with_the_bundled_model(tmp_path, loads, smollm):
     evidence = _write(tmp_path / "evidence.jsonl", [
         {"qid": Q0, "evidence": best_extraction(records[0])},  # the artifact's own: one call
         {"qid": Q1, "evidence": records[1]["candidates"][0]["text"]}])
-    result = CliRunner().invoke(cli, ["score", str(evidence), "--against", str(SEER), "--rag",
-                                      "--cache-dir", str(cache)])
+    options = ["--against", str(SEER), "--rag", "--max-new-tokens", "32", "--cache-dir",
+               str(cache)]
+    result = CliRunner().invoke(cli, ["score", str(evidence), *options])
     assert result.exit_code == 0, result.output
     header = next(line for line in result.stdout.splitlines() if "┃ method" in line)
     assert [c.strip() for c in header.strip("┃ ").split("┃")] == ["method", "evidence", "EM",
@@ -231,10 +254,9 @@ def test_seer_table_one_with_the_bundled_model(tmp_path, loads, smollm):
     assert shown == ["Zero", "Full", "artifact", "evidence"]
 
     computed = cache_stats(cache).misses
-    rows = {row["method"]: row for row in _score(evidence, "--against", SEER, "--rag",
-                                                 "--cache-dir", cache)["qa"]["rows"]}
+    rows = {row["method"]: row for row in _score(evidence, *options)["qa"]["rows"]}
     generator = CachedBackend(smollm, cache_dir=cache)
-    greedy = Sampling(temperature=0.0, max_tokens=256)
+    greedy = Sampling(temperature=0.0, max_tokens=32)
     closed = [chat(CLOSED_BOOK.format(question=r["question"])) for r in records]
     full = [chat(WITH_PASSAGE.format(question=r["question"], passage="\n".join(
         f"{c['title']} {c['text']}" for c in r["candidates"]))) for r in records]
