@@ -129,13 +129,13 @@ def qa_scores(llm: Calls, records: Sequence[dict], evidence: Sequence[Sequence[E
 def evidence_tokens(llm: Calls, evidence: Sequence[Sequence[Evidence]]) -> list[np.ndarray]:
     """Per evidence list, each item's length in the generator's tokens: a text's, the sum of
     the passages' ("{title} {text}", as SEER's passage_tokens), 0 for None. One call."""
-    texts, owners = [], []
+    texts: list[str] = []
+    owners: list[tuple[int, int]] = []  # (evidence list, record) of each text
     for i, row in enumerate(evidence):
         for j, e in enumerate(row):
-            for text in [] if e is None else [e] if isinstance(e, str) else [
-                    p.contents for p in e]:
-                texts.append(text)
-                owners.append((i, j))
+            parts = [] if e is None else [e] if isinstance(e, str) else [p.contents for p in e]
+            texts += parts
+            owners += [(i, j)] * len(parts)
     counts = llm.backend.count_tokens(texts) if texts else []
     out = [np.zeros(len(row)) for row in evidence]
     for (i, j), n in zip(owners, counts):
