@@ -46,7 +46,13 @@ PAPER_TABLES = {"selection": ("Table 4", ("precision", "recall", "f1", "rag_accu
 @click.option("--rag", is_flag=True,
               help="Selection against a utility artifact: the artifact's LLM answers with only "
                    "the selected passages; accuracy beside the artifact's with all its "
-                   "candidates and with its gold utilitarian ones (the paper's Table 6).")
+                   "candidates and with its gold utilitarian ones (the paper's Table 6). "
+                   "Extraction against a utility or seer artifact: SEER's Table 1, the "
+                   "generator's EM (F1 on HotpotQA) and evidence tokens with the evidence, "
+                   "closed-book, with the artifact's passages and its rank-1 extractions.")
+@click.option("--max-new-tokens", type=click.IntRange(min=1),
+              help="--rag on an extraction against a seer artifact: cap on each answer's new "
+                   "tokens [default: 256; against a utility artifact its own cap].")
 @click.option("--llm", help="Extraction: count tokens and run SEER's experts with this model. "
                             "--rag: answer with this model instead of the artifact's.")
 @model_options()
@@ -57,7 +63,7 @@ PAPER_TABLES = {"selection": ("Table 4", ("precision", "recall", "f1", "rag_accu
 def score(submission: Path, against: str, kind: str | None, ks: tuple[int, ...], missing: str,
           include_empty: bool, baseline: Path | None, lenient: bool, llm: str | None,
           backend: str, batch_size: int | None, device: str | None, cache_dir: Path | None,
-          as_json: bool, per_query: Path | None, rag: bool) -> None:
+          as_json: bool, per_query: Path | None, rag: bool, max_new_tokens: int | None) -> None:
     """Score SUBMISSION against reference labels.
 
     SUBMISSION is JSONL, one query a line: a selection {qid, selected: [pid, ...]}, a ranking
@@ -71,11 +77,13 @@ def score(submission: Path, against: str, kind: str | None, ks: tuple[int, ...],
     with a gold utilitarian passage only, as the utility paper does (--include-empty: over
     all); selections as the utility paper does (P, R and F1 over queries with gold, accuracy
     on the others); extractions by length, answer coverage and, with --llm, SEER's
-    faithfulness (the model as judge), helpfulness and conciseness.
+    faithfulness (the model as judge), helpfulness and conciseness; with --rag, as SEER
+    evaluates evidence (its Table 1): the generator answers with the evidence prepended.
     """
     report = score_submission(
         submission, against, kind=kind, ks=ks, missing=missing, lenient=lenient,
         baseline=baseline, include_empty=include_empty, cache_dir=cache_dir, rag=rag,
+        max_new_tokens=max_new_tokens,
         llm=None if llm is None else LLMConfig(llm, backend=backend, batch_size=batch_size,
                                                device=device),
     )
@@ -93,6 +101,8 @@ def score(submission: Path, against: str, kind: str | None, ks: tuple[int, ...],
 
     console = Console()
     console.print(_metrics_table(report))
+    if report.qa is not None:
+        console.print(_qa_table(report))
     if report.baseline is not None and report.kind in PAPER_TABLES:
         console.print(_paper_table(report))
     if report.tests:
@@ -134,6 +144,24 @@ def _paper_table(report: Report) -> Table:
     for run in (report, report.baseline):
         table.add_row(Path(run.submission).stem,
                       *(_fmt(100 * run.summary.get(name, math.nan), 2) for name in columns))
+    return table
+
+
+def _qa_table(report: Report) -> Table:
+    """SEER's Table 1 layout: a row per evidence (Zero, Full, the artifact's extractions, the
+    submission, its baseline), the generator's EM or F1 (%) and the evidence's mean tokens."""
+    from rich.table import Table
+
+    qa = report.qa
+    table = Table(title=f"SEER's Table 1 layout: {qa['header']} (%), {qa['queries']} queries",
+                  title_justify="left", caption="the generator answers with each evidence; "
+                  "Tok: its mean length in the generator's tokens")
+    for column in ("method", "evidence", qa["header"], "Tok"):
+        table.add_column(column, justify="right" if column in (qa["header"], "Tok") else "left")
+    for row in qa["rows"]:
+        score = math.nan if row[qa["metric"]] is None else 100 * row[qa["metric"]]
+        tokens = math.nan if row["tokens"] is None else row["tokens"]
+        table.add_row(row["method"], row["evidence"], _fmt(score, 2), _fmt(tokens, 1))
     return table
 
 

@@ -12,6 +12,7 @@ _EXPORTS = {
     "Extraction": "labeler.metrics.seer.extraction",
     "PairedTest": "labeler.metrics.significance",
     "SelectionScores": "labeler.metrics.selection",
+    "answer_f1": "labeler.metrics.answers",
     "answer_tokens": "labeler.metrics.answers",
     "extraction_metrics": "labeler.metrics.extraction",
     "has_answer": "labeler.metrics.answers",
@@ -21,6 +22,7 @@ _EXPORTS = {
     "paired_t_test": "labeler.metrics.significance",
     "rank_metrics": "labeler.metrics.ranking",
     "selection_metrics": "labeler.metrics.selection",
+    "squad_normalize": "labeler.metrics.answers",
     "token_counts": "labeler.metrics.extraction",
 }
 

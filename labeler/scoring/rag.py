@@ -23,27 +23,46 @@ from labeler.tasks.utility import TEMPLATES_BY_KIND, evidence_prompt
 
 def load_reader(manifest: dict, name: str | None = None, *,
                 cache_dir: str | Path | None = None) -> Backend:
-    """Load the LLM that labelled the artifact, behind the call cache: `name` (--llm) if given,
-    else its alias when that is a known alias, else its model id; with the backend settings
-    it ran with. A model the manifest names that is not found here is an InputError that
-    says to pass --llm."""
-    from labeler.llm.models import ALIASES
-
-    settings = manifest.get("llm_config") or {}
-    given = name is not None
-    if not given:
-        name = manifest["llm"] if manifest["llm"] in ALIASES else manifest["model_id"]
-    config = LLMConfig(name, backend=settings.get("backend", "hf"),
-                       batch_size=settings.get("batch_size"), device=settings.get("device"),
-                       tensor_parallel=settings.get("tensor_parallel", 1))
+    """Load the LLM that labelled the artifact (`reader_config`), behind the call cache. A
+    model the manifest names that does not load here is an InputError that says to pass
+    --llm."""
+    config = reader_config(manifest, name)
     try:
         return config.load(cache_dir)
     except (UnknownNameError, ModelLoadError) as error:
-        if given:
+        if name is not None:
             raise
-        raise InputError(f"the artifact's LLM '{name}' is not found here: {error}",
-                         field_name="llm", hint="name the model to answer with: --llm MODEL, "
-                         "for labeler compare --llm ALIAS=MODEL") from None
+        raise _not_found(config.name, error) from None
+
+
+def reader_config(manifest: dict, name: str | None = None) -> LLMConfig:
+    """The LLM that labelled the artifact: `name` (--llm) if given, else its alias when that
+    is a known alias, else its model id; with the backend settings it ran with. Without
+    `name`, a model the manifest names that cannot be found here (an unknown name, a missing
+    file, a Hub model not in the cache while offline) is an InputError that says to pass
+    --llm, before anything loads."""
+    from labeler.llm.models import ALIASES, model_availability, resolve_model
+    from labeler.settings import offline
+
+    settings = manifest.get("llm_config") or {}
+    if name is None:
+        model = manifest["llm"] if manifest["llm"] in ALIASES else manifest["model_id"]
+        try:
+            spec = resolve_model(model)
+        except (UnknownNameError, ModelLoadError) as error:
+            raise _not_found(model, error) from None
+        if offline() and model_availability(spec) == "Hub download":
+            raise _not_found(model, "offline, and not in the Hugging Face cache")
+        name = model
+    return LLMConfig(name, backend=settings.get("backend", "hf"),
+                     batch_size=settings.get("batch_size"), device=settings.get("device"),
+                     tensor_parallel=settings.get("tensor_parallel", 1))
+
+
+def _not_found(name: str, why: object) -> InputError:
+    return InputError(f"the artifact's LLM '{name}' is not found here: {why}",
+                      field_name="llm", hint="name the model to answer with: --llm MODEL, "
+                      "for labeler compare --llm ALIAS=MODEL")
 
 
 def artifact_setting(manifest: dict, where: str) -> tuple[str, Sampling]:

@@ -30,6 +30,9 @@ class Report:
     skipped: list[InputError] = field(default_factory=list)  # bad lines skipped (--lenient)
     baseline: Report | None = None
     tests: dict[str, PairedTest] = field(default_factory=dict)
+    #: SEER's Table 1 (an extraction with --rag): {metric, header, queries, rows: [{method,
+    #: evidence, <metric>, tokens}]}, labeler.scoring.evidence_qa
+    qa: dict | None = None
 
     def as_dict(self) -> dict:
         """JSON-ready: NaN becomes null."""
@@ -40,6 +43,8 @@ class Report:
             "counts": self.counts,
             "metrics": _clean(self.summary),
         }
+        if self.qa is not None:
+            out["qa"] = self.qa
         if self.baseline is not None:
             out["baseline"] = {
                 "submission": self.baseline.submission,

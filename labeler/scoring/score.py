@@ -44,6 +44,7 @@ def score(
     sbert: str | None = None,
     cache_dir: str | Path | None = None,
     rag: bool = False,
+    max_new_tokens: int | None = None,
 ) -> Report:
     """Read, check and score `submission` (and `baseline`, paired) against `against`.
 
@@ -55,11 +56,13 @@ def score(
     as the generator: faithfulness by the scorer `faithfulness` names
     (labeler.metrics.seer.faithfulness), helpfulness, and conciseness with the SBERT model
     `sbert` (default the bundled MiniLM).
-    `rag` (selections against a utility artifact): the artifact's LLM (`llm` overrides it)
+    `rag`, a selection against a utility artifact: the artifact's LLM (`llm` overrides it)
     answers each query with only the selected candidates, as the artifact's own `rag` answers
     are asked (`labeler.scoring.rag`); `rag_accuracy` is reported beside the artifact's
     `rag_all_accuracy` (all candidates) and `rag_utilitarian_accuracy` (its gold utilitarian
-    ones), over the same queries (a missing one scores 0 under "zero").
+    ones), over the same queries (a missing one scores 0 under "zero"). An extraction
+    against a utility or SEER artifact: SEER's Table 1 in `report.qa` and `rag_em` (`rag_f1`)
+    per query (`labeler.scoring.evidence_qa`), answers capped at `max_new_tokens` (SEER's).
     Every input is read and checked before any model is loaded.
     """
     if missing not in MISSING:
@@ -73,12 +76,13 @@ def score(
         base_ranked = _Ranked(reference.qrels, ks)
         base = read_submission(baseline, kind=sub.kind, known=known, lenient=lenient,
                                consume=base_ranked)
-    setting = _check_request(sub, reference, llm=llm, rag=rag, include_empty=include_empty)
+    setting = _check_request(sub, reference, llm=llm, rag=rag, include_empty=include_empty,
+                             max_new_tokens=max_new_tokens)
     experts = None if llm is None or rag else load_experts(faithfulness, sbert=sbert)
     model = _load_model(llm, setting, reference, cache_dir)
     with gc_paused() if model is None else nullcontext():
-        options = {"missing": missing, "include_empty": include_empty,
-                   "model": None if setting else model, "experts": experts}
+        options = {"missing": missing, "include_empty": include_empty, "model": model,
+                   "experts": experts}
         report = _report(sub, reference, ranked, **options)
         if base is not None:
             report.baseline = _report(base, reference, base_ranked, **options)
@@ -90,16 +94,19 @@ def score(
 
 
 def _check_request(sub: Submission, ref: Reference, *, llm: LLMConfig | None, rag: bool,
-                   include_empty: bool) -> tuple | None:
+                   include_empty: bool, max_new_tokens: int | None):
     """InputError for options that do not apply to this submission and reference; the
     reference's `rag` setting (`_rag_setting`) with `rag`, else None."""
     if sub.kind == "extraction" and not ref.records:
         raise InputError("extraction is scored against a reference with questions and answers "
-                         "(a utility artifact), not qrels", ref.source)
+                         "(a utility or seer artifact), not qrels", ref.source)
     if llm is not None and sub.kind != "extraction" and not rag:
         raise InputError(f"--llm scores extraction submissions only, this is a {sub.kind}",
                          field_name="llm")
-    setting = _rag_setting(sub, ref) if rag else None
+    if max_new_tokens is not None and not (rag and sub.kind == "extraction"):
+        raise InputError("--max-new-tokens caps the answers of --rag on an extraction",
+                         field_name="max_new_tokens")
+    setting = _rag_setting(sub, ref, llm, max_new_tokens) if rag else None
     if include_empty and sub.kind != "ranking":
         raise InputError(f"--include-empty applies to rankings only, this is a {sub.kind} (a "
                          "selection already scores empty-gold queries, as accuracy)",
@@ -107,7 +114,7 @@ def _check_request(sub: Submission, ref: Reference, *, llm: LLMConfig | None, ra
     return setting
 
 
-def _load_model(llm: LLMConfig | None, setting: tuple | None, ref: Reference,
+def _load_model(llm: LLMConfig | None, setting: object, ref: Reference,
                 cache_dir: str | Path | None):
     """The backend scoring needs: `llm` loaded, else for --rag the artifact's own reader,
     else None."""
@@ -118,29 +125,67 @@ def _load_model(llm: LLMConfig | None, setting: tuple | None, ref: Reference,
     return None if llm is None else llm.load(cache_dir)
 
 
-def _rag_setting(sub: Submission, ref: Reference) -> tuple:
-    """(kind, sampling) of the reference's `rag` answers; InputError where --rag cannot apply."""
-    from labeler.scoring.rag import artifact_setting
+def _rag_setting(sub: Submission, ref: Reference, llm: LLMConfig | None,
+                 max_new_tokens: int | None):
+    """How --rag asks the reference's LLM: a selection's (kind, sampling) of the utility
+    artifact's `rag` answers, an extraction's `QASetting`; InputError where --rag cannot
+    apply, or (without `llm`) the artifact's LLM is not found here."""
+    from labeler.scoring.rag import artifact_setting, reader_config
 
-    if sub.kind != "selection":
-        raise InputError(f"--rag answers with a selection's passages, this is a {sub.kind}",
-                         field_name="rag")
+    if sub.kind == "ranking":
+        raise InputError("--rag answers with a selection's passages or an extraction's "
+                         "evidence, this is a ranking", field_name="rag")
     if ref.manifest is None:
-        raise InputError("--rag needs the utility artifact's manifest (its LLM, prompts and "
+        raise InputError("--rag needs the artifact's manifest (its LLM, prompts and "
                          "decoding): give its version folder or a hub: reference", ref.source,
                          field_name="against")
-    return artifact_setting(ref.manifest, ref.source)
+    if sub.kind == "extraction":
+        from labeler.scoring.evidence_qa import qa_setting
+
+        setting = qa_setting(ref.manifest, ref.source, max_tokens=max_new_tokens)
+    else:
+        setting = artifact_setting(ref.manifest, ref.source)
+    if llm is None:
+        reader_config(ref.manifest)
+    return setting
 
 
 def _add_rag_answers(report: Report, sub: Submission, base: Submission | None,
-                     ref: Reference, model, setting: tuple) -> None:
-    """`_add_rag` to the report and to its baseline's, through one `Calls` of `model`."""
+                     ref: Reference, model, setting) -> None:
+    """`_add_rag` (a selection) or `_add_qa` (an extraction) to the report and to its
+    baseline's, through one `Calls` of `model`."""
     from labeler.llm.calls import Calls
 
     calls = Calls(model)
+    if sub.kind == "extraction":
+        _add_qa(report, sub, base, ref, calls, setting)
+        return
     for run, entries in ((report, sub), (report.baseline, base)):
         if run is not None:
             _add_rag(run, entries, ref, calls, *setting)
+
+
+def _add_qa(report: Report, sub: Submission, base: Submission | None, ref: Reference, llm,
+            setting) -> None:
+    """SEER's Table 1 over the report's queries into `report.qa`; `rag_<metric>` per query of
+    the submission (0 for a missing one) and of its baseline, and their means."""
+    from labeler.scoring.evidence_qa import METRICS, qa_table
+
+    runs = [(report, sub)] + ([(report.baseline, base)] if base is not None else [])
+    qids = list(dict.fromkeys(q for run, _ in runs for q in run.qids))  # report's first
+    rows = qa_table(llm, [ref.records[q] for q in qids], setting,
+                    [(Path(entries.path).stem, [entries.entries.get(q) for q in qids])
+                     for _, entries in runs])
+    at = {q: i for i, q in enumerate(qids)}
+    name = f"rag_{setting.metric}"
+    for (run, _), row in zip(runs, rows[len(rows) - len(runs):]):
+        run.per_query[name] = row.scores[[at[q] for q in run.qids]]
+        run.summary[name] = float(run.per_query[name].mean()) if run.qids else math.nan
+    n = len(report.qids)
+    for row in rows:
+        row.scores, row.tokens = row.scores[:n], row.tokens[:n]
+    report.qa = {"metric": setting.metric, "header": METRICS[setting.metric][0],
+                 "queries": n, "rows": [row.as_dict(setting.metric) for row in rows]}
 
 
 def _add_rag(report: Report, sub: Submission, ref: Reference, llm, kind: str, sampling) -> None:

@@ -148,4 +148,5 @@ def test_bad_input_is_one_error_and_writes_nothing(setup):
     ranking = _judge(setup, "retrieval")
     result = _cli("score", ranking, "--against", artifact, "--rag")
     assert result.exception.line() == ("field 'rag': --rag answers with a selection's "
-                                       "passages, this is a ranking")
+                                       "passages or an extraction's evidence, this is a "
+                                       "ranking")
