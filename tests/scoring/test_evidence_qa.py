@@ -28,7 +28,7 @@ from labeler.scoring.evidence_qa import (
 from labeler.tasks.utility import ANSWER
 
 FIXTURES = Path(__file__).parent / "fixtures"
-SEER = FIXTURES / "seer-v1"  # 2 nq-sample queries, 2 passages each, 3 ranked extractions each
+SEER = FIXTURES / "seer-v1"  # 2 nq-sample queries, 2 passages each, 2 and 3 ranked extractions
 UTILITY = FIXTURES / "utility-v1"  # 6 nq-sample queries, 3 to 5 candidates each
 Q0, Q1 = "nq-open-dev-oracle-0", "nq-open-dev-oracle-1"
 
