@@ -7,6 +7,8 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -15,7 +17,7 @@ from labeler.artifacts.reader import verify_artifact
 from labeler.errors import InputError
 from labeler.lines import read_jsonl
 from labeler.llm.models import ALIASES, resolve_model
-from labeler.paths import umask_mode
+from labeler.paths import locked, umask_mode
 from labeler.train.config import TrainConfig
 
 #: written into the trained model's folder: what it was trained on, and how
@@ -83,33 +85,47 @@ def train_extractor(artifact: str | Path, *, out: str | Path, model: str | None 
                     config: TrainConfig | None = None,
                     cache_dir: str | Path | None = None) -> Trained:
     """Train `model` (default: the artifact's extractor) on the SEER artifact's pairs with the
-    λ-weighted DPO loss and write it, with its tokenizer, to the folder `out`.
-
-    Everything that can fail on the inputs does so before a model loads. The model is
-    written into a `.partial-*` folder beside `out`, renamed into place once complete; `out`
-    must not exist yet (or be empty).
+    λ-weighted DPO loss and write it, with its tokenizer, to the folder `out`, which must not
+    exist yet (or be empty). Everything that can fail on the inputs does so before a model
+    loads; `out` appears only once complete (see `_new_folder`).
     """
     config = config or TrainConfig()
     target = Path(out)
-    if target.exists() and (not target.is_dir() or any(target.iterdir())):
-        raise InputError("already exists: the trained model needs a new folder",
-                         path=str(target), hint="remove it or give another --out")
+    _check_new(target)
     pairs = read_pairs(artifact)
     spec = resolve_model(model or pairs.extractor)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = Path(tempfile.mkdtemp(prefix=f".partial-{target.name}-", dir=target.parent))
-    try:
-        partial.chmod(umask_mode(0o777))  # mkdtemp's 0700 would hide it from colleagues
+    with _new_folder(target) as partial:
         from labeler.train.run import run_training
 
         steps, losses = run_training(spec, pairs.rows, config, partial, cache_dir=cache_dir)
-        trained = Trained(target, spec.model_id, len(pairs.rows), steps, losses)
         (partial / TRAINING).write_text(json.dumps({
             "artifact": str(pairs.folder.resolve()), "dataset": pairs.manifest["dataset"],
             "llm": pairs.manifest["llm"], "version": pairs.manifest["version"],
-            "model": spec.model_id, "pairs": trained.pairs, "steps": steps, "losses": losses,
+            "model": spec.model_id, "pairs": len(pairs.rows), "steps": steps, "losses": losses,
             "config": asdict(config)}, indent=1) + "\n")
-        os.replace(partial, target)
-    finally:
-        shutil.rmtree(partial, ignore_errors=True)
-    return trained
+    return Trained(target, spec.model_id, len(pairs.rows), steps, losses)
+
+
+def _check_new(target: Path) -> None:
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise InputError("already exists: the trained model needs a new folder",
+                         path=str(target), hint="remove it or give another --out")
+
+
+@contextmanager
+def _new_folder(target: Path) -> Iterator[Path]:
+    """A `.partial-*` folder beside `target`, renamed to `target` when the block ends well,
+    removed when it fails; under a lock, so that a second training into `target` waits and
+    then finds it taken, and the partial folders of killed trainings go first."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with locked(target.with_name(f".{target.name}.lock")):
+        _check_new(target)  # written by another training while this one waited
+        for stale in target.parent.glob(f".partial-{target.name}-*"):
+            shutil.rmtree(stale, ignore_errors=True)
+        partial = Path(tempfile.mkdtemp(prefix=f".partial-{target.name}-", dir=target.parent))
+        try:
+            partial.chmod(umask_mode(0o777))  # mkdtemp's 0700 would hide it from colleagues
+            yield partial
+            os.replace(partial, target)
+        finally:
+            shutil.rmtree(partial, ignore_errors=True)

@@ -51,15 +51,15 @@ def test_pairs_without_lambda_are_refused(tmp_path):
 
 
 def test_each_step_logs_the_lambda_weighted_dpo_loss(seer2_build, session_cache, tmp_path):
-    """Two steps on one batch of four real pairs (the shortest prompts of the SEER build):
+    """Two steps on one batch of two real pairs (the shortest of the SEER build):
     step 1's policy is the reference (every margin 0: the loss is mean(λ)·log 2); step 2's
     is the policy after one update, read by a callback before that step."""
-    rows = sorted(read_pairs(seer2_build).rows, key=lambda r: len(r["prompt"][0]["content"]))[:4]
+    rows = sorted(read_pairs(seer2_build).rows, key=_characters)[:2]
     spec = resolve_model("smollm2-135m")
     folder = gguf_snapshot(spec, model_revision(spec), session_cache)  # the session's copy
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
-    config = TrainConfig(max_steps=2, batch_size=4, gradient_accumulation=1, warmup_ratio=0,
-                         learning_rate=1e-4)
+    config = TrainConfig(max_steps=2, batch_size=2, gradient_accumulation=1, warmup_ratio=0,
+                         learning_rate=1e-4, gradient_checkpointing=False)
     trainer = LambdaDPOTrainer(model=model, args=dpo_config(config, tmp_path),
                                train_dataset=Dataset.from_list(rows),
                                processing_class=AutoTokenizer.from_pretrained(folder))
@@ -84,8 +84,13 @@ def test_each_step_logs_the_lambda_weighted_dpo_loss(seer2_build, session_cache,
     assert logged == pytest.approx(expected, rel=1e-4, abs=1e-7)
     # the check can fail: the update moved the policy, and λ changes the loss
     assert abs(expected[1] - expected[0]) > 1e-3 * expected[0]
-    assert logged[1] != pytest.approx(_lpo(after_first, reference, [1.0] * 4, config.beta),
+    assert logged[1] != pytest.approx(_lpo(after_first, reference, [1.0] * 2, config.beta),
                                       rel=1e-2)
+
+
+def _characters(pair: dict) -> int:
+    return sum(len(message["content"]) for key in ("prompt", "chosen", "rejected")
+               for message in pair[key])
 
 
 def _logps(model, tokens) -> list[tuple[float, float]]:
