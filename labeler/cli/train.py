@@ -62,7 +62,7 @@ def train_extractor(artifact: Path, out: Path, model: str | None, cache_dir: Pat
     table = Table(title=f"trained extractor: {artifact}")
     for column in ("model", "pairs", "steps", "final loss"):
         table.add_column(column, justify="left" if column == "model" else "right")
-    table.add_row(trained.model, str(trained.pairs), str(trained.steps),
+    table.add_row(trained.alias, str(trained.pairs), str(trained.steps),
                   f"{trained.final_loss:.4f}")
     console = Console()
     console.print(table)

@@ -32,6 +32,7 @@ class Trained:
 
     path: Path  # the model folder (weights, tokenizer, TRAINING)
     model: str  # the model trained, as resolved (repo id or local path)
+    alias: str  # its short name: the alias, or the repo's or file's name
     pairs: int  # pairs in the table trained on
     steps: int  # optimizer steps taken
     losses: list[float]  # the λ-weighted loss of each step, as the trainer logged it
@@ -103,7 +104,7 @@ def train_extractor(artifact: str | Path, *, out: str | Path, model: str | None 
             "llm": pairs.manifest["llm"], "version": pairs.manifest["version"],
             "model": spec.model_id, "pairs": len(pairs.rows), "steps": steps, "losses": losses,
             "config": asdict(config)}, indent=1) + "\n")
-    return Trained(target, spec.model_id, len(pairs.rows), steps, losses)
+    return Trained(target, spec.model_id, spec.alias, len(pairs.rows), steps, losses)
 
 
 def _check_new(target: Path) -> None:
