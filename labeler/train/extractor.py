@@ -127,6 +127,8 @@ def _new_folder(target: Path) -> Iterator[Path]:
         try:
             partial.chmod(umask_mode(0o777))  # mkdtemp's 0700 would hide it from colleagues
             yield partial
+            for file in partial.rglob("*"):  # safetensors writes its files 0600
+                file.chmod(umask_mode(0o777 if file.is_dir() else 0o666))
             os.replace(partial, target)
         finally:
             shutil.rmtree(partial, ignore_errors=True)

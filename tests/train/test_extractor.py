@@ -16,6 +16,7 @@ from support.seer2 import SEER2_OPTIONS
 
 from labeler.artifacts import write_artifact
 from labeler.cli import cli, main
+from labeler.paths import umask_mode
 from labeler.tasks import load_task
 
 UTILITY = "tests/scoring/fixtures/utility-v1"  # a real utility artifact: no pairs
@@ -52,6 +53,7 @@ def test_the_cards_training_code_runs_as_rendered(card_trained, seer2_build):
     assert {"config.json", "model.safetensors", "tokenizer.json"} <= {
         p.name for p in out.iterdir()}
     assert not list(out.parent.glob(".partial-*"))
+    assert {p.stat().st_mode & 0o777 for p in out.iterdir()} == {umask_mode(0o666)}
 
 
 def test_a_seer_build_takes_the_trained_extractor(card_trained, seer2_build, loads, tmp_path):
