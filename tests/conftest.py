@@ -28,7 +28,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 #: fixtures that load the bundled LLM: every test that uses one, directly or through another
 #: fixture, is marked `slow` (a test that loads it otherwise, e.g. through the CLI, says so itself)
-LLM_FIXTURES = frozenset({"smollm", "smollm_vllm", "loads", "nq2_build"})
+LLM_FIXTURES = frozenset({"smollm", "smollm_vllm", "loads", "nq2_build", "seer2_build"})
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -131,6 +131,15 @@ def nq2_build(tmp_path_factory, smollm):
     from support.nq2 import build_nq2
 
     return build_nq2(tmp_path_factory.mktemp("nq2-build"))
+
+
+@pytest.fixture(scope="session")
+def seer2_build(tmp_path_factory, smollm):
+    """SmolLM2's two-query nq-sample SEER artifact (12 pairs), built once per session
+    (seer2.py); returns its version folder."""
+    from support.seer2 import build_seer2
+
+    return build_seer2(tmp_path_factory.mktemp("seer2-build"))
 
 
 @pytest.fixture(scope="session")
