@@ -44,6 +44,15 @@ def umask_mode(mode: int) -> int:
     return mode & ~mask
 
 
+def share_tree(folder: Path) -> None:
+    """Give `folder` and everything under it the modes the umask allows (0755 folders, 0644
+    files under the usual 022): mkdtemp makes folders 0700 and safetensors writes its files
+    0600, which would hide a model folder from colleagues on shared storage."""
+    folder.chmod(umask_mode(0o777))
+    for path in folder.rglob("*"):
+        path.chmod(umask_mode(0o777 if path.is_dir() else 0o666))
+
+
 @contextmanager
 def atomic_file(path: str | Path, mode: str = "w") -> Iterator[IO]:
     """Open a temp file beside `path` for writing; rename it into place only if the block

@@ -19,7 +19,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig, 
 
 from labeler.errors import ModelLoadError
 from labeler.llm.models import ModelSpec
-from labeler.paths import cache_root, locked, umask_mode
+from labeler.paths import cache_root, locked, share_tree
 from labeler.progress import info, transformers_quiet, warning
 
 #: written last into a converted model's folder: the name and size of each of its files
@@ -63,7 +63,6 @@ def gguf_snapshot(spec: ModelSpec, revision: str, cache_dir: str | Path | None) 
                 path.parent, gguf_file=path.name, dtype=torch.float32,
                 quantization_config=GgufConfig(dequantize=True))
         partial = Path(tempfile.mkdtemp(prefix=f".partial-{target.name}-", dir=target.parent))
-        partial.chmod(umask_mode(0o777))  # mkdtemp's 0700 would hide it from colleagues
         try:
             with transformers_quiet():
                 model.save_pretrained(partial)
@@ -73,6 +72,7 @@ def gguf_snapshot(spec: ModelSpec, revision: str, cache_dir: str | Path | None) 
             files = {p.name: p.stat().st_size for p in sorted(partial.iterdir())}
             (partial / SNAPSHOT).write_text(json.dumps(
                 {"source": path.name, "conversion": CONVERSION, "files": files}, indent=1))
+            share_tree(partial)
             os.replace(partial, target)
         finally:
             shutil.rmtree(partial, ignore_errors=True)

@@ -17,7 +17,7 @@ from labeler.artifacts.reader import verify_artifact
 from labeler.errors import InputError
 from labeler.lines import read_jsonl
 from labeler.llm.models import ALIASES, resolve_model
-from labeler.paths import locked, umask_mode
+from labeler.paths import locked, share_tree
 from labeler.train.config import TrainConfig
 
 #: written into the trained model's folder: what it was trained on, and how
@@ -125,10 +125,8 @@ def _new_folder(target: Path) -> Iterator[Path]:
             shutil.rmtree(stale, ignore_errors=True)
         partial = Path(tempfile.mkdtemp(prefix=f".partial-{target.name}-", dir=target.parent))
         try:
-            partial.chmod(umask_mode(0o777))  # mkdtemp's 0700 would hide it from colleagues
             yield partial
-            for file in partial.rglob("*"):  # safetensors writes its files 0600
-                file.chmod(umask_mode(0o777 if file.is_dir() else 0o666))
+            share_tree(partial)
             os.replace(partial, target)
         finally:
             shutil.rmtree(partial, ignore_errors=True)

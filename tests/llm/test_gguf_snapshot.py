@@ -85,6 +85,8 @@ def test_the_converted_folder_lists_its_files_and_holds_no_copy_of_the_gguf(conv
     assert snapshot_problem(converted) is None
     # readable by colleagues sharing the cache, as the umask allows (mkdtemp alone: 0700)
     assert stat.S_IMODE(converted.stat().st_mode) == umask_mode(0o777)
+    assert {name: stat.S_IMODE((converted / name).stat().st_mode) for name in listed} == {
+        name: umask_mode(0o666) for name in listed}  # safetensors alone writes 0600
 
 
 def test_a_missing_truncated_or_unlisted_file_is_named(converted, tmp_path):
