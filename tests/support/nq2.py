@@ -31,14 +31,22 @@ NQ2_OPTIONS = ("--dataset", "nq-sample", "--limit", "2", "--k", "3", "--max-new-
 def build_nq2(root: Path) -> Path:
     """Build into `root`: `top3.trec` (the run cut to the two queries), `calls` (the call
     cache) and `out/`; returns `root`."""
+    build_two_queries(root, NQ2_OPTIONS)
+    return root
+
+
+def build_two_queries(root: Path, options: tuple[str, ...]) -> Path:
+    """`labeler build --llm smollm2-135m` with `options` on the two queries' real top 3:
+    into `root`, the run cut to them (`top3.trec`), the call cache (`calls`) and `out/`;
+    returns `out/`."""
     run = root / "top3.trec"
     run.write_text("".join(line for line in TOP3_RUN.read_text().splitlines(keepends=True)
                            if not line.startswith("nq-open-dev-oracle-2 ")))
-    result = CliRunner().invoke(cli, ["build", "--llm", "smollm2-135m", *NQ2_OPTIONS,
+    result = CliRunner().invoke(cli, ["build", "--llm", "smollm2-135m", *options,
                                       "--run", str(run), "--cache-dir", str(root / "calls"),
                                       "--out", str(root / "out")])
     assert result.exit_code == 0, result.output
-    return root
+    return root / "out"
 
 
 def copy_nq2_build(build: Path, root: Path) -> tuple[Path, Path, Path]:
