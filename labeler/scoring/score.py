@@ -56,13 +56,11 @@ def score(
     as the generator: faithfulness by the scorer `faithfulness` names
     (labeler.metrics.seer.faithfulness), helpfulness, and conciseness with the SBERT model
     `sbert` (default the bundled MiniLM).
-    `rag`, a selection against a utility artifact: the artifact's LLM (`llm` overrides it)
-    answers each query with only the selected candidates, as the artifact's own `rag` answers
-    are asked (`labeler.scoring.rag`); `rag_accuracy` is reported beside the artifact's
-    `rag_all_accuracy` (all candidates) and `rag_utilitarian_accuracy` (its gold utilitarian
-    ones), over the same queries (a missing one scores 0 under "zero"). An extraction
+    `rag`, a selection against a utility artifact: `rag_accuracy` of the artifact's LLM (or
+    `llm`) answering with only the selected candidates, beside the artifact's
+    `rag_all_accuracy` and `rag_utilitarian_accuracy` (`labeler.scoring.rag`); an extraction
     against a utility or SEER artifact: SEER's Table 1 in `report.qa` and `rag_em` (`rag_f1`)
-    per query (`labeler.scoring.evidence_qa`), answers capped at `max_new_tokens` (SEER's).
+    per query (`labeler.scoring.evidence_qa`), answers capped at `max_new_tokens`.
     Every input is read and checked before any model is loaded.
     """
     if missing not in MISSING:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 
 import pytest
 from click.testing import CliRunner
 from hub.conftest import hub  # noqa: F401  (the local Hub server fixture)
 from support.loading import check_card_types, check_pushed
+from support.seer2 import SEER2_OPTIONS
 
 from labeler.artifacts import validate_path
 from labeler.cli import cli
@@ -88,20 +90,10 @@ def test_config_refuses_settings_seer_cannot_use():
 
 
 @pytest.mark.slow
-def test_seer_build_on_two_nq_sample_queries(tmp_path, loads, nq_sample_embeddings, request):
-    """nq-sample, SmolLM2 as extractor, generator and judge, M = 4: schema-valid tables whose
-    pairs prefer the higher weighted score; the rerun is served from the call cache; the pairs
-    load with `datasets` as TRL's prompt/chosen/rejected, and every table with the types its
-    card states, from the folder and pushed to the Hub."""
-    cache = tmp_path / "calls"
-    cache.mkdir()  # the corpus's MiniLM embeddings: the session's, not encoded again
-    (cache / "embeddings").symlink_to(nq_sample_embeddings / "embeddings")
-    args = ["build", "--artifact", "seer", "--dataset", "nq-sample", "--llm", "smollm2-135m",
-            "--limit", "2", "--k", "2", "--samples", "4", "--max-new-tokens", "40",
-            "--encoder", "minilm", "--cache-dir", str(cache)]
-    first = CliRunner().invoke(cli, [*args, "--out", str(tmp_path / "out")])
-    assert first.exit_code == 0, first.output
-    folder = tmp_path / "out" / "seer" / "nq-sample" / "smollm2-135m" / "v1"
+def test_seer_build_on_two_nq_sample_queries(seer2_build):
+    """The shared build (support/seer2.py: SmolLM2 as extractor, generator and judge, M = 4):
+    schema-valid tables whose pairs prefer the higher weighted score."""
+    folder = seer2_build
     assert validate_path(folder) == []
     manifest = json.loads((folder / "manifest.json").read_text())
     weights = manifest["settled"]["weights"]
@@ -116,31 +108,47 @@ def test_seer_build_on_two_nq_sample_queries(tmp_path, loads, nq_sample_embeddin
         assert pair["chosen_scores"]["weighted"] > pair["rejected_scores"]["weighted"]
         assert pair["lambda_weight"] >= 0 and pair["chosen_rank"] < pair["rejected_rank"]
 
+
+def test_a_seer_rebuild_is_served_from_the_call_cache(seer2_build, tmp_path, loads):
+    root = seer2_build.parents[4]  # top3.trec, calls, out/seer/nq-sample/smollm2-135m/v1
+    cache = tmp_path / "calls"
+    shutil.copytree(root / "calls", cache)
     computed = cache_stats(cache).misses
-    again = CliRunner().invoke(cli, [*args, "--out", str(tmp_path / "again")])
+    again = CliRunner().invoke(cli, ["build", "--llm", "smollm2-135m", *SEER2_OPTIONS, "--run",
+                                     str(root / "top3.trec"), "--cache-dir", str(cache),
+                                     "--out", str(tmp_path / "again")])
     assert again.exit_code == 0, again.output
     assert cache_stats(cache).misses == computed  # every extraction and score from the cache
     rerun = tmp_path / "again" / "seer" / "nq-sample" / "smollm2-135m" / "v1"
-    assert (rerun / "pairs-00000.jsonl").read_bytes() == (folder / "pairs-00000.jsonl").read_bytes()
+    assert (rerun / "pairs-00000.jsonl").read_bytes() == (
+        seer2_build / "pairs-00000.jsonl").read_bytes()
 
-    # the best extraction of each query, scored as a submission: the same experts and
-    # weights give it the artifact's own scores
+
+def test_best_extractions_score_as_built_and_every_table_loads(seer2_build, tmp_path, request):
+    """Each query's best extraction, scored as a submission by the same experts and weights,
+    gets the artifact's own scores; the pairs load with `datasets` as TRL's
+    prompt/chosen/rejected, and every table with the types its card states, from the folder
+    and pushed to the Hub."""
+    from datasets import load_dataset
+
     from labeler.llm.config import LLMConfig
     from labeler.scoring.score import score
 
+    folder, cache = seer2_build, tmp_path / "calls"
+    shutil.copytree(folder.parents[4] / "calls", cache)
+    records = [json.loads(line) for line in (folder / "data-00000.jsonl").open()]
     kept = [r for r in records if r["extractions"]]
     evidence = tmp_path / "evidence.jsonl"
     evidence.write_text("".join(json.dumps({"qid": r["qid"], "evidence": r["extractions"][0][
         "text"]}) + "\n" for r in kept))
     report = score(evidence, folder, llm=LLMConfig("smollm2-135m"), cache_dir=cache)
-    for i, r in enumerate(kept):
+    for r in kept:
         best = r["extractions"][0]["scores"]
         for name in ("faithfulness", "helpfulness", "conciseness", "weighted"):
             assert report.per_query[name][report.qids.index(r["qid"])] == pytest.approx(
                 best[name], abs=1e-6), name
 
-    from datasets import load_dataset
-
+    pairs = (folder / "pairs-00000.jsonl").read_text().splitlines()
     loaded = load_dataset("json", data_files=str(folder / "pairs-*.jsonl"), split="train")
     assert {"prompt", "chosen", "rejected", "lambda_weight"} <= set(loaded.column_names)
     assert len(loaded) == len(pairs)
