@@ -98,6 +98,7 @@ def test_images_are_written_shown_by_the_card_and_pushed(artifacts, hub, monkeyp
 def test_cli_loads_each_artifacts_llm_and_prints_the_tables(artifacts, monkeypatch):
     root, calls, smol, other, scripted = artifacts
     import labeler.llm
+    import labeler.llm.models
 
     real = labeler.llm.load_backend
     loaded = []
@@ -107,6 +108,9 @@ def test_cli_loads_each_artifacts_llm_and_prints_the_tables(artifacts, monkeypat
         return scripted if name == "scripted" else real(name, **options)
 
     monkeypatch.setattr(labeler.llm, "load_backend", load)
+    resolve = labeler.llm.models.resolve_model  # "scripted" resolves as a model found here
+    monkeypatch.setattr(labeler.llm.models, "resolve_model",
+                        lambda name: resolve("smollm2-135m" if name == "scripted" else name))
     result = CliRunner().invoke(cli, ["compare", str(smol), str(other), "--out",
                                       str(root / "cli"), "--cache-dir", str(calls)])
 
