@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import datasets
 import pytest
 from support.scripted import ScriptedBackend
 
@@ -22,6 +23,7 @@ from labeler.judge_methods import Judge, JudgeConfig
 from labeler.judge_prompts import render_passage
 from labeler.llm.calls import Calls
 from labeler.retrieval import Candidate
+from labeler.sources import kilt
 from labeler.sources.passage import Passage
 from labeler.sources.types import Query
 from labeler.tasks.base import Shard
@@ -110,3 +112,28 @@ def test_options_for_other_methods_are_refused():
         JudgeConfig(dataset="nq", method="pvs", passage_format="clean")
     with pytest.raises(InputError, match="--fill-unranked applies to lvr, not lvs"):
         JudgeConfig(dataset="nq", method="lvs", fill_unranked=True)
+
+
+def test_fever_claims_are_judged_with_the_claim_prompts():
+    # the real KILT FEVER dev claims, read by the fever adapter's own code
+    rows = datasets.load_dataset("json", split="train",
+                                 data_files=str(Path(__file__).parent / "fixtures"
+                                                / "kilt_fever_dev.jsonl"))
+    fever = kilt.from_dataset(rows, name="fever", revision="r", kind="claim")
+    shard = Shard(0, tuple(fever.queries), {q.qid: [Candidate(p, "retrieved", i) for i, p in
+                                                   enumerate(PASSAGES, 1)]
+                                            for q in fever.queries}, kind=fever.kind)
+    llm = ScriptedBackend(answer=lambda text: "SUPPORTS" if text.startswith("Information")
+                          else "My selection:[[2]]")
+    records = Judge(JudgeConfig(dataset="fever", method="lvs", with_answer=True)).submit(
+        Calls(llm), shard)
+
+    pseudo, judged = llm.batches("generate")
+    claim = fever.queries[0].question
+    assert pseudo[0][-1].content.endswith(f"Claim: {claim}\n\n The final repsonse is REFUTES, "
+                                          "SUPPORTS. Verification:")
+    assert judged[0][0].content.endswith(f"in verifying the claim: {claim}.")
+    assert judged[0][-1].content.startswith(f"Claim: {claim}.\n\n Reference verification: "
+                                            "SUPPORTS\n\n")
+    assert [r["selected"] for r in records] == [[PASSAGES[1].pid]] * len(fever.queries)
+    assert Judge(JudgeConfig(dataset="fever", method="retrieval")).templates("claim") == {}
