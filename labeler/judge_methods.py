@@ -8,17 +8,19 @@ One `Judge`, one method table: each method says only its prompts and how it read
   beside it (`choice_probs` after "Utility judgment:").
 - `lvs`: listwise verbalized selection, one multi-turn chat per query; the ids `[i]` of the
   answer, first mention first, those outside 1..k dropped.
-- `lvr`: listwise verbalized ranking, the same turns; the ids named, then the passages not
-  named in retrieval order.
+- `lvr`: listwise verbalized ranking, the same turns; the ids named, scored k - position, as the
+  paper's evaluation/ranking-evaluation.py writes its run: a query whose answer names none has
+  no ranking (pytrec_eval, and `labeler score`, leave it out). `fill_unranked` ranks the
+  passages not named after them, in retrieval order.
 - `likelihood`: log P(pseudo-answer | with-passage prompt) per passage, ranked.
 - `retrieval`: the pool's own order, the baseline.
 
-The prompts are the paper's (src/dataset.py), verbatim: "youself", "the ranked the passages"
-and "passages' utility" in the ranking prompt with an answer are its own. With `with_answer`
-(and always for `likelihood`) the LLM's own greedy answer with all top-k passages, asked with
-the utility task's with-passage prompt, is the pseudo-answer. Passages are shown as
-"{title} {text}". A selection record is {qid, selected}, a ranking {qid, ranking} or
-{qid, scores}; both keep what the LLM said.
+The prompts are the paper's code's, byte for byte (`labeler.judge_prompts`), for questions and
+for claims (FEVER). With `with_answer` (and always for `likelihood`) the LLM's own greedy answer
+with all top-k passages, asked with the utility task's with-passage prompt, is the
+pseudo-answer. A listwise passage turn shows the paper's dataset row (`passage_format`
+"paper") or "{title} {text}" ("clean"). A selection record is {qid, selected}, a ranking
+{qid, ranking} or {qid, scores}; both keep what the LLM said.
 """
 
 from __future__ import annotations
@@ -28,6 +30,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 from labeler.errors import InputError, UnknownNameError
+from labeler.judge_prompts import (
+    LIKELIHOOD,
+    PASSAGE_FORMATS,
+    PROMPTS,
+    format_passage,
+    render_passage,
+)
 from labeler.llm.base import (
     ChoiceRequest,
     LoglikelihoodRequest,
@@ -40,67 +49,27 @@ from labeler.llm.calls import Calls
 from labeler.retrieval import Candidate
 from labeler.sources.types import Query
 from labeler.tasks.base import Shard, TaskConfig
-from labeler.tasks.utility import ANSWER, MAX_NEW_TOKENS, WITH_PASSAGE, evidence_prompt
+from labeler.tasks.utility import ANSWER, MAX_NEW_TOKENS, TEMPLATES_BY_KIND, evidence_prompt
 
-#: the two criteria every verbalized prompt states
-CRITERIA = (
-    "Determine if the passage has utility based on two strict criteria: \n 1. Usefulness: The "
-    "passage should not only be relevant to the question but also be useful in generating a "
-    "correct, reasonable, and perfect answer to the question.\n 2. Novelty: Is the useful "
-    "information new to you? This means it must NOT be part of your pre-existing knowledge.\n"
-)
-POINTWISE = ("Question: {question} \n Passage: {passage} \n " + CRITERIA
-             + "Directly output your response. The format of the output is: "
-               "'Utility judgment: Yes/No.'")
-POINTWISE_ANSWER = ("Question: {question} \n Passage: {passage} \n The reference answer: "
-                    "{answer} " + CRITERIA + "Directly output your response. The format of the "
-                    "output is: 'Utility judgment: Yes/No.'")
 #: the assistant prefix after which P(yes) is read (the paper's `_prob` prompts)
 JUDGMENT_PREFIX = "Utility judgment:"
 YES_NO = (" Yes", " No")
-_INTRO = "I will provide you with {num} passages, each indicated by number identifier []. "
-SELECT_INTRO = (_INTRO + "\nSelect the passages that have utility for youself in answering the "
-                "question: {question}.")
-SELECT_INTRO_ANSWER = (_INTRO + "I will also give you a reference answer. \nSelect the passages "
-                       "that have utility for youself in answering the question: {question}.")
-RANK_INTRO = (_INTRO + "\nRank the passages based on the passages utility for youself in "
-              "answering the question: {question}.")
-RANK_INTRO_ANSWER = (_INTRO + "I will also give you a reference answer. \nRank the passages "
-                     "based on the passages' utility for youself in answering the question: "
-                     "{question}.")
-READY = "Okay, please provide the passages."
-READY_ANSWER = "Okay, please provide the passages and the reference answer."
-PASSAGE_TURN = "[{rank}] {passage}"
-RECEIVED = "Received passage [{rank}]."
-SELECT_INSTRUCT = (
-    "Directly output the passages you selected that have utility for yourself in answering the "
-    "question. The format of the output is: 'My selection:[[i],[j],...].'. Only response the "
-    "selection results, do not say any word or explain."
-)
-RANK_INSTRUCT = (
-    "Directly output the ranked the passages in descending order of utility for yourself in "
-    "answering the question. The format of the output is: '[i]>[j]>...'. Only response the "
-    "ranked results, do not say any word or explain."
-)
-LAST = "Question: {question}.\n\n " + CRITERIA
-LAST_ANSWER = "Question: {question}.\n\n Reference answer: {answer}\n\n " + CRITERIA
+#: the templates whose chats the LLM answers greedily (the judgments)
+ANSWERED = ("judgment", "question")
 
 
 @dataclass(frozen=True)
 class Method:
-    """One judge method: what it submits, its prompt templates, and whether it takes (or
-    always needs) the pseudo-answer."""
+    """One judge method: what it submits, its prompt templates by kind of query, and whether it
+    takes (or always needs) the pseudo-answer. A method with templates judges only the kinds
+    of query they name."""
 
     kind: str  # "selection" | "ranking"
     submit: Callable  # (judge, llm, shard, pseudo-answers by qid) -> one record per query
-    templates: dict[str, str] = field(default_factory=dict)  # name -> text, no pseudo-answer
-    with_answer: dict[str, str] | None = None  # the same with it; None: no such variant
+    #: query kind -> template name -> text, no pseudo-answer
+    templates: dict[str, dict[str, str]] = field(default_factory=dict)
+    with_answer: dict[str, dict[str, str]] | None = None  # the same with it; None: no variant
     needs_answer: bool = False  # asks with the pseudo-answer whatever `with_answer` says
-
-
-def _listwise(intro: str, ready: str, last: str, instruct: str) -> dict[str, str]:
-    return {"intro": intro, "ready": ready, "passage": PASSAGE_TURN, "received": RECEIVED,
-            "question": last + instruct}
 
 
 @dataclass(frozen=True)
@@ -113,6 +82,14 @@ class JudgeConfig(TaskConfig):
                 "reference answer"})
     max_new_tokens: int = field(default=MAX_NEW_TOKENS, metadata={
         "help": "Cap on each judgment's and pseudo-answer's new tokens", "min": 1})
+    passage_format: str = field(default="paper", metadata={
+        "help": "lvs, lvr: a passage turn shows paper (the dataset row as the paper's code "
+                "prints it, {'docid': ..., 'title': ..., 'text': ...}) or clean (title text)",
+        "choices": PASSAGE_FORMATS})
+    fill_unranked: bool = field(default=False, metadata={
+        "help": "lvr: rank the passages the LLM did not name after the named ones, in "
+                "retrieval order (the paper ranks only the named ones, and a query whose "
+                "answer names none not at all)"})
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -123,6 +100,14 @@ class JudgeConfig(TaskConfig):
                    else "asks the LLM nothing")
             raise InputError(f"--with-answer does not apply to {self.method}, which {why}",
                              field_name="with_answer")
+        if self.passage_format not in PASSAGE_FORMATS:
+            raise UnknownNameError("passage format", self.passage_format, list(PASSAGE_FORMATS))
+        if self.passage_format != "paper" and self.method not in ("lvs", "lvr"):
+            raise InputError(f"--passage-format applies to lvs and lvr, not {self.method}",
+                             field_name="passage_format")
+        if self.fill_unranked and self.method != "lvr":
+            raise InputError(f"--fill-unranked applies to lvr, not {self.method}",
+                             field_name="fill_unranked")
         if self.answer_extractor:
             raise InputError("--answer-extractor does not apply to judge: no judgment reads the "
                              "gold answers", field_name="answer_extractor")
@@ -146,8 +131,10 @@ class Judge:
         self.asks_answer = self.method.needs_answer or config.with_answer
         #: pseudo-answers: the utility task's greedy answers; judgments: greedy, same cap
         self.answer = replace(ANSWER, max_tokens=config.max_new_tokens)
+        judges = any(name in ANSWERED for names in self.method.templates.values()
+                     for name in names)
         self.decoding = ({"answer": self.answer} if self.asks_answer else {}) | (
-            {"judgment": self.answer} if self.method.templates else {})
+            {"judgment": self.answer} if judges else {})
 
     @property
     def kind(self) -> str:
@@ -155,13 +142,16 @@ class Judge:
         return self.method.kind
 
     def templates(self, kind: str = "question") -> dict[str, str]:
-        """The method's templates (with the pseudo-answer's when it asks with one);
-        InputError for queries that are not questions, for which the paper has no prompts."""
-        if kind != "question":
-            raise InputError(f"the judge task labels questions, not {kind}s",
+        """The method's templates for `kind` of query (with the pseudo-answer's when it asks
+        with one); InputError for a kind the paper has no prompts for."""
+        method = self.method
+        if kind not in TEMPLATES_BY_KIND or (method.templates and kind not in method.templates):
+            raise InputError(f"{self.config.method} has no prompts for {kind}s",
                              field_name="dataset")
-        chosen = self.method.with_answer if self.config.with_answer else self.method.templates
-        return {**chosen, **({"pseudo_answer": WITH_PASSAGE} if self.asks_answer else {})}
+        chosen = (method.with_answer if self.config.with_answer else method.templates) or {}
+        return {**chosen.get(kind, {}), **(
+            {"pseudo_answer": TEMPLATES_BY_KIND[kind]["with_passage"]} if self.asks_answer
+            else {})}
 
     def submit(self, llm: Calls | None, shard: Shard) -> list[dict]:
         """One submission record per query of `shard`, the pseudo-answers first, in one
@@ -215,7 +205,7 @@ def pseudo_answers(llm: Calls, shard: Shard, sampling: Sampling) -> dict[str, st
     """qid -> the LLM's greedy answer with all of its candidates (the utility task's prompt,
     so a utility build with the same cap has it cached)."""
     qids = [q.qid for q in shard.queries]
-    prompts = [evidence_prompt(q.question, [c.passage for c in shard.pools[q.qid]])
+    prompts = [evidence_prompt(q.question, [c.passage for c in shard.pools[q.qid]], shard.kind)
                for q in shard.queries]
     outputs = llm.generate(prompts, sampling, "pseudo-answers", qids)
     return {qid: out[0].text.strip() for qid, out in zip(qids, outputs)}
@@ -224,8 +214,8 @@ def pseudo_answers(llm: Calls, shard: Shard, sampling: Sampling) -> dict[str, st
 def _pointwise(judge: Judge, llm: Calls, shard: Shard, answers: dict[str, str]) -> list[dict]:
     pairs = [(q, c) for q in shard.queries for c in shard.pools[q.qid]]
     names = [f"{q.qid}, passage {c.passage.pid}" for q, c in pairs]
-    template = judge.templates()["judgment"]
-    prompts = [chat(template.format(question=q.question, passage=c.passage.contents,
+    template = judge.templates(shard.kind)["judgment"]
+    prompts = [chat(template.format(question=q.question, passage=format_passage(c.passage),
                                     answer=answers.get(q.qid, ""))) for q, c in pairs]
     outputs = llm.generate(prompts, judge.answer, "pointwise judgments", names)
     probs = llm.choice_probs([ChoiceRequest(p + (Message("assistant", JUDGMENT_PREFIX),), YES_NO)
@@ -242,9 +232,9 @@ def _pointwise(judge: Judge, llm: Calls, shard: Shard, answers: dict[str, str]) 
 def _listwise_label(judge: Judge, llm: Calls, shard: Shard,
                     answers: dict[str, str]) -> list[dict]:
     asked = [q for q in shard.queries if shard.pools[q.qid]]
-    templates = judge.templates()
-    prompts = [_listwise_chat(templates, q, shard.pools[q.qid], answers.get(q.qid, ""))
-               for q in asked]
+    templates = judge.templates(shard.kind)
+    prompts = [_listwise_chat(templates, q, shard.pools[q.qid], answers.get(q.qid, ""),
+                              judge.config.passage_format) for q in asked]
     what = "listwise selections" if judge.kind == "selection" else "listwise rankings"
     outputs = dict(zip((q.qid for q in asked),
                        llm.generate(prompts, judge.answer, what, [q.qid for q in asked])))
@@ -257,19 +247,21 @@ def _listwise_label(judge: Judge, llm: Calls, shard: Shard,
         record = {"qid": q.qid, "candidates": len(pool), "output": output, "parsed": len(named)}
         if judge.kind == "selection":
             record["selected"] = pids
-        else:  # the named ones, then the others in retrieval order: score k - position
+        elif judge.config.fill_unranked:  # the named ones, then the others in retrieval order
             record["ranking"] = pids + [c.passage.pid for c in pool if c.passage.pid not in pids]
+        else:  # the named ones only, as the paper's run file; none named: no run lines
+            record["ranking"] = pids
         records.append(record)
     return records
 
 
 def _listwise_chat(templates: dict[str, str], q: Query, pool: list[Candidate],
-                   answer: str) -> tuple[Message, ...]:
+                   answer: str, passage_format: str) -> tuple[Message, ...]:
     turns = [Message("user", templates["intro"].format(num=len(pool), question=q.question)),
              Message("assistant", templates["ready"])]
     for rank, c in enumerate(pool, 1):
-        turns += [Message("user", templates["passage"].format(rank=rank,
-                                                             passage=c.passage.contents)),
+        turns += [Message("user", templates["passage"].format(
+                      rank=rank, passage=render_passage(c.passage, passage_format))),
                   Message("assistant", templates["received"].format(rank=rank))]
     turns.append(Message("user", templates["question"].format(question=q.question,
                                                               answer=answer)))
@@ -278,8 +270,10 @@ def _listwise_chat(templates: dict[str, str], q: Query, pool: list[Candidate],
 
 def _likelihood(judge: Judge, llm: Calls, shard: Shard, answers: dict[str, str]) -> list[dict]:
     pairs = [(q, c) for q in shard.queries for c in shard.pools[q.qid]]
+    template = judge.templates(shard.kind)["likelihood"]
     scores = llm.loglikelihood(
-        [LoglikelihoodRequest(evidence_prompt(q.question, [c.passage]), answers[q.qid])
+        [LoglikelihoodRequest(chat(template.format(passage=format_passage(c.passage),
+                                                   question=q.question)), answers[q.qid])
          for q, c in pairs], "pseudo-answer likelihoods",
         [f"{q.qid}, passage {c.passage.pid}" for q, c in pairs])
     by_qid: dict[str, dict[str, float]] = {q.qid: {} for q in shard.queries}
@@ -294,15 +288,19 @@ def _retrieval(judge: Judge, llm: Calls | None, shard: Shard,
              "candidates": len(shard.pools[q.qid])} for q in shard.queries]
 
 
+def _by_kind(method: str) -> tuple[dict, dict]:
+    """(templates, templates with the pseudo-answer) of `method`, each by kind of query."""
+    return ({kind: p[method][0] for kind, p in PROMPTS.items()},
+            {kind: p[method][1] for kind, p in PROMPTS.items()})
+
+
 #: method name -> Method; the one list of judge methods
 METHODS: dict[str, Method] = {
-    "pvs": Method("selection", _pointwise, {"judgment": POINTWISE},
-                  {"judgment": POINTWISE_ANSWER}),
-    "lvs": Method("selection", _listwise_label,
-                  _listwise(SELECT_INTRO, READY, LAST, SELECT_INSTRUCT),
-                  _listwise(SELECT_INTRO_ANSWER, READY_ANSWER, LAST_ANSWER, SELECT_INSTRUCT)),
-    "lvr": Method("ranking", _listwise_label, _listwise(RANK_INTRO, READY, LAST, RANK_INSTRUCT),
-                  _listwise(RANK_INTRO_ANSWER, READY_ANSWER, LAST_ANSWER, RANK_INSTRUCT)),
-    "likelihood": Method("ranking", _likelihood, needs_answer=True),
+    "pvs": Method("selection", _pointwise, *_by_kind("pvs")),
+    "lvs": Method("selection", _listwise_label, *_by_kind("lvs")),
+    "lvr": Method("ranking", _listwise_label, *_by_kind("lvr")),
+    "likelihood": Method("ranking", _likelihood,
+                         {kind: {"likelihood": text} for kind, text in LIKELIHOOD.items()},
+                         needs_answer=True),
     "retrieval": Method("ranking", _retrieval),
 }

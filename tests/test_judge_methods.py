@@ -15,13 +15,8 @@ import pytest
 from support.scripted import ScriptedBackend
 
 from labeler.errors import InputError, UnknownNameError
-from labeler.judge_methods import (
-    POINTWISE,
-    Judge,
-    JudgeConfig,
-    named_passages,
-    says_yes,
-)
+from labeler.judge_methods import Judge, JudgeConfig, named_passages, says_yes
+from labeler.judge_prompts import PROMPTS
 from labeler.llm.calls import Calls
 from labeler.sources.passage import Passage
 from labeler.tasks.base import Shard, make_shards
@@ -109,8 +104,8 @@ def test_pvs_selects_the_yes_passages_and_records_p_yes(run2):
     [generate], [probs] = llm.batches("generate"), llm.batches("choice_probs")
     assert len(generate) == len(probs) == 6  # one batched call each, a prompt per passage
     first = generate[0][0].content
-    assert first == POINTWISE.format(question="who got the first nobel prize in physics",
-                                     passage=_passages(run2, 0)[0].contents)
+    assert first == PROMPTS["question"]["pvs"][0]["judgment"].format(
+        question="who got the first nobel prize in physics", passage=_passages(run2, 0)[0].contents)
     assert first.startswith("Question: who got the first nobel prize in physics \n Passage: "
                             "List of Nobel laureates in Physics The first Nobel Prize")
     assert first.endswith("The format of the output is: 'Utility judgment: Yes/No.'")
@@ -136,7 +131,7 @@ def test_with_answer_shows_the_llms_own_all_passage_answer(run2):
     assert turns[3].content == "Received passage [1]."
     assert ("Question: who got the first nobel prize in physics.\n\n Reference answer: Wilhelm "
             "Conrad Röntgen\n\n Determine") in turns[-1].content
-    assert turns[-1].content.endswith("do not say any word or explain.")
+    assert turns[-1].content.endswith("do not say any word or explain. \n        ")
     assert [r["selected"] for r in records] == [["nq-oracle:64aaafc597c5"],
                                                 ["nq-oracle:fcd918e70be9"]]
 
@@ -151,19 +146,29 @@ def test_lvs_with_nothing_parseable_selects_nothing(run2):
     assert stats["mean_selected"] == 0
 
 
-def test_lvr_ranks_the_named_passages_then_the_rest_in_retrieval_order(run2):
+def test_lvr_ranks_only_the_named_passages_as_the_paper(run2):
+    # the paper's run file holds the named passages only; a query naming none has no lines
+    llm = ScriptedBackend(answer=lambda text: "[3]>[3]>[9]" if "nobel" in text else "None.")
+    records = _judge(llm, run2, method="lvr")
+
+    assert records[0]["ranking"] == ["nq-oracle:5105ad9ebfe5"]
+    assert records[1]["ranking"] == [] and records[1]["parsed"] == 0
+    assert Judge.statistics(records)["unparsed"] == 1
+    [[first, _]] = llm.batches("generate")
+    assert "Rank the passages based on the passages utility for youself" in first[0].content
+    assert first[-1].content.endswith("Only response the ranked results, do not say any word "
+                                      "or explain. \n        ")
+
+
+def test_fill_unranked_ranks_the_rest_in_retrieval_order(run2):
     outputs = iter(["[3]>[3]>[9]", "Ranking: [2] > [1]. [2] is most useful."])
     llm = ScriptedBackend(answer=lambda text: next(outputs))
-    records = _judge(llm, run2, method="lvr")
+    records = _judge(llm, run2, method="lvr", fill_unranked=True)
 
     assert records[0]["ranking"] == ["nq-oracle:5105ad9ebfe5", "nq-oracle:64aaafc597c5",
                                      "flashrag:314"]
     assert records[1]["ranking"] == ["nq-oracle:46bc6599c842", "nq-oracle:fcd918e70be9",
                                      "nq-oracle:e982de391839"]
-    [[first, _]] = llm.batches("generate")
-    assert "Rank the passages based on the passages utility for youself" in first[0].content
-    assert first[-1].content.endswith("Only response the ranked results, do not say any word "
-                                      "or explain.")
 
 
 def test_likelihood_scores_the_pseudo_answer_with_each_passage(run2):

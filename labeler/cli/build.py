@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 @click.option("--dry-run", is_flag=True,
               help="Check everything and print the plan (queries, passages, embeddings, LLM "
                    "calls); load no model and write nothing.")
-def build(llms, backend, batch_size, device, tensor_parallel, executor, ray_address, workers,
+def build(llms, backend, batch_size, device, dtype, tensor_parallel, executor, ray_address, workers,
           artifact, out, version, shard_size, cache_dir, dry_run, **options) -> None:
     """Label the candidate passages of a dataset for each LLM, and write one artifact each.
 
@@ -69,7 +69,7 @@ def build(llms, backend, batch_size, device, tensor_parallel, executor, ray_addr
     task = load_task(artifact)
     config = task.Config.from_options(**options)
     models = [LLMConfig(name, backend=backend, batch_size=batch_size, device=device,
-                        tensor_parallel=tensor_parallel) for name in llms]
+                        tensor_parallel=tensor_parallel, dtype=dtype) for name in llms]
     if dry_run:
         from labeler.workflows.plan import plan
 

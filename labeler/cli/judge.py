@@ -28,7 +28,7 @@ from labeler.workflows.steps import DEFAULT_SHARD_SIZE
 @click.option("--shard-size", type=click.IntRange(min=1), default=DEFAULT_SHARD_SIZE,
               show_default=True, help="Queries per batch of judgments.")
 @cache_dir_option
-def judge(llm, backend, batch_size, device, out, shard_size, cache_dir, **options) -> None:
+def judge(llm, backend, batch_size, device, dtype, out, shard_size, cache_dir, **options) -> None:
     """Judge the candidate passages of a dataset with one method, and write a submission.
 
     The pools are those `labeler build` labels for the same options; score the submission
@@ -39,7 +39,7 @@ def judge(llm, backend, batch_size, device, out, shard_size, cache_dir, **option
 
     config = JudgeConfig.from_options(**options)
     model = None if llm is None else LLMConfig(llm, backend=backend, batch_size=batch_size,
-                                               device=device)
+                                               device=device, dtype=dtype)
     judged = run_judge(config, model, out=out, shard_size=shard_size, cache_dir=cache_dir)
     table = Table(title=f"{config.method}{' with answer' if config.with_answer else ''}: "
                         f"{config.dataset}, pool {config.pool} ({judged.kind})",

@@ -85,7 +85,7 @@ def data_options(*, pools: bool = False, qrels: bool = False,
 
 
 def model_options(*, tensor_parallel: bool = False) -> Decorator:
-    """--backend, --batch-size and --device of the LLMs; with `tensor_parallel` also
+    """--backend, --batch-size, --device and --dtype of the LLMs; with `tensor_parallel` also
     --tensor-parallel."""
     options = [
         click.option("--backend", default="hf", show_default=True,
@@ -94,6 +94,9 @@ def model_options(*, tensor_parallel: bool = False) -> Decorator:
                      help="Prompts per forward pass (default: 8 for hf, 256 per call for vllm)."),
         click.option("--device", help="Device for the LLMs, e.g. cuda:0 [default: best "
                                       "available]."),
+        click.option("--dtype", help="vllm: the weights' dtype, auto, float16 (the utility "
+                                     "paper's), bfloat16 or float32 [default: the model's own "
+                                     "on a GPU, float32 on the CPU]."),
     ]
     if tensor_parallel:
         options.append(click.option(

@@ -62,7 +62,8 @@ PAPER_TABLES = {"selection": ("Table 4", ("precision", "recall", "f1", "rag_accu
               help="Also write one JSONL row of metrics per query to this file.")
 def score(submission: Path, against: str, kind: str | None, ks: tuple[int, ...], missing: str,
           include_empty: bool, baseline: Path | None, lenient: bool, llm: str | None,
-          backend: str, batch_size: int | None, device: str | None, cache_dir: Path | None,
+          backend: str, batch_size: int | None, device: str | None, dtype: str | None,
+          cache_dir: Path | None,
           as_json: bool, per_query: Path | None, rag: bool, max_new_tokens: int | None) -> None:
     """Score SUBMISSION against reference labels.
 
@@ -85,7 +86,7 @@ def score(submission: Path, against: str, kind: str | None, ks: tuple[int, ...],
         baseline=baseline, include_empty=include_empty, cache_dir=cache_dir, rag=rag,
         max_new_tokens=max_new_tokens,
         llm=None if llm is None else LLMConfig(llm, backend=backend, batch_size=batch_size,
-                                               device=device),
+                                               device=device, dtype=dtype),
     )
     if per_query is not None:
         write_per_query(report, per_query)

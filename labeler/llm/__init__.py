@@ -25,14 +25,17 @@ from labeler.llm.models import ALIASES, ModelSpec, resolve_model
 
 #: backend name -> "module:class", imported only when asked for (vllm stays optional).
 BACKENDS = {"hf": "labeler.llm.hf:HFBackend", "vllm": "labeler.llm.vllm:VLLMBackend"}
+#: backend name -> the weight dtypes it can be asked for (`--dtype`); none: it takes no dtype
+DTYPES: dict[str, tuple[str, ...]] = {"hf": (), "vllm": ("auto", "float16", "bfloat16",
+                                                         "float32")}
 
 #: models loaded in this process, so that each is loaded once:
-#: (backend, model, device, batch, tensor parallel)
+#: (backend, model, device, batch, tensor parallel, dtype)
 _LOADED: dict[tuple, Backend] = {}
 
 
 def load_backend(model: str, *, backend: str = "hf", batch_size: int | None = None,
-                 device: str | None = None, tensor_parallel: int = 1,
+                 device: str | None = None, tensor_parallel: int = 1, dtype: str | None = None,
                  cache_dir: str | Path | None = None, use_cache: bool = True) -> Backend:
     """Load `model` (alias, HF repo id, local folder or .gguf) eagerly, raising ModelLoadError
     before any work; wrapped in the persistent call cache unless `use_cache` is False. A model
@@ -40,14 +43,15 @@ def load_backend(model: str, *, backend: str = "hf", batch_size: int | None = No
 
     `batch_size` defaults to 8 rows per forward pass for hf and 256 requests per engine call
     for vllm (which batches continuously inside a call). `tensor_parallel` > 1 (GPUs one
-    model is split over) is for vllm only (`LLMConfig` checks it).
+    model is split over) is for vllm only, and so is `dtype` (`LLMConfig` checks both).
     """
     spec = resolve_model(model)
     if backend not in BACKENDS:
         raise UnknownNameError("backend", backend, sorted(BACKENDS))
-    key = (backend, spec.model_id, device, batch_size, tensor_parallel)
+    key = (backend, spec.model_id, device, batch_size, tensor_parallel, dtype)
     if key not in _LOADED:
-        options = {"tensor_parallel": tensor_parallel} if tensor_parallel != 1 else {}
+        options = ({"tensor_parallel": tensor_parallel} if tensor_parallel != 1 else {}) | (
+            {"dtype": dtype} if dtype is not None else {})
         _LOADED[key] = load_entry(BACKENDS[backend])(
             spec, batch_size=batch_size, device=device, cache_dir=cache_dir, **options)
     loaded = _LOADED[key]

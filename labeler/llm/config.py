@@ -19,6 +19,7 @@ class LLMConfig:
     batch_size: int | None = None  # None: the backend's default (hf 8 rows, vllm 256 requests)
     device: str | None = None  # e.g. cpu, cuda:0; None: the best available
     tensor_parallel: int = 1  # GPUs one model is split over (vllm only)
+    dtype: str | None = None  # the weights' dtype (a backend's DTYPES); None: its default
 
     def __post_init__(self) -> None:
         if self.batch_size is not None and self.batch_size < 1:
@@ -31,6 +32,14 @@ class LLMConfig:
             raise InputError(f"the {self.backend} backend runs a model on one device: tensor "
                              "parallelism needs the vllm backend", field_name="tensor_parallel",
                              hint="add --backend vllm, or leave out --tensor-parallel")
+        from labeler.llm import DTYPES
+
+        taken = DTYPES.get(self.backend, ())
+        if self.dtype is not None and self.dtype not in taken:
+            raise InputError(
+                f"the {self.backend} backend takes no dtype '{self.dtype}'"
+                + (f": use one of {', '.join(taken)}" if taken else ""), field_name="dtype",
+                hint=None if taken else "leave out --dtype, or use --backend vllm")
 
     @property
     def gpus(self) -> int:
@@ -46,7 +55,7 @@ class LLMConfig:
 
         return load_backend(self.name, backend=self.backend, batch_size=self.batch_size,
                             device=self.device, tensor_parallel=self.tensor_parallel,
-                            cache_dir=cache_dir)
+                            dtype=self.dtype, cache_dir=cache_dir)
 
     def identify(self, cache_dir: str | Path | None = None) -> ModelIdentity:
         """Load the model (a model that cannot load fails now) and say what names it."""
@@ -58,7 +67,7 @@ class LLMConfig:
 
         return {"model": resolve_model(self.name).identity, "backend": self.backend,
                 "batch_size": self.batch_size, "device": self.device,
-                "tensor_parallel": self.tensor_parallel}
+                "tensor_parallel": self.tensor_parallel, "dtype": self.dtype}
 
 
 @dataclass(frozen=True)

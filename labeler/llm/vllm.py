@@ -5,7 +5,8 @@ The device is the one the installed vllm build runs on, and the engine is set up
 not through environment variables: on the CPU in float32 (a greedy answer then does not depend
 on the batch it rides in, as in bfloat16 it did), with a KV cache of a quarter of the free
 memory (vllm's default reserves most of RAM and refuses to start beside other processes); on a
-GPU in the model's own dtype. Both are recorded in the cache key. vllm's compile cache lives
+GPU in the model's own dtype. `dtype` (`--dtype`: auto, float16, bfloat16, float32) overrides
+either: the paper's judges ran in float16. The dtype the engine runs in is in the cache key. vllm's compile cache lives
 under labeler's cache folder's `vllm` (`settings.vllm_compile_cache`), and a local model
 reaches vllm through a link there named by its revision, so what was compiled for its
 content is found wherever it was converted or moved to (vllm keys its graphs by the model's
@@ -82,8 +83,9 @@ class VLLMBackend(Backend):
 
     def __init__(self, spec: ModelSpec, *, batch_size: int | None = None,
                  device: str | None = None, cache_dir: str | Path | None = None,
-                 tensor_parallel: int = 1) -> None:
+                 tensor_parallel: int = 1, dtype: str | None = None) -> None:
         self.device = _device(device)
+        self.asked_dtype = dtype
         self.spec, self.model_id, self.alias = spec, spec.model_id, spec.alias
         self.batch_size = batch_size or 256
         if self.batch_size < 1:
@@ -113,7 +115,7 @@ class VLLMBackend(Backend):
         """What vllm.LLM needs on this device beyond the model: its dtype, and on the CPU the
         KV cache's size and whole prefills."""
         if self.device != "cpu":
-            return {"dtype": "auto"}
+            return {"dtype": self.asked_dtype or "auto"}
         from transformers import AutoConfig
 
         options = cpu_engine_options(context_window(AutoConfig.from_pretrained(source),
@@ -121,7 +123,7 @@ class VLLMBackend(Backend):
         info(f"vllm on the CPU in {CPU_DTYPE}, "
              f"{options['kv_cache_memory_bytes'] / 2**30:.1f} GiB of KV cache; the first load "
              f"of a model compiles it (minutes), later ones read {compile_cache}")
-        return {"dtype": CPU_DTYPE, **options}
+        return {"dtype": self.asked_dtype or CPU_DTYPE, **options}
 
     def key(self) -> dict:
         return {"model_id": self.spec.identity, "revision": self.revision, "backend": "vllm",

@@ -56,7 +56,8 @@ def reader_config(manifest: dict, name: str | None = None) -> LLMConfig:
         name = model
     return LLMConfig(name, backend=settings.get("backend", "hf"),
                      batch_size=settings.get("batch_size"), device=settings.get("device"),
-                     tensor_parallel=settings.get("tensor_parallel", 1))
+                     tensor_parallel=settings.get("tensor_parallel", 1),
+                     dtype=settings.get("dtype"))
 
 
 def _not_found(name: str, why: object) -> InputError:

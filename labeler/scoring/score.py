@@ -4,7 +4,8 @@
 Rankings against a utility artifact are averaged over the queries whose gold set is not empty,
 as the utility paper does (its qrels hold the gold utilitarian passages only, so pytrec_eval
 never sees the others); `include_empty` scores the others too, 0 on every metric. Against
-qrels, every judged query counts, as in trec_eval.
+qrels, every judged query counts, as in trec_eval. A ranking line that ranks no passage (an LVR
+answer that named none) has no run lines: it is left out, as pytrec_eval leaves it.
 """
 
 from __future__ import annotations
@@ -210,6 +211,8 @@ def _report(sub: Submission, ref: Reference, ranked: _Ranked, *, missing: str,
     considered = ref.qids
     if sub.kind == "ranking" and ref.rank_nonempty_gold and not include_empty:
         considered = [q for q in considered if ref.gold[q]]
+    ranks_none = [q for q in considered if q in ranked.empty] if sub.kind == "ranking" else []
+    considered = [q for q in considered if q not in ranked.empty]
     absent = [q for q in considered if q not in sub.entries]
     qids = considered if missing == "zero" else [q for q in considered if q in sub.entries]
     counts = {"queries": len(qids), "missing": len(absent), "skipped_lines": len(sub.skipped)}
@@ -223,7 +226,8 @@ def _report(sub: Submission, ref: Reference, ranked: _Ranked, *, missing: str,
         counts["queries_without_relevant"] = sum(
             1 for q in qids if max(ref.qrels[q].values(), default=0) < 1
         )
-        counts["empty_gold_left_out"] = len(ref.qids) - len(considered)
+        counts["empty_gold_left_out"] = len(ref.qids) - len(considered) - len(ranks_none)
+        counts["empty_rankings_left_out"] = len(ranks_none)
     else:
         from labeler.metrics.extraction import extraction_metrics  # imports `regex`
 
@@ -250,10 +254,12 @@ class _Ranked:
     def __init__(self, qrels: dict[str, dict[str, int]], ks: Sequence[int]) -> None:
         self.qrels, self.ks = qrels, ks
         self.qids: list[str] = []  # the queries scored so far, in the order of `parts`
+        self.empty: set[str] = set()  # queries whose line ranks no passage: no run lines
         self.parts: list[dict[str, np.ndarray]] = []  # rank_metrics of each chunk
 
     def __call__(self, chunk: dict[str, dict[str, float]]) -> None:
         self.parts.append(rank_metrics(chunk, self.qrels, ks=self.ks, qids=list(chunk)))
+        self.empty.update(q for q, docs in chunk.items() if not docs)
         self.qids += chunk
 
     def per_query(self, qids: list[str]) -> dict[str, np.ndarray]:

@@ -68,7 +68,7 @@ def judge(config: JudgeConfig, llm: LLMConfig | None, *, out: str | Path,
     if llm is not None:
         check_access(resolve_model(llm.name))  # an unknown or gated one fails before the data
     source = config_source(config)
-    templates = method.templates(source.kind)  # the judge prompts are for questions
+    templates = method.templates(source.kind)  # questions or claims; another kind fails here
     check_pools(source, pool=config.pool, k=config.k, run=config.run, encoder=config.encoder,
                 index=config.index)
     model = None if llm is None or not templates else llm.load(cache_dir)

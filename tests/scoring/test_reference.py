@@ -106,7 +106,8 @@ def test_ranking_averages_over_non_empty_gold_as_pytrec_eval_on_gup_qrels(tmp_pa
     report = _json(_submit(tmp_path / "run.jsonl", run), "--against", ARTIFACT, "--k", "5",
                    "--k", "10", "--per-query", rows_file)
     assert report["counts"] == {"queries": 3, "missing": 0, "skipped_lines": 0,
-                                "queries_without_relevant": 0, "empty_gold_left_out": 3}
+                                "queries_without_relevant": 0, "empty_gold_left_out": 3,
+                                "empty_rankings_left_out": 0}
     for metric in ("ndcg@5", "ndcg@10", "recall@5", "mrr@5"):
         mean = np.mean([want[q][metric] for q in want])
         assert report["metrics"][metric] == pytest.approx(mean, abs=1e-12), metric
@@ -148,7 +149,8 @@ def test_include_empty_averages_over_every_query_as_before(tmp_path):
         assert rows[q]["recall@5"] == pytest.approx(want[q]["recall@5"], abs=1e-12)
     assert rows[Q[5]]["missing"] is True and rows[Q[5]]["ndcg@10"] == 0.0
     assert report["counts"] == {"queries": 6, "missing": 1, "skipped_lines": 0,
-                                "queries_without_relevant": 3, "empty_gold_left_out": 0}
+                                "queries_without_relevant": 3, "empty_gold_left_out": 0,
+                                "empty_rankings_left_out": 0}
     assert report["metrics"]["ndcg@10"] == pytest.approx(
         np.mean([want[q]["ndcg@10"] for q in run] + [0.0]), abs=1e-12)
     # the same labels as TREC qrels: trec_eval's average over every judged query, unchanged

@@ -130,7 +130,7 @@ def _assert_manifest(manifest: dict) -> None:
     assert manifest["corpus_passages"] == 4349
     assert manifest["llm_config"] == {"model": "SmolLM2-135M-Instruct.Q4_1.gguf",
                                       "backend": "hf", "batch_size": None, "device": None,
-                                      "tensor_parallel": 1}
+                                      "tensor_parallel": 1, "dtype": None}
     assert manifest["license"] == "cc-by-sa-3.0"  # nq-sample's own
     assert manifest["stats"]["candidates"] == 9
 

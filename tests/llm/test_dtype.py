@@ -1,0 +1,62 @@
+"""--dtype: a backend takes only the dtypes it names (`labeler.llm.DTYPES`), checked when the
+config is made, before any model loads; the one chosen travels to the backend and into the
+manifest's llm_config (the engine's own dtype is in the call cache's key, test_vllm_engine)."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from labeler.cli import main
+from labeler.errors import InputError
+from labeler.llm.config import LLMConfig
+
+
+def test_vllm_takes_the_papers_float16_and_records_it():
+    config = LLMConfig("smollm2-135m", backend="vllm", dtype="float16")
+    assert config.describe()["dtype"] == "float16"
+    assert LLMConfig("smollm2-135m").describe()["dtype"] is None  # the backend's default
+
+
+def test_a_dtype_the_backend_does_not_take_is_refused_with_the_choices():
+    with pytest.raises(InputError, match=r"^field 'dtype': the vllm backend takes no dtype "
+                                         r"'fp16': use one of auto, float16, bfloat16, "
+                                         r"float32$"):
+        LLMConfig("smollm2-135m", backend="vllm", dtype="fp16")
+    with pytest.raises(InputError, match="the hf backend takes no dtype 'float16'") as error:
+        LLMConfig("smollm2-135m", backend="hf", dtype="float16")
+    assert error.value.hint == "leave out --dtype, or use --backend vllm"
+
+
+def test_the_dtype_reaches_the_backend(monkeypatch):
+    import labeler.llm
+
+    seen = {}
+    monkeypatch.setattr(labeler.llm, "load_backend", lambda name, **options: seen.update(options))
+    LLMConfig("smollm2-135m", backend="vllm", dtype="float16").load()
+    assert seen["dtype"] == "float16" and seen["backend"] == "vllm"
+
+
+def test_judge_refuses_a_dtype_in_one_line_before_loading(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["labeler", "judge", "--dataset", "nq-sample", "--method",
+                                      "lvr", "--llm", "smollm2-135m", "--dtype", "float16",
+                                      "--out", str(tmp_path / "lvr.jsonl")])
+    with pytest.raises(SystemExit) as exit_:
+        main()
+    assert exit_.value.code == 1
+    assert capsys.readouterr().err.splitlines()[0] == (
+        "error: field 'dtype': the hf backend takes no dtype 'float16' (leave out --dtype, or "
+        "use --backend vllm)")
+    assert not (tmp_path / "lvr.jsonl").exists()
+
+
+@pytest.mark.vllm
+def test_the_engine_is_asked_for_the_dtype_on_a_gpu():
+    from labeler.llm.vllm import VLLMBackend  # make test-vllm installs vllm
+
+    engine = object.__new__(VLLMBackend)  # the options alone: no model is loaded
+    engine.device = "cuda"
+    for asked, dtype in ((None, "auto"), ("float16", "float16"), ("bfloat16", "bfloat16")):
+        engine.asked_dtype = asked
+        assert engine._engine_options("unused", None) == {"dtype": dtype}
