@@ -24,8 +24,8 @@ OVERALL = "Overall"
 
 def overall(reports: Sequence[Report], *, name: str = OVERALL) -> Report:
     """One report over every query of `reports` (one kind, each against its own reference):
-    per-query columns concatenated, qids as `<dataset>/<qid>` (the reference where it names
-    no dataset), the summary recomputed from them (`summarize`), counts added up; the
+    per-query columns concatenated, qids as `<dataset>/<qid>` (`<reference>/<qid>` where
+    the datasets do not tell the reports apart), the summary recomputed from them (`summarize`), counts added up; the
     baselines pooled alike and paired-tested over the pooled queries when every report has
     one. InputError for no reports, mixed kinds, a reference twice, or different columns
     (one scored with --rag, another without).
@@ -46,7 +46,9 @@ def overall(reports: Sequence[Report], *, name: str = OVERALL) -> Report:
     for report in reports:
         for key, count in report.counts.items():
             counts[key] = counts.get(key, 0) + count
-    label = [r.dataset or r.reference for r in reports]
+    label = [r.dataset for r in reports]
+    if None in label or len(set(label)) < len(label):  # e.g. two LLMs' artifacts of one dataset
+        label = [r.reference for r in reports]
     pooled = Report(
         first.kind, name, ", ".join(label),
         [f"{where}/{q}" for where, r in zip(label, reports) for q in r.qids],
