@@ -10,27 +10,37 @@ from typing import TYPE_CHECKING
 import click
 
 from labeler.cli.options import cache_dir_option, model_options
+from labeler.errors import InputError
 from labeler.llm.config import LLMConfig
 from labeler.progress import info
+from labeler.scoring.overall import overall
 from labeler.scoring.report import Report, write_per_query
-from labeler.scoring.score import MISSING
-from labeler.scoring.score import score as score_submission
+from labeler.scoring.score import MISSING, RAG_K, score_datasets
 from labeler.scoring.submissions import KINDS
 
 if TYPE_CHECKING:  # rich is imported for the tables only, not for --json
     from rich.table import Table
 
 #: the utility paper's table of each submission kind's scores and its columns (--baseline
-#: prints that layout); a selection's RAG accuracy (--rag) is its Table 6
+#: prints that layout); RAG accuracy (--rag) is its Table 6
 PAPER_TABLES = {"selection": ("Table 4", ("precision", "recall", "f1", "rag_accuracy")),
-                "ranking": ("Table 5", ("ndcg@5", "ndcg@10", "mrr@5", "recall@5"))}
+                "ranking": ("Table 5", ("ndcg@5", "ndcg@10", "mrr@5", "recall@5",
+                                        "rag_accuracy"))}
+
+#: Table 6's rows of a --rag report: (label, summary row), the submission's and baseline's
+#: rows first
+RAG_ROWS = (("all candidates (artifact)", "rag_all_accuracy"),
+            ("gold utilitarian (artifact)", "rag_utilitarian_accuracy"))
 
 
 @click.command()
-@click.argument("submission", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--against", required=True, metavar="PATH|hub:REPO[:CONFIG][@REV]",
+@click.argument("submissions", nargs=-1, required=True,
+                type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--against", "references", required=True, multiple=True,
+              metavar="PATH|hub:REPO[:CONFIG][@REV]",
               help="Reference: a utility artifact folder or its data.jsonl, a TREC qrels file, "
-                   "or a Hub dataset.")
+                   "or a Hub dataset. Several SUBMISSIONS: one --against each, in order, and "
+                   "an Overall row over all their queries (the paper's Tables 4-6).")
 @click.option("--kind", type=click.Choice(KINDS), help="Submission kind [default: from fields].")
 @click.option("--k", "ks", type=click.IntRange(min=1), multiple=True, default=(5, 10),
               show_default=True, help="Ranking cut-offs (repeat the option).")
@@ -40,16 +50,23 @@ PAPER_TABLES = {"selection": ("Table 4", ("precision", "recall", "f1", "rag_accu
               help="Rankings against a utility artifact: also average over the queries with no "
                    "gold utilitarian passage (0 on every metric) [default: leave them out, as "
                    "the utility paper does].")
-@click.option("--baseline", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="Another submission of the same kind: paired t-test and win/tie/loss.")
+@click.option("--baseline", "baselines", multiple=True,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Another submission of the same kind: paired t-test and win/tie/loss "
+                   "(several SUBMISSIONS: one each, in order).")
 @click.option("--lenient", is_flag=True, help="Skip bad lines (and count them) instead of failing.")
 @click.option("--rag", is_flag=True,
-              help="Selection against a utility artifact: the artifact's LLM answers with only "
-                   "the selected passages; accuracy beside the artifact's with all its "
-                   "candidates and with its gold utilitarian ones (the paper's Table 6). "
+              help="Selection or ranking against a utility artifact: the artifact's LLM "
+                   "answers with only the selected passages, or the ranking's top --rag-k in "
+                   "its order; accuracy over all queries, known (answered right closed-book) "
+                   "and unknown ones, beside the artifact's with all its candidates and with "
+                   "its gold utilitarian ones (the paper's Table 6). "
                    "Extraction against a utility or seer artifact: SEER's Table 1, the "
                    "generator's EM (F1 on HotpotQA) and evidence tokens with the evidence, "
                    "closed-book, with the artifact's passages and its rank-1 extractions.")
+@click.option("--rag-k", type=click.IntRange(min=1),
+              help=f"--rag on a ranking: answer with its top K passages [default: {RAG_K}, "
+                   "the paper's].")
 @click.option("--max-new-tokens", type=click.IntRange(min=1),
               help="--rag on an extraction against a seer artifact: cap on each answer's new "
                    "tokens [default: 256; against a utility artifact its own cap].")
@@ -60,16 +77,18 @@ PAPER_TABLES = {"selection": ("Table 4", ("precision", "recall", "f1", "rag_accu
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout.")
 @click.option("--per-query", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write one JSONL row of metrics per query to this file.")
-def score(submission: Path, against: str, kind: str | None, ks: tuple[int, ...], missing: str,
-          include_empty: bool, baseline: Path | None, lenient: bool, llm: str | None,
-          backend: str, batch_size: int | None, device: str | None, dtype: str | None,
-          cache_dir: Path | None,
-          as_json: bool, per_query: Path | None, rag: bool, max_new_tokens: int | None) -> None:
-    """Score SUBMISSION against reference labels.
+def score(submissions: tuple[Path, ...], references: tuple[str, ...], kind: str | None,
+          ks: tuple[int, ...], missing: str, include_empty: bool, baselines: tuple[Path, ...],
+          lenient: bool, llm: str | None, backend: str, batch_size: int | None,
+          device: str | None, dtype: str | None,
+          cache_dir: Path | None, as_json: bool, per_query: Path | None,
+          rag: bool, rag_k: int | None, max_new_tokens: int | None) -> None:
+    """Score SUBMISSIONS against reference labels.
 
-    SUBMISSION is JSONL, one query a line: a selection {qid, selected: [pid, ...]}, a ranking
-    {qid, ranking: [pid, ...]} or {qid, scores: {pid: score}} (or a TREC run file), or an
-    extraction {qid, evidence}.
+    A submission is JSONL, one query a line: a selection {qid, selected: [pid, ...]}, a
+    ranking {qid, ranking: [pid, ...]} or {qid, scores: {pid: score}} (or a TREC run file),
+    or an extraction {qid, evidence}. Several submissions (one a dataset, each with its
+    --against): each dataset's row and the Overall row over all their queries.
 
     Against a utility artifact, a query's gold set is its utility_pids and a candidate's
     ranking label its utility (1 or 0); against qrels, the label is the judgment and the
@@ -81,33 +100,90 @@ def score(submission: Path, against: str, kind: str | None, ks: tuple[int, ...],
     faithfulness (the model as judge), helpfulness and conciseness; with --rag, as SEER
     evaluates evidence (its Table 1): the generator answers with the evidence prepended.
     """
-    report = score_submission(
-        submission, against, kind=kind, ks=ks, missing=missing, lenient=lenient,
-        baseline=baseline, include_empty=include_empty, cache_dir=cache_dir, rag=rag,
-        max_new_tokens=max_new_tokens,
+    if len(references) != len(submissions) or len(baselines) not in (0, len(submissions)):
+        raise InputError(f"{len(submissions)} submissions, {len(references)} --against and "
+                         f"{len(baselines)} --baseline: give one --against (and, if any, one "
+                         "--baseline) per submission, in the same order", field_name="against")
+    reports = score_datasets(
+        list(zip(submissions, references, baselines or [None] * len(submissions))),
+        kind=kind, ks=ks, missing=missing, lenient=lenient, include_empty=include_empty,
+        cache_dir=cache_dir, rag=rag, rag_k=rag_k, max_new_tokens=max_new_tokens,
         llm=None if llm is None else LLMConfig(llm, backend=backend, batch_size=batch_size,
                                                device=device, dtype=dtype),
     )
+    report = reports[0] if len(reports) == 1 else overall(reports)
     if per_query is not None:
         write_per_query(report, per_query)
-    for run in (report, report.baseline):
-        if run is not None and run.counts["skipped_lines"]:
+    for run in (r for one in reports for r in (one, one.baseline) if r is not None):
+        if run.counts["skipped_lines"]:
             first = "; ".join(e.line() for e in run.skipped[:3])
             info(f"[yellow]skipped {run.counts['skipped_lines']} bad lines in {run.submission}"
                  f"[/]: {first}")
     if as_json:
-        click.echo(json.dumps(report.as_dict(), indent=2, ensure_ascii=False))
+        out = report.as_dict() if len(reports) == 1 else {
+            "datasets": [r.as_dict() for r in reports], "overall": report.as_dict()}
+        click.echo(json.dumps(out, indent=2, ensure_ascii=False))
         return
+    _print(reports, report)
+
+
+def _print(reports: list[Report], report: Report) -> None:
+    """The rich tables of one report, or of several datasets' and their Overall `report`."""
     from rich.console import Console
 
     console = Console()
-    console.print(_metrics_table(report))
+    if len(reports) > 1:
+        console.print(_datasets_table(reports, report))
+    else:
+        console.print(_metrics_table(report))
     if report.qa is not None:
         console.print(_qa_table(report))
     if report.baseline is not None and report.kind in PAPER_TABLES:
         console.print(_paper_table(report))
+    if "rag_accuracy_known" in report.summary:
+        console.print(_rag_table(report))
     if report.tests:
         console.print(_tests_table(report))
+
+
+def _datasets_table(reports: list[Report], pooled: Report) -> Table:
+    """A row per dataset and the Overall row (pooled over every query), the summary's
+    metrics as columns, in percent; counts of queries."""
+    from rich.table import Table
+
+    columns = [name for name in pooled.summary if not name.startswith(("rag_all", "rag_util"))]
+    table = Table(title=f"{pooled.kind} per dataset and Overall (%), all queries pooled",
+                  title_justify="left")
+    for column in ("dataset", "queries", *columns):
+        table.add_column(column, justify="left" if column == "dataset" else "right")
+    for i, run in enumerate([*reports, pooled]):
+        if i == len(reports):
+            table.add_section()
+        table.add_row(run.dataset or run.reference, str(run.counts["queries"]),
+                      *(_fmt(100 * run.summary.get(name, math.nan), 2) for name in columns))
+    return table
+
+
+def _rag_table(report: Report) -> Table:
+    """The paper's Table 6 / Figure 4 layout: RAG accuracy (%) on the unknown and known
+    queries and on all, a row per evidence: the submission's, its baseline's, and the
+    artifact's with all its candidates and with its gold utilitarian passages."""
+    from rich.table import Table
+
+    counts = report.counts
+    table = Table(title=f"RAG accuracy (%), the paper's Table 6 layout: vs {report.reference}",
+                  title_justify="left", caption="known: answered right closed-book")
+    table.add_column("evidence")
+    for column in (f"Unknown (n={counts['unknown_queries']})",
+                   f"Known (n={counts['known_queries']})", f"All (n={counts['queries']})"):
+        table.add_column(column, justify="right")
+    rows = [(Path(run.submission).stem, run.summary, "rag_accuracy")
+            for run in (report, report.baseline) if run is not None]
+    rows += [(label, report.summary, name) for label, name in RAG_ROWS]
+    for label, summary, name in rows:
+        table.add_row(label, *(_fmt(100 * summary[name + suffix], 2)
+                               for suffix in ("_unknown", "_known", "")))
+    return table
 
 
 def _metrics_table(report: Report) -> Table:

@@ -1,2 +1,3 @@
 """`labeler score`: a submission (selection, ranking or extraction) against a reference (an
-artifact version, a Hub dataset or TREC qrels), with the RAG accuracy of a selection."""
+artifact version, a Hub dataset or TREC qrels), with RAG accuracy (--rag), and the Overall of
+several datasets' reports (overall.py)."""

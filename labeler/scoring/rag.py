@@ -1,16 +1,22 @@
 """RAG accuracy of a utility artifact's LLM with a chosen set of its candidates per query.
 
-`labeler score --rag` (a selection's passages) and `labeler compare` (another LLM's gold
-utilitarian passages) ask exactly what the utility task's `rag` answers ask: the artifact's
-with-passage prompt over the chosen candidates in pool order, closed-book when none is chosen,
-with the artifact's answer decoding; so the artifact's own gold utilitarian set gets back its
-own `rag.utilitarian` answers (from the call cache, or recomputed alike).
+`labeler score --rag` (a selection's passages, a ranking's top k) and `labeler compare`
+(another LLM's gold utilitarian passages) ask exactly what the utility task's `rag` answers
+ask: the artifact's with-passage prompt over the chosen candidates (a set in pool order, a
+ranking's in its order), closed-book when none is chosen, with the artifact's answer decoding;
+so the artifact's own gold utilitarian set gets back its own `rag.utilitarian` answers (from
+the call cache, or recomputed alike).
+
+Known queries are those the LLM answers right closed-book (the record's `known`), unknown the
+others: the paper's Table 6 and Figure 4 split RAG accuracy so (`known_split`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from pathlib import Path
+
+import numpy as np
 
 from labeler.errors import InputError, ModelLoadError, UnknownNameError
 from labeler.llm.base import Backend, Sampling
@@ -85,15 +91,31 @@ def artifact_setting(manifest: dict, where: str) -> tuple[str, Sampling]:
 
 
 def rag_correct(llm: Calls, records: Sequence[dict], chosen: Sequence[Collection[str]], *,
-                kind: str, sampling: Sampling, what: str) -> list[bool]:
+                kind: str, sampling: Sampling, what: str, ranked: bool = False) -> list[bool]:
     """Per utility record, whether the LLM answers right (`has_answer`) with only the
-    candidates whose pid is in `chosen[i]`, in pool order; chosen pids outside the pool are
-    not shown. One batched call."""
+    candidates whose pid is in `chosen[i]`: in pool order, or with `ranked` in the order of
+    `chosen[i]` (a ranking's top k); chosen pids outside the pool are not shown. One batched
+    call."""
     prompts = []
     for record, pids in zip(records, chosen):
+        pool = {c["pid"]: Passage(c["pid"], c["title"], c["text"]) for c in record["candidates"]}
         keep = set(pids)
-        passages = [Passage(c["pid"], c["title"], c["text"]) for c in record["candidates"]
-                    if c["pid"] in keep]
+        order = list(dict.fromkeys(pids)) if ranked else [p for p in pool if p in keep]
+        passages = [pool[p] for p in order if p in pool]
         prompts.append(evidence_prompt(record["question"], passages, kind))
     outputs = llm.generate(prompts, sampling, what, [r["qid"] for r in records])
     return [has_answer(out[0].text.strip(), r["answers"]) for out, r in zip(outputs, records)]
+
+
+def known_split(name: str, values: Sequence[float], known: Sequence[bool]) -> dict[str, np.ndarray]:
+    """`name` per query, and `name_known` / `name_unknown`: the same values on the known
+    (closed-book correct) / unknown queries, NaN on the others, so that a mean over the values
+    that apply is the accuracy of that group.
+
+    >>> split = known_split("acc", [1.0, 0.0, 1.0], [True, False, False])
+    >>> split["acc_known"].tolist(), split["acc_unknown"].tolist()
+    ([1.0, nan, nan], [nan, 0.0, 1.0])
+    """
+    values, known = np.asarray(values, dtype=np.float64), np.asarray(known, dtype=bool)
+    return {name: values, f"{name}_known": np.where(known, values, np.nan),
+            f"{name}_unknown": np.where(known, np.nan, values)}

@@ -13,21 +13,27 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from contextlib import nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from labeler.errors import InputError, UnknownNameError
+from labeler.formats import Run
 from labeler.llm.config import LLMConfig
 from labeler.metrics.ranking import rank_metrics
 from labeler.metrics.seer.experts import load_experts
 from labeler.metrics.seer.faithfulness import DEFAULT_FAITHFULNESS
 from labeler.metrics.selection import selection_metrics
 from labeler.scoring.reference import Reference, load_reference
-from labeler.scoring.report import Report, paired_tests
+from labeler.scoring.report import Report, paired_tests, summarize
 from labeler.scoring.submissions import Submission, gc_paused, read_submission
 
 MISSING = ("zero", "skip")
+
+#: --rag on a ranking answers with its top RAG_K passages: the utility paper's ranking rows of
+#: Table 6 ("we use the top-5 utility-based ranked passages as evidence", §5.2)
+RAG_K = 5
 
 
 def score(
@@ -45,6 +51,7 @@ def score(
     sbert: str | None = None,
     cache_dir: str | Path | None = None,
     rag: bool = False,
+    rag_k: int | None = None,
     max_new_tokens: int | None = None,
 ) -> Report:
     """Read, check and score `submission` (and `baseline`, paired) against `against`.
@@ -57,45 +64,103 @@ def score(
     as the generator: faithfulness by the scorer `faithfulness` names
     (labeler.metrics.seer.faithfulness), helpfulness, and conciseness with the SBERT model
     `sbert` (default the bundled MiniLM).
-    `rag`, a selection against a utility artifact: `rag_accuracy` of the artifact's LLM (or
-    `llm`) answering with only the selected candidates, beside the artifact's
-    `rag_all_accuracy` and `rag_utilitarian_accuracy` (`labeler.scoring.rag`); an extraction
+    `rag`, a selection or ranking against a utility artifact: `rag_accuracy` of the artifact's
+    LLM (or `llm`) answering with only the selected candidates, or the ranking's top `rag_k`
+    (default RAG_K) in its order, over every query (a ranking's metrics stay NaN on the
+    empty-gold ones unless `include_empty`), beside the artifact's `rag_all_accuracy` and
+    `rag_utilitarian_accuracy`, each split into known and unknown queries
+    (`labeler.scoring.report` names the rows; `labeler.scoring.rag`); an extraction
     against a utility or SEER artifact: SEER's Table 1 in `report.qa` and `rag_em` (`rag_f1`)
     per query (`labeler.scoring.evidence_qa`), answers capped at `max_new_tokens`.
     Every input is read and checked before any model is loaded.
     """
+    [report] = score_datasets(
+        [(submission, against, baseline)], kind=kind, ks=ks, missing=missing, lenient=lenient,
+        include_empty=include_empty, llm=llm, faithfulness=faithfulness, sbert=sbert,
+        cache_dir=cache_dir, rag=rag, rag_k=rag_k, max_new_tokens=max_new_tokens)
+    return report
+
+
+def score_datasets(pairs: Sequence[tuple[str | Path, str | Path | Reference, str | Path | None]],
+                   **options) -> list[Report]:
+    """`score` of each (submission, against, baseline or None) with the same `options`
+    (`score`'s keywords): every input of every pair is read and checked before any model is
+    loaded (a model loads once per process). `labeler.scoring.overall.overall` pools the
+    reports into the paper's Overall."""
+    reading = {name: options.pop(name) for name in _READING if name in options}
+    plans = [_read(sub, against, baseline, **reading) for sub, against, baseline in pairs]
+    return [_scored(plan, **options) for plan in plans]
+
+
+#: the options of `score` that reading and checking take (`_read`); the others score (`_scored`)
+_READING = ("kind", "ks", "missing", "lenient", "include_empty", "llm", "rag", "rag_k",
+            "max_new_tokens")
+
+
+@dataclass
+class _Plan:
+    """One submission (and baseline) read and checked against its reference: what `_scored`
+    scores."""
+
+    reference: Reference
+    runs: list[tuple[Submission | None, _Ranked | None]]  # the submission's, the baseline's
+    setting: object  # how --rag asks the reference's LLM (`_rag_setting`), or None
+    llm: LLMConfig | None
+    scoring: dict  # `_report`'s options: missing, include_empty, rag
+
+
+def _read(submission: str | Path, against: str | Path | Reference,
+          baseline: str | Path | None, *, kind: str | None = None, ks: Sequence[int] = (5, 10),
+          missing: str = "zero", lenient: bool = False, include_empty: bool = False,
+          llm: LLMConfig | None = None, rag: bool = False, rag_k: int | None = None,
+          max_new_tokens: int | None = None) -> _Plan:
     if missing not in MISSING:
         raise UnknownNameError("--missing policy", missing, list(MISSING))
     reference = against if isinstance(against, Reference) else load_reference(against)
     known = set(reference.qrels)
-    ranked = _Ranked(reference.qrels, ks)
+    top = (rag_k or RAG_K) if rag else None
+    ranked = _Ranked(reference.qrels, ks, top)
     sub = read_submission(submission, kind=kind, known=known, lenient=lenient, consume=ranked)
     base = base_ranked = None
     if baseline is not None:
-        base_ranked = _Ranked(reference.qrels, ks)
+        base_ranked = _Ranked(reference.qrels, ks, top)
         base = read_submission(baseline, kind=sub.kind, known=known, lenient=lenient,
                                consume=base_ranked)
     setting = _check_request(sub, reference, llm=llm, rag=rag, include_empty=include_empty,
-                             max_new_tokens=max_new_tokens)
+                             max_new_tokens=max_new_tokens, rag_k=rag_k)
+    return _Plan(reference, [(sub, ranked), (base, base_ranked)], setting, llm,
+                 {"missing": missing, "include_empty": include_empty, "rag": rag})
+
+
+def _scored(plan: _Plan, *, faithfulness: str = DEFAULT_FAITHFULNESS, sbert: str | None = None,
+            cache_dir: str | Path | None = None) -> Report:
+    """Score a `_read` plan: load what it needs, the report and its baseline's, --rag's
+    answers, the paired tests."""
+    reference, setting, llm = plan.reference, plan.setting, plan.llm
+    (sub, ranked), (base, base_ranked) = plan.runs
+    rag = plan.scoring["rag"]
     experts = None if llm is None or rag else load_experts(faithfulness, sbert=sbert)
     model = _load_model(llm, setting, reference, cache_dir)
     with gc_paused() if model is None else nullcontext():
-        options = {"missing": missing, "include_empty": include_empty, "model": model,
-                   "experts": experts}
+        options = {**plan.scoring, "model": model, "experts": experts}
         report = _report(sub, reference, ranked, **options)
         if base is not None:
             report.baseline = _report(base, reference, base_ranked, **options)
         if setting is not None:
-            _add_rag_answers(report, sub, base, reference, model, setting)
+            _add_rag_answers(report, plan.runs, reference, model, setting)
         if base is not None:
             report.tests = paired_tests(report, report.baseline)
     return report
 
 
 def _check_request(sub: Submission, ref: Reference, *, llm: LLMConfig | None, rag: bool,
-                   include_empty: bool, max_new_tokens: int | None):
+                   include_empty: bool, max_new_tokens: int | None, rag_k: int | None):
     """InputError for options that do not apply to this submission and reference; the
     reference's `rag` setting (`_rag_setting`) with `rag`, else None."""
+    if rag_k is not None and not (rag and sub.kind == "ranking" and rag_k >= 1):
+        raise InputError(f"--rag-k {rag_k}: how many of a ranking's passages --rag answers "
+                         f"with, at least 1; this is a {sub.kind}{'' if rag else ' without --rag'}",
+                         field_name="rag_k")
     if sub.kind == "extraction" and not ref.records:
         raise InputError("extraction is scored against a reference with questions and answers "
                          "(a utility or seer artifact), not qrels", ref.source)
@@ -126,14 +191,11 @@ def _load_model(llm: LLMConfig | None, setting: object, ref: Reference,
 
 def _rag_setting(sub: Submission, ref: Reference, llm: LLMConfig | None,
                  max_new_tokens: int | None):
-    """How --rag asks the reference's LLM: a selection's (kind, sampling) of the utility
-    artifact's `rag` answers, an extraction's `QASetting`; InputError where --rag cannot
-    apply, or (without `llm`) the artifact's LLM is not found here."""
+    """How --rag asks the reference's LLM: a selection's or ranking's (kind, sampling) of the
+    utility artifact's `rag` answers, an extraction's `QASetting`; InputError where --rag
+    cannot apply, or (without `llm`) the artifact's LLM is not found here."""
     from labeler.scoring.rag import artifact_setting, reader_config
 
-    if sub.kind == "ranking":
-        raise InputError("--rag answers with a selection's passages or an extraction's "
-                         "evidence, this is a ranking", field_name="rag")
     if ref.manifest is None:
         raise InputError("--rag needs the artifact's manifest (its LLM, prompts and "
                          "decoding): give its version folder or a hub: reference", ref.source,
@@ -149,19 +211,25 @@ def _rag_setting(sub: Submission, ref: Reference, llm: LLMConfig | None,
     return setting
 
 
-def _add_rag_answers(report: Report, sub: Submission, base: Submission | None,
+def _add_rag_answers(report: Report, runs: list[tuple[Submission | None, _Ranked | None]],
                      ref: Reference, model, setting) -> None:
-    """`_add_rag` (a selection) or `_add_qa` (an extraction) to the report and to its
-    baseline's, through one `Calls` of `model`."""
+    """`_add_rag` (a selection's passages, a ranking's top k) or `_add_qa` (an extraction) to
+    the report and to its baseline's, through one `Calls` of `model`; `runs`: the submission
+    and the baseline (None when there is none), each with its `_Ranked`."""
     from labeler.llm.calls import Calls
 
     calls = Calls(model)
+    (sub, _), (base, _) = runs
     if sub.kind == "extraction":
         _add_qa(report, sub, base, ref, calls, setting)
         return
-    for run, entries in ((report, sub), (report.baseline, base)):
+    for run, (entries, ranked) in zip((report, report.baseline), runs):
         if run is not None:
-            _add_rag(run, entries, ref, calls, *setting)
+            chosen = ranked.top if sub.kind == "ranking" else entries.entries
+            what = (f"answers with the top {ranked.keep} of {Path(entries.path).name}"
+                    if sub.kind == "ranking" else
+                    f"answers with the selection of {Path(entries.path).name}")
+            _add_rag(run, chosen, ref, calls, *setting, ranked=sub.kind == "ranking", what=what)
 
 
 def _add_qa(report: Report, sub: Submission, base: Submission | None, ref: Reference, llm,
@@ -187,47 +255,56 @@ def _add_qa(report: Report, sub: Submission, base: Submission | None, ref: Refer
                  "queries": n, "rows": [row.as_dict(setting.metric) for row in rows]}
 
 
-def _add_rag(report: Report, sub: Submission, ref: Reference, llm, kind: str, sampling) -> None:
-    """`rag_accuracy` per scored query, with the selected candidates only (0 for a missing
-    query); its mean, and the artifact's own `rag_all_accuracy` and
-    `rag_utilitarian_accuracy` over the same queries, in the summary."""
-    from labeler.scoring.rag import rag_correct
+def _add_rag(report: Report, chosen: dict[str, Sequence[str]], ref: Reference, llm, kind: str,
+             sampling, *, ranked: bool, what: str) -> None:
+    """`rag_accuracy` per scored query with its `chosen` candidates only (0 for a query not
+    chosen for), and the artifact's own `rag_all_accuracy` and `rag_utilitarian_accuracy`
+    (`reference_per_query`), each split by the record's `known`; their means in the summary
+    and the known and unknown queries counted."""
+    from labeler.scoring.rag import known_split, rag_correct
 
-    asked = [q for q in report.qids if q in sub.entries]
+    asked = [q for q in report.qids if q in chosen]
     correct = dict(zip(asked, rag_correct(
-        llm, [ref.records[q] for q in asked], [sub.entries[q] for q in asked], kind=kind,
-        sampling=sampling, what=f"answers with the selection of {Path(sub.path).name}")))
-    report.per_query["rag_accuracy"] = np.array([float(correct.get(q, False))
-                                                 for q in report.qids])
-    rag = [ref.records[q]["rag"] for q in report.qids]
-    for name, values in (("rag_accuracy", report.per_query["rag_accuracy"]),
-                         ("rag_all_accuracy", [r["all"]["correct"] for r in rag]),
-                         ("rag_utilitarian_accuracy", [r["utilitarian"]["correct"] for r in rag])):
-        report.summary[name] = float(np.mean(values)) if len(values) else math.nan
+        llm, [ref.records[q] for q in asked], [chosen[q] for q in asked], kind=kind,
+        sampling=sampling, what=what, ranked=ranked)))
+    records = [ref.records[q] for q in report.qids]
+    known = [bool(r["known"]) for r in records]
+    own = known_split("rag_accuracy", [float(correct.get(q, False)) for q in report.qids],
+                      known)
+    given = {name: column for key, name in (("all", "rag_all_accuracy"),
+                                            ("utilitarian", "rag_utilitarian_accuracy"))
+             for name, column in known_split(name, [float(r["rag"][key]["correct"])
+                                                    for r in records], known).items()}
+    report.per_query |= own
+    report.reference_per_query |= given
+    report.summary |= summarize(report.kind, own | given)
+    report.counts |= {"known_queries": sum(known), "unknown_queries": len(known) - sum(known)}
 
 
 def _report(sub: Submission, ref: Reference, ranked: _Ranked, *, missing: str,
-            include_empty: bool, model, experts) -> Report:
-    considered = ref.qids
-    if sub.kind == "ranking" and ref.rank_nonempty_gold and not include_empty:
-        considered = [q for q in considered if ref.gold[q]]
-    ranks_none = [q for q in considered if q in ranked.empty] if sub.kind == "ranking" else []
-    considered = [q for q in considered if q not in ranked.empty]
+            include_empty: bool, model, experts, rag: bool) -> Report:
+    """The submission's scores over the reference's queries: with --rag over all of them, a
+    ranking's metrics NaN on those it leaves out (`_rankable`: no gold, or a ranking line that
+    ranks nothing, which has no run lines, as pytrec_eval sees the paper's runs)."""
+    has_gold = _rankable(sub, ref, include_empty)
+    ranks_none = ranked.empty if sub.kind == "ranking" else set()
+    rankable = lambda q: has_gold(q) and q not in ranks_none  # noqa: E731
+    considered = ref.qids if rag else [q for q in ref.qids if rankable(q)]
     absent = [q for q in considered if q not in sub.entries]
     qids = considered if missing == "zero" else [q for q in considered if q in sub.entries]
     counts = {"queries": len(qids), "missing": len(absent), "skipped_lines": len(sub.skipped)}
     if sub.kind == "selection":
         scores = selection_metrics(sub.entries, ref.gold, qids=qids)
-        per_query, summary = scores.per_query(), scores.summary()
+        per_query = scores.per_query()
         counts |= scores.counts()
     elif sub.kind == "ranking":
-        per_query = ranked.per_query(qids)
-        summary = {name: float(v.mean()) if v.size else math.nan for name, v in per_query.items()}
+        per_query = _ranking_metrics(ranked, [rankable(q) for q in qids], qids)
         counts["queries_without_relevant"] = sum(
-            1 for q in qids if max(ref.qrels[q].values(), default=0) < 1
+            1 for q in qids if rankable(q) and max(ref.qrels[q].values(), default=0) < 1
         )
-        counts["empty_gold_left_out"] = len(ref.qids) - len(considered) - len(ranks_none)
-        counts["empty_rankings_left_out"] = len(ranks_none)
+        counts["empty_gold_left_out"] = sum(1 for q in ref.qids if not has_gold(q))
+        counts["empty_rankings_left_out"] = sum(1 for q in ref.qids
+                                                if has_gold(q) and q in ranks_none)
     else:
         from labeler.metrics.extraction import extraction_metrics  # imports `regex`
 
@@ -242,25 +319,52 @@ def _report(sub: Submission, ref: Reference, ranked: _Ranked, *, missing: str,
             experts=experts,
             weights=((ref.manifest or {}).get("settled") or {}).get("weights"),
         )
-        summary = {name: float(v.mean()) if v.size else math.nan for name, v in per_query.items()}
-    return Report(sub.kind, sub.path, ref.source, qids, absent, per_query, summary, counts,
-                  sub.skipped)
+    return Report(sub.kind, sub.path, ref.source, qids, absent, per_query,
+                  summarize(sub.kind, per_query), counts, sub.skipped,
+                  dataset=(ref.manifest or {}).get("dataset"))
+
+
+def _rankable(sub: Submission, ref: Reference, include_empty: bool):
+    """Whether a query counts in a ranking's metrics: against a reference that averages over
+    non-empty gold (a utility artifact), only one with gold, unless `include_empty`."""
+    if sub.kind == "ranking" and ref.rank_nonempty_gold and not include_empty:
+        return lambda q: bool(ref.gold[q])
+    return lambda q: True
+
+
+def _ranking_metrics(ranked: _Ranked, rankable: list[bool], qids: list[str]
+                     ) -> dict[str, np.ndarray]:
+    """`ranked`'s metrics per query of `qids`, NaN where not `rankable`."""
+    keep = np.array(rankable, dtype=bool)
+    values = ranked.per_query([q for q, r in zip(qids, rankable) if r])
+    if keep.all():
+        return values
+    out = {}
+    for name, column in values.items():
+        out[name] = np.full(len(qids), np.nan)
+        out[name][keep] = column
+    return out
 
 
 class _Ranked:
     """A ranking's per-query metrics, computed chunk by chunk as `read_submission` reads it (its
-    `consume`), so that its documents are never all in memory at once."""
+    `consume`), so that its documents are never all in memory at once; with `keep`, each
+    query's first `keep` documents too (`top`, what --rag answers with)."""
 
-    def __init__(self, qrels: dict[str, dict[str, int]], ks: Sequence[int]) -> None:
-        self.qrels, self.ks = qrels, ks
+    def __init__(self, qrels: dict[str, dict[str, int]], ks: Sequence[int],
+                 keep: int | None = None) -> None:
+        self.qrels, self.ks, self.keep = qrels, ks, keep
         self.qids: list[str] = []  # the queries scored so far, in the order of `parts`
         self.empty: set[str] = set()  # queries whose line ranks no passage: no run lines
         self.parts: list[dict[str, np.ndarray]] = []  # rank_metrics of each chunk
+        self.top: dict[str, list[str]] = {}  # qid -> its best `keep` docids, best first
 
-    def __call__(self, chunk: dict[str, dict[str, float]]) -> None:
+    def __call__(self, chunk: Run) -> None:
         self.parts.append(rank_metrics(chunk, self.qrels, ks=self.ks, qids=list(chunk)))
         self.empty.update(q for q, docs in chunk.items() if not docs)
         self.qids += chunk
+        if self.keep is not None:
+            self.top.update((q, [d for d, _ in chunk.ranking(q)[:self.keep]]) for q in chunk)
 
     def per_query(self, qids: list[str]) -> dict[str, np.ndarray]:
         """metric -> value per query of `qids`; those the ranking lacks score as rank_metrics

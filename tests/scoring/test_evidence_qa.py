@@ -206,8 +206,7 @@ def test_bad_input_is_one_line_before_any_model_loads(tmp_path, unloadable, case
         expected = f"{evidence}:1 field 'qid': unknown qid 'nope'"
     elif case == "ranking":
         evidence = _write(tmp_path / "run.jsonl", [{"qid": Q0, "ranking": ["a"]}])
-        expected = ("field 'rag': --rag answers with a selection's passages or an "
-                    "extraction's evidence, this is a ranking")
+        expected = f"{SEER} field 'artifact': expected a utility artifact, this is a seer"
     elif case == "qrels":
         against = _write(tmp_path / "qrels.txt", [])
         against.write_text(f"{Q0} 0 p 1\n")

@@ -39,14 +39,20 @@ def build_two_queries(root: Path, options: tuple[str, ...]) -> Path:
     """`labeler build --llm smollm2-135m` with `options` on the two queries' real top 3:
     into `root`, the run cut to them (`top3.trec`), the call cache (`calls`) and `out/`;
     returns `out/`."""
-    run = root / "top3.trec"
-    run.write_text("".join(line for line in TOP3_RUN.read_text().splitlines(keepends=True)
-                           if not line.startswith("nq-open-dev-oracle-2 ")))
+    run = cut_run(root)
     result = CliRunner().invoke(cli, ["build", "--llm", "smollm2-135m", *options,
                                       "--run", str(run), "--cache-dir", str(root / "calls"),
                                       "--out", str(root / "out")])
     assert result.exit_code == 0, result.output
     return root / "out"
+
+
+def cut_run(root: Path) -> Path:
+    """The real top-3 run cut to the two queries, as `root/top3.trec`."""
+    run = root / "top3.trec"
+    run.write_text("".join(line for line in TOP3_RUN.read_text().splitlines(keepends=True)
+                           if not line.startswith("nq-open-dev-oracle-2 ")))
+    return run
 
 
 def copy_nq2_build(build: Path, root: Path) -> tuple[Path, Path, Path]:

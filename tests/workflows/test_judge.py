@@ -140,7 +140,7 @@ def test_rag_answers_with_the_selection_beside_the_artifacts_accuracies(setup):
 
 
 def test_bad_input_is_one_error_and_writes_nothing(setup):
-    root, run, _, artifact = setup
+    root, run, *_ = setup
     out = root / "bad" / "pvs.txt"
     result = _cli("judge", "--llm", "smollm2-135m", "--method", "pvs", *POOLS, "--run", run,
                   "--out", out)
@@ -150,8 +150,3 @@ def test_bad_input_is_one_error_and_writes_nothing(setup):
     result = _cli("judge", "--method", "lvr", *POOLS, "--run", run, "--out", root / "b.jsonl")
     assert result.exception.line() == "field 'llm': lvr asks an LLM: name one"
     assert not (root / "bad").exists() and not (root / "b.jsonl").exists()
-    ranking = _judge(setup, "retrieval")
-    result = _cli("score", ranking, "--against", artifact, "--rag")
-    assert result.exception.line() == ("field 'rag': --rag answers with a selection's "
-                                       "passages or an extraction's evidence, this is a "
-                                       "ranking")
