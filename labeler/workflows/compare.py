@@ -322,7 +322,7 @@ def _heatmap(stats: dict, view: View) -> bytes:
     """The heatmap of one table of the statistics: the PNG file's bytes."""
     table, columns = stats[view.name], stats["columns"]
     rows = [row["reader"] if "split" not in row else
-            f"{row['reader']}, {row['split']} ({row['queries']})" for row in table]
+            f"{row['reader']}, {row['split']} (n={row['queries']})" for row in table]
     return heatmap_png([[row[c] for c in columns] for row in table], rows, columns,
                        title=view.title, scale=view.scale, xlabel=view.xlabel,
                        ylabel=view.ylabel)

@@ -62,7 +62,7 @@ def test_every_title_and_label_is_inside_the_canvas(view, llms, drawn):
     """The paper's four LLMs, and two (the narrowest figure, where the title was cut)."""
     values = OVERLAP if view.scale == "count" else ACCURACY
     rows = llms if view.name != "known_unknown" else [
-        f"{llm}, {split} (1234)" for llm in llms for split in ("known", "unknown")]
+        f"{llm}, {split} (n=1234)" for llm in llms for split in ("known", "unknown")]
     columns = [*llms, HUMAN]
     table = [row[:len(llms)] + row[-1:] for row in (values * 2)[:len(rows)]]
     _inside(*drawn(table, view.scale, view.title, rows, columns))
