@@ -1,4 +1,4 @@
-"""`labeler compare`: parse, call `labeler.workflows.compare.compare`, render its two tables."""
+"""`labeler compare`: parse, call `labeler.workflows.compare.compare`, render its tables."""
 
 from __future__ import annotations
 
@@ -28,11 +28,13 @@ def compare(artifacts: tuple[Path, ...], out: Path, llms: tuple[str, ...],
 
     For every pair (A, B): the RAG accuracy of A answering with only B's gold utilitarian
     passages (the diagonal is A's own gold-utilitarian accuracy) and with the human gold ones,
-    and the mean Jaccard overlap of their gold utilitarian sets and with the human gold. Writes
-    the tables, heatmaps and a card as one version folder.
+    also on A's known and unknown queries; and how many passages their gold utilitarian sets
+    share per query (over all queries), and with the human gold, beside the mean Jaccard
+    index. Writes the tables, heatmaps and a card as one version folder.
     """
-    from labeler.workflows.compare import IMAGES
+    from labeler.workflows.compare import VIEWS
     from labeler.workflows.compare import compare as run_compare
+    from labeler.workflows.heatmap import cell_text
 
     overrides = {}
     for item in llms:
@@ -42,11 +44,15 @@ def compare(artifacts: tuple[Path, ...], out: Path, llms: tuple[str, ...],
         overrides[alias] = model
     compared = run_compare(list(artifacts), out=out, llms=overrides, cache_dir=cache_dir)
     console = Console()
-    for (_, title), frame in zip(IMAGES, (compared.transfer, compared.overlap)):
-        table = Table(title=title, title_justify="left")
-        for column in frame.columns:
-            table.add_column(column, justify="left" if column == "reader" else "right")
-        for row in frame.rows():
-            table.add_row(row[0], *("n/a" if v is None else f"{v:.1%}" for v in row[1:]))
+    for view in VIEWS:
+        frame = getattr(compared, view.name)
+        table = Table(title=view.title, title_justify="left")
+        for name, dtype in frame.schema.items():  # names whole; numbers' headers may wrap
+            numeric = dtype.is_numeric()
+            table.add_column(name.replace("_", " "), justify="right" if numeric else "left",
+                             no_wrap=not numeric, overflow="fold")
+        for row in frame.iter_rows():
+            table.add_row(*(cell_text(v, view.scale) if isinstance(v, float) or v is None
+                            else str(v) for v in row))
         console.print(table)
     console.print(str(compared.path), soft_wrap=True, highlight=False)

@@ -1,21 +1,28 @@
 """`labeler compare`: how LLM-specific gold utilitarian passages (GUPs) are, over utility
-artifacts of one dataset by several LLMs (the utility paper's Figures 1b, 2 and 3).
+artifacts of one dataset by several LLMs (the utility paper's Figures 1b, 2, 3 and 4).
 
-- Transfer: for every pair (A, B), the accuracy of A answering every query with only B's GUPs
-  (`labeler.scoring.rag`, so A with its own GUPs gets back exactly its `rag.utilitarian` answers),
-  and of A with the human gold passages (its records' `rag.human_gold`).
-- Overlap: for every pair, and for each LLM with the human gold, the mean Jaccard index
-  |A ∩ B| / |A ∪ B| over the queries where A ∪ B is not empty (the paper's code gives no
-  formula for its overlap; Jaccard is symmetric and 1 only for equal sets).
+- Transfer (Fig. 1b, 3): for every pair (A, B), the accuracy of A answering every query with
+  only B's GUPs (`labeler.scoring.rag`, so A with its own GUPs gets back exactly its
+  `rag.utilitarian` answers), and of A with the human gold passages (HGP; its records'
+  `rag.human_gold`, over the queries that have them).
+- Overlap (Fig. 2): for every pair, and for each LLM with the HGP, the average number of
+  passages the two sets share, |A ∩ B| averaged over all queries (an empty set shares 0), as
+  the paper's "average number of overlapping passages"; A with itself is A's mean GUP count
+  (Table 2). Beside it the mean Jaccard index |A ∩ B| / |A ∪ B| over the queries where A ∪ B
+  is not empty. The HGP are the pool's human gold candidates: all of them for the `hgp` and
+  `mcp` pools; an `rp` pool holds only those retrieved, which leaves |A ∩ HGP| as it is
+  (GUPs are candidates) but raises the Jaccard index.
+- Known and unknown (Fig. 4): each accuracy again over the reader's known queries (answered
+  right closed-book, its records' `known`) and over its unknown ones, with their counts.
 
 The result is written as one `compare` version folder, `<out>/compare/<dataset>/<A+B+...>/v<N>/`:
-a record per (reader, passages) pair, manifest.json, heatmaps (transfer.png, overlap.png) and
-a card that shows them, so `labeler push` publishes it like any artifact version.
+a record per (reader, passages) pair, manifest.json, a heatmap per table and a card that
+shows them, so `labeler push` publishes it like any artifact version. The answers go through
+the call cache: a rerun asks nothing it has asked.
 """
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,19 +38,44 @@ from labeler.llm.calls import Calls
 from labeler.progress import track
 from labeler.scoring.rag import artifact_setting, load_reader, rag_correct
 from labeler.tasks.utility import TEMPLATES_BY_KIND
+from labeler.workflows.heatmap import heatmap_png
 
 if TYPE_CHECKING:
     import polars as pl
 
 HUMAN = "human gold"
-#: the heatmaps, (statistics table and file stem, title), of the transfer and the overlap
-IMAGES = (("transfer", "RAG accuracy of the reader (row) with the passages of (column)"),
-          ("overlap", "Mean Jaccard overlap of gold utilitarian passages"))
+SPLITS = ("known", "unknown")
+
+
+@dataclass(frozen=True)
+class View:
+    """One table of the comparison: its statistics key (and image stem), title, scale
+    (`labeler.workflows.heatmap.SCALES`) and axis labels."""
+
+    name: str
+    title: str
+    scale: str
+    xlabel: str = "passages of"
+    ylabel: str = "reader"
+
+
+#: the tables, in the order the CLI prints them and the card shows them
+VIEWS = (
+    View("transfer", "RAG accuracy of each reader (row) with the passages of each LLM "
+         "(column) and with the human gold passages", "percent"),
+    View("overlap", "Passages shared per query by the gold utilitarian passages of two LLMs, "
+         "and with the human gold passages (mean over all queries)", "count",
+         ylabel="gold utilitarian passages of"),
+    View("jaccard", "Jaccard index of the two sets (mean over the queries where either is "
+         "not empty)", "fraction", ylabel="gold utilitarian passages of"),
+    View("known_unknown", "RAG accuracy on the reader's known queries (right closed-book) "
+         "and unknown ones", "percent", ylabel="reader, queries"),
+)
 
 
 class Comparison(ArtifactKind):
     """The `compare` artifact kind: a record per (reader, passages_of) pair; its statistics
-    are the transfer and overlap tables, its extra files their heatmaps."""
+    are the tables of `VIEWS`, its extra files their heatmaps."""
 
     name = "compare"
     metadata: ClassVar[dict] = {
@@ -54,8 +86,11 @@ class Comparison(ArtifactKind):
 
     @staticmethod
     def statistics(records: Iterable[dict]) -> dict:
-        """The LLMs, the tables' columns (the LLMs, then the human gold), and the transfer
-        (accuracy) and overlap (mean Jaccard) tables, a row per reader."""
+        """The LLMs, the tables' columns (the LLMs, then the human gold), and a row per
+        reader of: `transfer` (accuracy), `overlap` (mean shared passages), `jaccard`; and
+        `known_unknown`, two rows per reader (`split` known, unknown) with its `queries` of
+        that split, those of them with human gold passages (`human_gold_queries`) and the
+        accuracy over them with each column's passages."""
         records = list(records)
         llms = list(dict.fromkeys(r["reader"] for r in records))
         columns = [*llms, HUMAN]
@@ -67,32 +102,55 @@ class Comparison(ArtifactKind):
             return [{"reader": llm, **{c: cells[llm][c][value] for c in columns}}
                     for llm in llms]
 
+        split = [{"reader": llm, "split": s, "queries": cells[llm][llm][f"queries_{s}"],
+                  "human_gold_queries": cells[llm][HUMAN][f"queries_{s}"],
+                  **{c: cells[llm][c][f"accuracy_{s}"] for c in columns}}
+                 for llm in llms for s in SPLITS]
         return {"llms": llms, "columns": columns, "transfer": table("accuracy"),
-                "overlap": table("overlap")}
+                "overlap": table("overlap"), "jaccard": table("jaccard"),
+                "known_unknown": split}
 
     @staticmethod
     def attachments(read: Callable[[str], Iterator[dict]]) -> dict[str, str | bytes]:
-        """The heatmap of each table, transfer.png and overlap.png."""
+        """The heatmap of each table, `<view>.png`."""
         stats = Comparison.statistics(read(DATA))
-        return {f"{image}.png": _heatmap(stats[image], stats["columns"], title)
-                for image, title in IMAGES}
+        return {f"{view.name}.png": _heatmap(stats, view) for view in VIEWS}
 
     @classmethod
     def card_context(cls, manifest: dict) -> dict:
         """The heatmaps the card shows."""
-        return {"images": [{"name": image, "title": title, "file": f"{image}.png"}
-                           for image, title in IMAGES]}
+        return {"images": [{"name": view.name, "title": view.title, "file": f"{view.name}.png"}
+                           for view in VIEWS]}
 
 
 @dataclass
 class Compared:
-    """A comparison: the LLMs, its pair records, its tables, and the folder written."""
+    """A comparison: the LLMs, its pair records, its tables (polars frames, one per `VIEWS`
+    entry; `figures` names them by the paper's figure), and the folder written.
+
+    `transfer`, `overlap` and `jaccard` have a row per reader (`reader`) and a Float64 column
+    per LLM, then `human gold`; `known_unknown` has `reader`, `split` ("known" or
+    "unknown"), `queries` (the reader's queries of that split), `human_gold_queries` (those
+    of them with human gold passages, which the `human gold` column is over), then the same
+    accuracy columns. Accuracies and Jaccard indexes are shares 0–1; overlaps are passages
+    per query.
+    """
 
     llms: list[str]
     records: list[dict]  # one per (reader, passages_of), schemas/compare.schema.json
-    transfer: pl.DataFrame  # reader x (llms + human gold): accuracy
-    overlap: pl.DataFrame  # reader x (llms + human gold): mean Jaccard
+    transfer: pl.DataFrame  # reader x (llms + human gold): RAG accuracy
+    overlap: pl.DataFrame  # reader x (llms + human gold): mean passages shared per query
+    jaccard: pl.DataFrame  # reader x (llms + human gold): mean Jaccard index
+    known_unknown: pl.DataFrame  # (reader, split) x (llms + human gold): RAG accuracy
     path: Path
+
+    @property
+    def figures(self) -> dict[str, pl.DataFrame]:
+        """The tables by the paper's figure: 1b and 3 the transfer (1b on NQ), 2 the
+        overlap (a–c its `human gold` column, d–f the LLM pairs), 4 the known/unknown split
+        (its `human gold` column)."""
+        return {"1b": self.transfer, "2": self.overlap, "3": self.transfer,
+                "4": self.known_unknown}
 
 
 def compare(paths: Sequence[str | Path], *, out: str | Path = "out",
@@ -115,24 +173,25 @@ def compare(paths: Sequence[str | Path], *, out: str | Path = "out",
               for alias, a in zip(aliases, artifacts)}  # all loaded before any is asked
     rows = []
     for reader, (kind, sampling) in track(list(zip(aliases, settings)), "readers"):
-        backend = models[reader]
         own = by_llm[reader]
-        correct = rag_correct(Calls(backend), [own[q] for _ in aliases for q in qids],
+        correct = rag_correct(Calls(models[reader]),
+                              [own[q] for _ in aliases for q in qids],
                               [by_llm[b][q]["utility_pids"] for b in aliases for q in qids],
                               kind=kind, sampling=sampling,
                               what=f"{reader}: answers with each LLM's gold utilitarian passages")
         for i, other in enumerate(aliases):
-            rows += _pair(reader, other, qids, own, by_llm[other],
+            rows += _pair(reader, other, qids, own,
+                          {q: by_llm[other][q]["utility_pids"] for q in qids},
                           correct[i * len(qids):(i + 1) * len(qids)])
         human = [own[q]["rag"]["human_gold"] for q in qids]
-        rows += _pair(reader, HUMAN, qids, own, {q: {"utility_pids": _gold(own[q])} for q in qids},
+        rows += _pair(reader, HUMAN, qids, own, {q: _gold(own[q]) for q in qids},
                       [None if h is None else h["correct"] for h in human])
     records = _pairs(rows)
     path = write_artifact(records, out=out, kind=Comparison,
                           dataset=artifacts[0].manifest["dataset"], llm="+".join(aliases),
                           manifest=_manifest(artifacts, settings[0][0]))
     stats = Comparison.statistics(records)
-    return Compared(aliases, records, _frame(stats, "transfer"), _frame(stats, "overlap"), path)
+    return Compared(aliases, records, *(_frame(stats, view.name) for view in VIEWS), path)
 
 
 def jaccard(a: set, b: set) -> float | None:
@@ -189,12 +248,17 @@ def _gold(record: dict) -> list[str]:
     return [c["pid"] for c in record["candidates"] if c["gold"]]
 
 
-def _pair(reader: str, other: str, qids: list[str], own: dict, theirs: dict,
+def _pair(reader: str, other: str, qids: list[str], own: dict, theirs: dict[str, list[str]],
           correct: list) -> list[dict]:
-    """The per-query rows of one (reader, passages_of) pair."""
-    return [{"reader": reader, "passages_of": other, "qid": q, "correct": c,
-             "jaccard": jaccard(set(own[q]["utility_pids"]), set(theirs[q]["utility_pids"]))}
-            for q, c in zip(qids, correct)]
+    """The per-query rows of one (reader, passages_of) pair: the reader's answer with the
+    other set, whether the reader knows the query, and how the reader's GUPs meet the set."""
+    rows = []
+    for q, c in zip(qids, correct):
+        mine, other_set = set(own[q]["utility_pids"]), set(theirs[q])
+        rows.append({"reader": reader, "passages_of": other, "qid": q, "correct": c,
+                     "known": own[q]["known"], "shared": len(mine & other_set),
+                     "jaccard": jaccard(mine, other_set)})
+    return rows
 
 
 def _pairs(rows: list[dict]) -> list[dict]:
@@ -203,21 +267,30 @@ def _pairs(rows: list[dict]) -> list[dict]:
 
     frame = pl.DataFrame(rows, schema={"reader": pl.String, "passages_of": pl.String,
                                        "qid": pl.String, "correct": pl.Boolean,
+                                       "known": pl.Boolean, "shared": pl.Int64,
                                        "jaccard": pl.Float64})
+    correct, known = pl.col("correct"), pl.col("known")
     return frame.group_by("reader", "passages_of", maintain_order=True).agg(
-        accuracy=pl.col("correct").mean(),
-        queries=pl.col("correct").count(),
-        overlap=pl.col("jaccard").mean(),
-        overlap_queries=pl.col("jaccard").count(),
+        accuracy=correct.mean(),
+        queries=correct.count(),
+        overlap=pl.col("shared").mean(),
+        overlap_queries=pl.col("shared").count(),
+        jaccard=pl.col("jaccard").mean(),
+        jaccard_queries=pl.col("jaccard").count(),
+        accuracy_known=correct.filter(known).mean(),
+        queries_known=correct.filter(known).count(),
+        accuracy_unknown=correct.filter(~known).mean(),
+        queries_unknown=correct.filter(~known).count(),
     ).to_dicts()
 
 
 def _frame(stats: dict, table: str) -> pl.DataFrame:
-    """A table of the comparison's statistics as a reader x columns frame."""
+    """A table of the comparison's statistics as a polars frame (`Compared`)."""
     import polars as pl
 
-    return pl.DataFrame(stats[table], schema={"reader": pl.String,
-                                              **{c: pl.Float64 for c in stats["columns"]}})
+    keys = {"split": pl.String, "queries": pl.Int64, "human_gold_queries": pl.Int64}
+    head = {"reader": pl.String, **(keys if table == "known_unknown" else {})}
+    return pl.DataFrame(stats[table], schema={**head, **{c: pl.Float64 for c in stats["columns"]}})
 
 
 def _manifest(artifacts: list, kind: str) -> dict:
@@ -241,33 +314,15 @@ def _manifest(artifacts: list, kind: str) -> dict:
                       "model_revision": a.manifest["model_revision"],
                       "accuracy_utilitarian": a.manifest["stats"]["accuracy_utilitarian"]}
                      for a in artifacts],
-        "images": [f"{image}.png" for image, _ in IMAGES],
+        "images": [f"{view.name}.png" for view in VIEWS],
     }
 
 
-def _heatmap(rows: list[dict], columns: list[str], title: str) -> bytes:
-    """A reader x columns table of shares drawn as a heatmap: the PNG file's bytes."""
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only, no display
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    values = np.array([[np.nan if row[c] is None else row[c] for c in columns] for row in rows],
-                      dtype=float)
-    figure, axes = plt.subplots(figsize=(1.6 + 1.3 * len(columns), 1.2 + 0.8 * len(values)))
-    image = axes.imshow(values, vmin=0, vmax=1, cmap="viridis")
-    axes.set_xticks(range(len(columns)), columns, rotation=30, ha="right")
-    axes.set_yticks(range(len(values)), [row["reader"] for row in rows])
-    for (i, j), v in np.ndenumerate(values):
-        axes.text(j, i, "n/a" if np.isnan(v) else f"{100 * v:.1f}", ha="center", va="center",
-                  color="white" if np.isnan(v) or v < 0.6 else "black")
-    axes.set_xlabel("passages of")
-    axes.set_ylabel("reader")
-    axes.set_title(title, fontsize=9)
-    figure.colorbar(image, ax=axes)
-    figure.tight_layout()
-    png = io.BytesIO()
-    figure.savefig(png, format="png", dpi=120, metadata={"Software": None})
-    plt.close(figure)
-    return png.getvalue()
+def _heatmap(stats: dict, view: View) -> bytes:
+    """The heatmap of one table of the statistics: the PNG file's bytes."""
+    table, columns = stats[view.name], stats["columns"]
+    rows = [row["reader"] if "split" not in row else
+            f"{row['reader']}, {row['split']} (n={row['queries']})" for row in table]
+    return heatmap_png([[row[c] for c in columns] for row in table], rows, columns,
+                       title=view.title, scale=view.scale, xlabel=view.xlabel,
+                       ylabel=view.ylabel)

@@ -56,21 +56,66 @@ def test_the_diagonal_is_each_artifacts_own_gold_utilitarian_accuracy(artifacts)
     assert compared.path == root / "out" / "compare" / "nq-sample" / "smollm2-135m+scripted" / "v1"
 
 
-def test_overlap_is_the_mean_jaccard_of_the_gup_sets(artifacts):
+def test_overlap_is_the_mean_number_of_shared_passages_over_all_queries(artifacts):
     root, calls, smol, other, scripted = artifacts
     compared = compare([smol, other], out=root / "again", backends={"scripted": scripted},
                        cache_dir=calls)
 
-    a = {r["qid"]: set(r["utility_pids"]) for r in load_artifact(smol).records}
-    b = {r["qid"]: set(r["utility_pids"]) for r in load_artifact(other).records}
-    both = [v for v in (jaccard(a[q], b[q]) for q in a) if v is not None]
-    pair = next(r for r in compared.records
-                if (r["reader"], r["passages_of"]) == ("smollm2-135m", "scripted"))
-    assert pair["overlap_queries"] == len(both)
-    assert pair["overlap"] == (sum(both) / len(both) if both else None)
+    records = {llm: {r["qid"]: r for r in load_artifact(folder).records}
+               for llm, folder in (("smollm2-135m", smol), ("scripted", other))}
+    gups = {llm: {q: set(r["utility_pids"]) for q, r in by_qid.items()}
+            for llm, by_qid in records.items()}
+    human = {q: {c["pid"] for c in r["candidates"] if c["gold"]}
+             for q, r in records["smollm2-135m"].items()}  # the same pools for both
+    qids = list(human)
+    pairs = {(r["reader"], r["passages_of"]): r for r in compared.records}
     overlap = {row["reader"]: row for row in compared.overlap.to_dicts()}
-    assert overlap["scripted"]["smollm2-135m"] == pair["overlap"]  # symmetric
-    assert overlap["scripted"]["scripted"] in (1.0, None)
+    jaccards = {row["reader"]: row for row in compared.jaccard.to_dicts()}
+    for a, b in (("smollm2-135m", "scripted"), ("scripted", "smollm2-135m")):
+        shared = [len(gups[a][q] & gups[b][q]) for q in qids]  # an empty set shares 0
+        pair = pairs[a, b]
+        assert (pair["overlap"], pair["overlap_queries"]) == (sum(shared) / len(qids), 2)
+        assert overlap[a][b] == pair["overlap"] == overlap[b][a]  # symmetric
+        both = [v for v in (jaccard(gups[a][q], gups[b][q]) for q in qids) if v is not None]
+        assert pair["jaccard_queries"] == len(both)
+        assert pair["jaccard"] == (sum(both) / len(both) if both else None)
+        assert jaccards[a][b] == pair["jaccard"]
+    for llm, folder in (("smollm2-135m", smol), ("scripted", other)):
+        # with itself: its mean number of GUPs (the build's statistic, Table 2)
+        assert overlap[llm][llm] == load_artifact(folder).manifest["stats"]["mean_utilitarian"]
+        assert overlap[llm][llm] == sum(len(gups[llm][q]) for q in qids) / len(qids)
+        # with the human gold (Fig. 2 a-c): its GUPs that are human gold, per query
+        with_human = [len(gups[llm][q] & human[q]) for q in qids]
+        assert overlap[llm][HUMAN] == sum(with_human) / len(qids)
+    # the scripted reader's GUPs hold a gold answer: nq2's pools give it some, and at least
+    # one a human gold passage (a count only a right intersection gives)
+    assert overlap["scripted"][HUMAN] > 0 and overlap["scripted"]["scripted"] > 0
+
+
+def test_known_and_unknown_queries_split_each_accuracy(artifacts):
+    root, calls, smol, other, scripted = artifacts
+    compared = compare([smol, other], out=root / "split", backends={"scripted": scripted},
+                       cache_dir=calls)
+
+    split = {(row["reader"], row["split"]): row for row in compared.known_unknown.to_dicts()}
+    for folder in (smol, other):
+        records = load_artifact(folder).records
+        llm = records[0]["llm"]
+        for name, known in (("known", True), ("unknown", False)):
+            mine = [r for r in records if r["known"] is known]
+            row = split[llm, name]
+            assert row["queries"] == len(mine)
+            own = [r["rag"]["utilitarian"]["correct"] for r in mine]
+            assert row[llm] == (sum(own) / len(own) if own else None)
+            gold = [r["rag"]["human_gold"]["correct"] for r in mine if r["rag"]["human_gold"]]
+            assert row["human_gold_queries"] == len(gold)
+            assert row[HUMAN] == (sum(gold) / len(gold) if gold else None)
+    # the scripted reader knows the Nobel query only; SmolLM2 knows neither
+    assert (split["scripted", "known"]["queries"], split["scripted", "unknown"]["queries"]) \
+        == (1, 1)
+    assert split["scripted", "known"]["scripted"] == 1.0  # no GUP: its right closed-book answer
+    assert compared.figures["4"] is compared.known_unknown
+    assert compared.figures["2"] is compared.overlap
 
 
 def test_images_are_written_shown_by_the_card_and_pushed(artifacts, hub, monkeypatch):  # noqa: F811
@@ -81,16 +126,18 @@ def test_images_are_written_shown_by_the_card_and_pushed(artifacts, hub, monkeyp
 
     assert validate_path(folder) == []  # records, manifest and card as `labeler validate` reads
     card = (folder / "README.md").read_text()
-    for image in ("transfer.png", "overlap.png"):
+    for image in ("transfer.png", "overlap.png", "jaccard.png", "known_unknown.png"):
         assert (folder / image).read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
         assert f"]({image})" in card
     assert "| `smollm2-135m` |" in card
+    assert "| `scripted` | known | 1 | 1 |" in card  # the known/unknown table, with counts
     result = CliRunner().invoke(cli, ["push", str(folder), "--repo", "lab/utility-labels"])
 
     assert result.exit_code == 0, result.output
     files = hub.repo("lab/utility-labels").resolve("main").files
     prefix = "compare/nq-sample/smollm2-135m+scripted/v1"
-    for name in ("transfer.png", "overlap.png", "README.md", "data-00000.jsonl", "manifest.json"):
+    for name in ("transfer.png", "overlap.png", "jaccard.png", "known_unknown.png", "README.md",
+                 "data-00000.jsonl", "manifest.json"):
         assert files[f"{prefix}/{name}"] == (folder / name).read_bytes()
     assert "compare.nq-sample.smollm2-135m+scripted" in files["README.md"].decode()
 
@@ -119,7 +166,11 @@ def test_cli_loads_each_artifacts_llm_and_prints_the_tables(artifacts, monkeypat
     own = load_artifact(smol).manifest["stats"]["accuracy_utilitarian"]
     row = next(line for line in result.stdout.splitlines() if line.startswith("│ smollm2-135m"))
     assert row.split("│")[2].strip() == f"{own:.1%}"  # the diagonal
-    assert "Mean Jaccard overlap" in result.stdout
+    overlap = load_artifact(smol).manifest["stats"]["mean_utilitarian"]  # with itself
+    rows = [line for line in result.stdout.splitlines() if line.startswith("│ smollm2-135m")]
+    assert rows[1].split("│")[2].strip() == f"{overlap:.2f}"  # the overlap table's diagonal
+    assert [row.split("│")[2].strip() for row in rows[3:5]] == ["known", "unknown"]
+    assert "Passages shared per query" in result.stdout and "Jaccard index" in result.stdout
     assert result.stdout.strip().endswith("smollm2-135m+scripted/v1")
 
 
