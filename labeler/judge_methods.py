@@ -12,6 +12,8 @@ One `Judge`, one method table: each method says only its prompts and how it read
   named in retrieval order.
 - `likelihood`: log P(pseudo-answer | with-passage prompt) per passage, ranked.
 - `retrieval`: the pool's own order, the baseline.
+- `attention`: AttR, the attention the LLM's answer pays to each passage
+  (`labeler.judge_attention`; hf backend only).
 
 The prompts are the paper's (src/dataset.py), verbatim: "youself", "the ranked the passages"
 and "passages' utility" in the ranking prompt with an answer are its own. With `with_answer`
@@ -28,6 +30,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 from labeler.errors import InputError, UnknownNameError
+from labeler.judge_attention import attention_ranking
 from labeler.llm.base import (
     ChoiceRequest,
     LoglikelihoodRequest,
@@ -96,6 +99,7 @@ class Method:
     templates: dict[str, str] = field(default_factory=dict)  # name -> text, no pseudo-answer
     with_answer: dict[str, str] | None = None  # the same with it; None: no such variant
     needs_answer: bool = False  # asks with the pseudo-answer whatever `with_answer` says
+    operation: str | None = None  # the optional backend operation it needs (OPTIONAL_OPERATIONS)
 
 
 def _listwise(intro: str, ready: str, last: str, instruct: str) -> dict[str, str]:
@@ -305,4 +309,6 @@ METHODS: dict[str, Method] = {
                   _listwise(RANK_INTRO_ANSWER, READY_ANSWER, LAST_ANSWER, RANK_INSTRUCT)),
     "likelihood": Method("ranking", _likelihood, needs_answer=True),
     "retrieval": Method("ranking", _retrieval),
+    "attention": Method("ranking", attention_ranking, {"with_passage": WITH_PASSAGE},
+                        operation="attention"),
 }

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from labeler.errors import UnknownNameError
+from labeler.errors import InputError, UnknownNameError
 from labeler.lazy import load_entry
 from labeler.llm.base import (
     Backend,
@@ -25,6 +25,9 @@ from labeler.llm.models import ALIASES, ModelSpec, resolve_model
 
 #: backend name -> "module:class", imported only when asked for (vllm stays optional).
 BACKENDS = {"hf": "labeler.llm.hf:HFBackend", "vllm": "labeler.llm.vllm:VLLMBackend"}
+
+#: operations beyond the contract's three -> the backends that answer them
+OPTIONAL_OPERATIONS = {"attention": ("hf",), "loglikelihood_rolling": ("hf",)}
 
 #: models loaded in this process, so that each is loaded once:
 #: (backend, model, device, batch, tensor parallel)
@@ -58,6 +61,16 @@ def load_backend(model: str, *, backend: str = "hf", batch_size: int | None = No
     return CachedBackend(loaded, cache_dir=cache_dir)
 
 
+def check_operation(backend: str, operation: str, what: str) -> None:
+    """InputError, before any model loads, when `backend` does not answer `operation` (one of
+    OPTIONAL_OPERATIONS), which `what` needs."""
+    answering = OPTIONAL_OPERATIONS[operation]
+    if backend not in answering:
+        raise InputError(f"{what} needs {operation}, which the {backend} backend does not "
+                         f"answer (only {', '.join(answering)})", field_name="backend",
+                         hint=f"use --backend {answering[0]}")
+
+
 __all__ = [
     "ALIASES",
     "BACKENDS",
@@ -67,9 +80,11 @@ __all__ = [
     "Completion",
     "LoglikelihoodRequest",
     "Message",
+    "OPTIONAL_OPERATIONS",
     "ModelSpec",
     "Sampling",
     "chat",
+    "check_operation",
     "load_backend",
     "resolve_model",
     "yes_probability",
