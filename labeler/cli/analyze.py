@@ -25,7 +25,7 @@ def analyze() -> None:
 def perplexity(artifacts: tuple[Path, ...], out: Path, cache_dir: Path | None) -> None:
     """Perplexity of each utility ARTIFACT's LLM on its human gold passages, those it found
     gold utilitarian and the others, alone and after the query (the utility paper's Fig. 5).
-    Needs the hf backend."""
+    The LLM runs on the hf backend, whichever built the artifact."""
     from labeler.workflows.perplexity import perplexity as run_perplexity
 
     result = run_perplexity(list(artifacts), cache_dir=cache_dir)

@@ -21,17 +21,17 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import polars as pl
 
 from labeler.artifacts.reader import load_artifact
 from labeler.errors import InputError
-from labeler.llm import check_operation
 from labeler.llm.calls import Calls
+from labeler.llm.config import LLMConfig
 from labeler.paths import atomic_file
-from labeler.scoring.rag import load_reader, reader_config
+from labeler.scoring.rag import reader_config
 
 #: the two groups of human gold passages, as Fig. 5 names them
 GROUPS = ("HGP ∩ GUP", "HGP \\ GUP")
@@ -60,26 +60,33 @@ def perplexity(artifacts: Sequence[str | Path], *, llms: Mapping[str, str] | Non
                cache_dir: str | Path | None = None) -> Perplexities:
     """Fig. 5 for utility `artifacts` (version folders; one LLM's labels of one dataset each),
     each read by the LLM that labelled it (`llms` maps an artifact's LLM alias to another model
-    to load instead), through the call cache. Every artifact and LLM is checked before any
-    model loads; the LLMs run one after another."""
+    to load instead) on the hf backend, whatever backend built the artifact (only hf scores
+    plain text), through the call cache. Every artifact and LLM is checked before any model
+    loads; the LLMs run one after another."""
     loaded = [load_artifact(path) for path in artifacts]
     for path, artifact in zip(artifacts, loaded):
         if (artifact.manifest or {}).get("artifact") != "utility":
             raise InputError("expected a utility artifact's version folder", path=str(path))
     llms = dict(llms or {})
-    for artifact in loaded:
-        config = reader_config(artifact.manifest, llms.get(artifact.manifest["llm"]))
-        check_operation(config.backend, "loglikelihood_rolling", "perplexity")
+    readers = [_on_hf(reader_config(a.manifest, llms.get(a.manifest["llm"]))) for a in loaded]
     rows = []
-    for artifact in loaded:
-        manifest = artifact.manifest
-        llm = Calls(load_reader(manifest, llms.get(manifest["llm"]), cache_dir=cache_dir))
-        rows += _rows(llm, manifest["dataset"], manifest["llm"], artifact.records)
+    for artifact, reader in zip(loaded, readers):
+        llm = Calls(reader.load(cache_dir))
+        rows += _rows(llm, artifact.manifest["dataset"], artifact.manifest["llm"],
+                      artifact.records)
     table = pl.DataFrame(rows, schema={"dataset": pl.String, "llm": pl.String,
                                        "group": pl.String, "passages": pl.Int64,
                                        "ppl_passage": pl.Float64,
                                        "ppl_query_passage": pl.Float64})
     return Perplexities(table, figure(table))
+
+
+def _on_hf(config: LLMConfig) -> LLMConfig:
+    """The artifact's LLM on the hf backend (vllm's batch size and tensor parallelism
+    dropped)."""
+    if config.backend == "hf":
+        return config
+    return replace(config, backend="hf", batch_size=None, tensor_parallel=1)
 
 
 def text_perplexity(llm: Calls, texts: list[str], what: str) -> list[float]:

@@ -1,6 +1,6 @@
 """Fig. 5's perplexity analysis (labeler.workflows.perplexity) on SmolLM2's two-query nq2
 utility artifact: each perplexity checked against transformers' own loss on the same tokens,
-the groups, the figure, the call cache, the CLI and the refusals before any model loads."""
+the groups, the figure, the call cache, the CLI, a vllm-built artifact read on hf."""
 
 from __future__ import annotations
 
@@ -73,18 +73,19 @@ def test_the_cli_writes_the_figure_and_table_from_the_cache(setup, tmp_path):
     assert (tmp_path / "perplexity.png").read_bytes().startswith(b"\x89PNG")
 
 
-def test_a_vllm_artifact_or_another_kind_is_refused_before_loading(setup, tmp_path):
-    _, artifact = setup
+def test_a_vllm_artifact_is_read_on_hf_and_another_kind_refused(setup, smollm, tmp_path):
+    calls, artifact = setup
     folder = tmp_path / "v1"
     folder.mkdir()
     for file in artifact.iterdir():
         (folder / file.name).write_bytes(file.read_bytes())
     manifest = json.loads((folder / "manifest.json").read_text())
-    manifest["llm_config"]["backend"] = "vllm"
+    manifest["llm_config"].update(backend="vllm", batch_size=256)
     (folder / "manifest.json").write_text(json.dumps(manifest))
-    with pytest.raises(InputError, match="perplexity needs loglikelihood_rolling, which the "
-                                         "vllm backend does not answer"):
-        perplexity([folder])
+    expected = perplexity([artifact], cache_dir=calls).table
+    misses = cache_stats(calls).misses
+    assert perplexity([folder], cache_dir=calls).table.equals(expected)
+    assert cache_stats(calls).misses == misses  # the same model on hf: the same cached calls
     manifest["artifact"] = "seer"
     (folder / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(InputError, match="expected a utility artifact"):
