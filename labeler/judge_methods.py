@@ -14,6 +14,8 @@ One `Judge`, one method table: each method says only its prompts and how it read
   passages not named after them, in retrieval order.
 - `likelihood`: log P(pseudo-answer | with-passage prompt) per passage, ranked.
 - `retrieval`: the pool's own order, the baseline.
+- `attention`: AttR, the attention the LLM's answer pays to each passage
+  (`labeler.judge_attention`; hf backend only).
 
 The prompts are the paper's code's, byte for byte (`labeler.judge_prompts`), for questions and
 for claims (FEVER). With `with_answer` (and always for `likelihood`) the LLM's own greedy answer
@@ -30,6 +32,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 from labeler.errors import InputError, UnknownNameError
+from labeler.judge_attention import attention_ranking
 from labeler.judge_prompts import (
     LIKELIHOOD,
     PASSAGE_FORMATS,
@@ -70,6 +73,7 @@ class Method:
     templates: dict[str, dict[str, str]] = field(default_factory=dict)
     with_answer: dict[str, dict[str, str]] | None = None  # the same with it; None: no variant
     needs_answer: bool = False  # asks with the pseudo-answer whatever `with_answer` says
+    operation: str | None = None  # the optional backend operation it needs (OPTIONAL_OPERATIONS)
 
 
 @dataclass(frozen=True)
@@ -97,6 +101,7 @@ class JudgeConfig(TaskConfig):
             raise UnknownNameError("judge method", self.method, list(METHODS))
         if self.with_answer and METHODS[self.method].with_answer is None:
             why = ("always scores the pseudo-answer" if METHODS[self.method].needs_answer
+                   else "reads its own answer" if METHODS[self.method].operation
                    else "asks the LLM nothing")
             raise InputError(f"--with-answer does not apply to {self.method}, which {why}",
                              field_name="with_answer")
@@ -303,4 +308,7 @@ METHODS: dict[str, Method] = {
                          {kind: {"likelihood": text} for kind, text in LIKELIHOOD.items()},
                          needs_answer=True),
     "retrieval": Method("ranking", _retrieval),
+    "attention": Method("ranking", attention_ranking,
+                        {kind: {"with_passage": t["with_passage"]}
+                         for kind, t in TEMPLATES_BY_KIND.items()}, operation="attention"),
 }

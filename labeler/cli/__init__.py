@@ -30,6 +30,7 @@ COMMANDS = {
     "score": "labeler.cli.score:score",
     "judge": "labeler.cli.judge:judge",
     "compare": "labeler.cli.compare:compare",
+    "analyze": "labeler.cli.analyze:analyze",
     "train-extractor": "labeler.cli.train:train_extractor",
 }
 

@@ -21,7 +21,8 @@ from labeler.workflows.steps import DEFAULT_SHARD_SIZE
 @click.option("--method", type=click.Choice(list(METHODS)), required=True,
               help="pvs: pointwise verbalized selection; lvs: listwise verbalized selection; "
                    "lvr: listwise verbalized ranking; likelihood: P(pseudo-answer | q, d); "
-                   "retrieval: the pool's order.")
+                   "retrieval: the pool's order; attention: AttR, the attention the LLM's "
+                   "answer pays to each passage (hf backend).")
 @config_options({None: JudgeConfig}, skip=("method",))
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="The submission to write (.jsonl); FILE.manifest.json goes beside it.")

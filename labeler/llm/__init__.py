@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from labeler.errors import UnknownNameError
+from labeler.errors import InputError, UnknownNameError
 from labeler.lazy import load_entry
 from labeler.llm.base import (
     Backend,
@@ -28,6 +28,9 @@ BACKENDS = {"hf": "labeler.llm.hf:HFBackend", "vllm": "labeler.llm.vllm:VLLMBack
 #: backend name -> the weight dtypes it can be asked for (`--dtype`); none: it takes no dtype
 DTYPES: dict[str, tuple[str, ...]] = {"hf": (), "vllm": ("auto", "float16", "bfloat16",
                                                          "float32")}
+
+#: operations beyond the contract's three -> the backends that answer them
+OPTIONAL_OPERATIONS = {"attention": ("hf",), "loglikelihood_rolling": ("hf",)}
 
 #: models loaded in this process, so that each is loaded once:
 #: (backend, model, device, batch, tensor parallel, dtype)
@@ -62,9 +65,20 @@ def load_backend(model: str, *, backend: str = "hf", batch_size: int | None = No
     return CachedBackend(loaded, cache_dir=cache_dir)
 
 
+def check_operation(backend: str, operation: str, what: str) -> None:
+    """InputError, before any model loads, when `backend` does not answer `operation` (one of
+    OPTIONAL_OPERATIONS), which `what` needs."""
+    answering = OPTIONAL_OPERATIONS[operation]
+    if backend not in answering:
+        raise InputError(f"{what} needs {operation}, which the {backend} backend does not "
+                         f"answer (only {', '.join(answering)})", field_name="backend",
+                         hint=f"use --backend {answering[0]}")
+
+
 __all__ = [
     "ALIASES",
     "BACKENDS",
+    "OPTIONAL_OPERATIONS",
     "Backend",
     "Chat",
     "ChoiceRequest",
@@ -74,6 +88,7 @@ __all__ = [
     "ModelSpec",
     "Sampling",
     "chat",
+    "check_operation",
     "load_backend",
     "resolve_model",
     "yes_probability",

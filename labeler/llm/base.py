@@ -1,4 +1,5 @@
-"""The backend contract: three batched operations over small request records.
+"""The backend contract: three batched operations over small request records, and two that
+only some backends answer (`OPTIONAL_OPERATIONS` in `labeler.llm` says which).
 
 Modelled on lm-evaluation-harness's LM interface: each method takes a list of requests and
 returns a list of results of the same length and order. Backends never loop one prompt at a
@@ -99,6 +100,26 @@ class ChoiceRequest:
     choices: tuple[str, ...] = field(default=(" yes", " no"))
 
 
+@dataclass(frozen=True)
+class AttentionRequest:
+    """The attention a chat's greedy answer pays to spans of the chat's text (AttR): `spans`
+    are strings inside the prompt, located by their tokens."""
+
+    prompt: Chat
+    spans: tuple[str, ...]
+    max_tokens: int = 32  # the answer's new-token cap
+    truncate: int = 3048  # the rendered prompt's first tokens kept (the tokenizer's max_length)
+
+
+@dataclass(frozen=True)
+class AttentionResult:
+    """One `attention` answer: the greedy answer, and per span its attention weight (0.0 for a
+    span not found in the prompt's tokens)."""
+
+    text: str
+    weights: tuple[float, ...]
+
+
 class Backend(ABC):
     """A loaded model that answers the three operations in batches."""
 
@@ -136,6 +157,17 @@ class Backend(ABC):
     def loglikelihood(self, requests: list[LoglikelihoodRequest]) -> list[float]:
         """Summed log-probability of each continuation's tokens given its context; context plus
         continuation must fit `max_context`."""
+
+    def loglikelihood_rolling(self, texts: list[str]) -> list[float]:
+        """Summed log-probability of every token of each plain text (no chat template) after
+        the model's BOS token (its EOS when it has none), as lm-evaluation-harness scores a text
+        for perplexity; each text's tokens are `count_tokens` of it."""
+        raise NotImplementedError(f"{type(self).__name__} does not score plain texts")
+
+    def attention(self, requests: list[AttentionRequest]) -> list[AttentionResult]:
+        """The greedy answer to each prompt and the attention it pays to each span
+        (`labeler.llm.attention` says which attention, as the AttR baseline reads it)."""
+        raise NotImplementedError(f"{type(self).__name__} does not give attention weights")
 
     @abstractmethod
     def choice_probs(self, requests: list[ChoiceRequest]) -> list[dict[str, float]]:

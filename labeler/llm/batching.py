@@ -79,3 +79,16 @@ def chat_prefix(prompt: Chat) -> Chat:
     """
     shared = prompt[:-1]
     return shared if any(m.role != "system" for m in shared) else prompt
+
+
+def common_prefix(rows: list[list[int]]) -> int:
+    """The length of the rows' longest common prefix, short of the shortest row's last token.
+
+    >>> common_prefix([[1, 2, 3, 4], [1, 2, 5]]), common_prefix([[1, 2, 3]])
+    (2, 2)
+    """
+    n = min(map(len, rows)) - 1
+    first = rows[0]
+    for row in rows[1:]:
+        n = next((k for k in range(n) if row[k] != first[k]), n)
+    return max(n, 0)

@@ -27,6 +27,8 @@ from typing import Any
 from labeler.errors import CacheError, PromptTooLongError
 from labeler.llm.base import (
     CHOICE_TOKENS,
+    AttentionRequest,
+    AttentionResult,
     Backend,
     Chat,
     ChoiceRequest,
@@ -139,6 +141,19 @@ class CachedBackend(Backend):
                             [{"context": c, "continuation": r.continuation}
                              for c, r in zip(contexts, requests)],
                             self.inner.loglikelihood, groups=contexts)
+
+    def loglikelihood_rolling(self, texts: list[str]) -> list[float]:
+        return self._cached("loglikelihood_rolling", texts, texts, [{"text": t} for t in texts],
+                            self.inner.loglikelihood_rolling, reserved=1)  # + the BOS
+
+    def attention(self, requests: list[AttentionRequest]) -> list[AttentionResult]:
+        texts = [self.render(r.prompt) for r in requests]
+        stored = self._cached("attention", requests, texts,
+                              [{"prompt": t, "spans": list(r.spans), "max_tokens": r.max_tokens,
+                                "truncate": r.truncate} for t, r in zip(texts, requests)],
+                              lambda chunk: [asdict(a) for a in self.inner.attention(chunk)],
+                              reserved=max((r.max_tokens for r in requests), default=0))
+        return [AttentionResult(a["text"], tuple(a["weights"])) for a in stored]
 
     def choice_probs(self, requests: list[ChoiceRequest]) -> list[dict[str, float]]:
         texts = [self.render(r.prompt) for r in requests]

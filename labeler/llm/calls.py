@@ -8,6 +8,8 @@ from typing import Any
 
 from labeler.errors import InputError, PromptTooLongError
 from labeler.llm.base import (
+    AttentionRequest,
+    AttentionResult,
     Backend,
     Chat,
     ChoiceRequest,
@@ -45,6 +47,17 @@ class Calls:
                      names: Sequence[str]) -> list[dict[str, float]]:
         """Next-token probability of each choice per request, in one batched call."""
         return self._ask(requests, names, ("choice_probs",), what, self.backend.choice_probs)
+
+    def loglikelihood_rolling(self, texts: list[str], what: str,
+                              names: Sequence[str]) -> list[float]:
+        """Summed log-probability of every token of each plain text, in one batched call."""
+        return self._ask(texts, names, ("loglikelihood_rolling",), what,
+                         self.backend.loglikelihood_rolling)
+
+    def attention(self, requests: list[AttentionRequest], what: str,
+                  names: Sequence[str]) -> list[AttentionResult]:
+        """Each prompt's greedy answer and its attention to each span, in one batched call."""
+        return self._ask(requests, names, ("attention",), what, self.backend.attention)
 
     def _ask(self, requests: list, names: Sequence[str], op: tuple, what: str,
              compute) -> list:

@@ -38,8 +38,11 @@ from transformers import (
 )
 
 from labeler.errors import InputError, ModelLoadError, first_line
+from labeler.llm.attention import answer_attention
 from labeler.llm.base import (
     CHOICE_TOKENS,
+    AttentionRequest,
+    AttentionResult,
     Backend,
     Chat,
     ChoiceRequest,
@@ -48,7 +51,7 @@ from labeler.llm.base import (
     Sampling,
     check_lengths,
 )
-from labeler.llm.batching import Collator, chat_prefix
+from labeler.llm.batching import Collator, chat_prefix, common_prefix
 from labeler.llm.gguf import gguf_snapshot
 from labeler.llm.models import ModelSpec, model_revision
 from labeler.llm.prompts import (
@@ -84,7 +87,8 @@ def _fixed_threads(operation):
 
 
 class HFBackend(Backend):
-    """A transformers causal LM answering the three operations in length-sorted batches."""
+    """A transformers causal LM answering the contract's operations, the optional ones too, in
+    length-sorted batches."""
 
     def __init__(self, spec: ModelSpec, *, batch_size: int | None = None,
                  device: str | None = None, cache_dir: str | Path | None = None) -> None:
@@ -178,10 +182,26 @@ class HFBackend(Backend):
     def loglikelihood(self, requests: list[LoglikelihoodRequest]) -> list[float]:
         pairs = continuation_ids(self.tokenizer, [self.render(r.context) for r in requests],
                                  [r.continuation for r in requests])
+        return self._continuation_logprobs(pairs, "loglikelihood")
+
+    @_fixed_threads
+    def loglikelihood_rolling(self, texts: list[str]) -> list[float]:
+        start = self.tokenizer.bos_token_id
+        start = self.eos_ids[0] if start is None else start
+        return self._continuation_logprobs([([start], ids) for ids in
+                                            encode(self.tokenizer, texts)], "loglikelihood_rolling")
+
+    @_fixed_threads
+    def attention(self, requests: list[AttentionRequest]) -> list[AttentionResult]:
+        return answer_attention(self, requests)
+
+    def _continuation_logprobs(self, pairs: list[tuple[list[int], list[int]]],
+                               description: str) -> list[float]:
+        """Summed log-probability of each pair's continuation ids after its context ids."""
         check_lengths([sum(map(len, pair)) for pair in pairs], self.max_context)
-        out = [0.0] * len(requests)
+        out = [0.0] * len(pairs)
         order = [i for i, (_, cont) in enumerate(pairs) if cont]  # empty continuation: log 1 = 0
-        for batch in self._batches(order, "loglikelihood",
+        for batch in self._batches(order, description,
                                    sort_key=lambda i: sum(map(len, pairs[i]))):
             keep = max(len(pairs[i][1]) for i in batch) + 1
             logits = self._forward([pairs[i][0] + pairs[i][1] for i in batch], keep)
@@ -248,7 +268,7 @@ class HFBackend(Backend):
         members: dict = {}
         for row, group in zip(rows, groups):
             members.setdefault(group, []).append(row)
-        cut = {group: _common_prefix(m) for group, m in members.items()}
+        cut = {group: common_prefix(m) for group, m in members.items()}
         if all(len(m) == 1 for m in members.values()) or min(cut.values()) == 0:
             return self._forward(rows, 1)[:, -1]
         ids, mask = self._pad([m[0][:cut[group]] for group, m in members.items()])
@@ -339,19 +359,6 @@ class _StopStrings(StoppingCriteria):
                                             skip_special_tokens=True)
         return torch.tensor([any(s in t for s in self.stop) for t in texts],
                             device=input_ids.device)
-
-
-def _common_prefix(rows: list[list[int]]) -> int:
-    """The length of the rows' longest common prefix, short of the shortest row's last token.
-
-    >>> _common_prefix([[1, 2, 3, 4], [1, 2, 5]]), _common_prefix([[1, 2, 3]])
-    (2, 2)
-    """
-    n = min(map(len, rows)) - 1
-    first = rows[0]
-    for row in rows[1:]:
-        n = next((k for k in range(n) if row[k] != first[k]), n)
-    return max(n, 0)
 
 
 def context_window(config, model_id: str) -> int:

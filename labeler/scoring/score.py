@@ -288,7 +288,7 @@ def _report(sub: Submission, ref: Reference, ranked: _Ranked, *, missing: str,
     ranks nothing, which has no run lines, as pytrec_eval sees the paper's runs)."""
     has_gold = _rankable(sub, ref, include_empty)
     ranks_none = ranked.empty if sub.kind == "ranking" else set()
-    rankable = lambda q: has_gold(q) and q not in ranks_none  # noqa: E731
+    rankable = lambda q: has_gold(q) and q not in ranks_none
     considered = ref.qids if rag else [q for q in ref.qids if rankable(q)]
     absent = [q for q in considered if q not in sub.entries]
     qids = considered if missing == "zero" else [q for q in considered if q in sub.entries]

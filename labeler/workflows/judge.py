@@ -17,6 +17,7 @@ from labeler import __version__
 from labeler.artifacts.manifest import hashed_templates
 from labeler.errors import InputError
 from labeler.judge_methods import Judge, JudgeConfig
+from labeler.llm import check_operation
 from labeler.llm.calls import Calls
 from labeler.llm.config import LLMConfig
 from labeler.llm.models import check_access, resolve_model
@@ -65,6 +66,8 @@ def judge(config: JudgeConfig, llm: LLMConfig | None, *, out: str | Path,
     method = Judge(config)
     if llm is None and method.templates():
         raise InputError(f"{config.method} asks an LLM: name one", field_name="llm")
+    if llm is not None and method.method.operation:
+        check_operation(llm.backend, method.method.operation, f"--method {config.method}")
     if llm is not None:
         check_access(resolve_model(llm.name))  # an unknown or gated one fails before the data
     source = config_source(config)
