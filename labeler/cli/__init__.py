@@ -30,6 +30,7 @@ COMMANDS = {
     "score": "labeler.cli.score:score",
     "judge": "labeler.cli.judge:judge",
     "compare": "labeler.cli.compare:compare",
+    "reproduce": "labeler.cli.reproduce:reproduce",
     "train-extractor": "labeler.cli.train:train_extractor",
 }
 
