@@ -10,6 +10,7 @@ from rich.table import Table
 
 from labeler.cli.options import INDEX_HELP, cache_dir_option, executor_options, model_options
 from labeler.report.paper import DATASETS, LLMS
+from labeler.workflows.reproduce_steps import MAX_NEW_TOKENS
 
 
 @click.group()
@@ -31,10 +32,12 @@ def reproduce() -> None:
 @click.option("--run", type=click.Path(dir_okay=False, path_type=Path),
               help="TREC or JSONL run file to use instead of retrieval (one --dataset).")
 @click.option("--encoder", help="Retriever of the top k (default: bge-m3, offline minilm).")
-@click.option("--corpus", metavar="NAME|FILE", help="Corpus instead of the dataset's own.")
+@click.option("--corpus", metavar="NAME|FILE",
+              help="Corpus instead of the paper's (msmarco-passage for msmarco-fqa, else the "
+                   "dataset's own).")
 @click.option("--index", metavar="KIND[:NAME=N,...]", help=INDEX_HELP)
-@click.option("--max-new-tokens", type=click.IntRange(min=1),
-              help="Cap on every answer and judgment [default: each step's].")
+@click.option("--max-new-tokens", type=click.IntRange(min=1), default=MAX_NEW_TOKENS,
+              show_default=True, help="Cap on every answer and judgment (the paper's code's).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default="out",
               show_default=True, help="Artifacts root: steps under <out>/utility-paper/, the "
                                       "report under <out>/report/.")
@@ -79,7 +82,7 @@ def utility_paper(datasets, llms, backend, batch_size, device, tensor_parallel, 
                   title_justify="left")
     for column in ("item", "cells", "ours", "with the paper's"):
         table.add_column(column, justify="left" if column == "item" else "right")
-    for item in dict.fromkeys(r["item"] for r in done.records):
+    for item in sorted({r["item"] for r in done.records}):
         mine = [r for r in done.records if r["item"] == item]
         table.add_row(item, str(len(mine)), str(sum(r["ours"] is not None for r in mine)),
                       str(sum(r["paper"] is not None for r in mine)))

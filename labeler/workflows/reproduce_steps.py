@@ -29,6 +29,10 @@ RP_ONLY = ("hotpotqa", "2wiki", "fever")
 EXTRACTOR = "qwen3-32b"
 #: datasets whose comparison is the paper's Figure 1b (NQ) besides Figure 3
 NQ = ("nq", "nq-sample")
+#: the cap on every answer and judgment in the paper's code
+MAX_NEW_TOKENS = 4096
+#: the corpus of a dataset whose own is not the paper's (MS MARCO v1 passages for msmarco-fqa)
+CORPUS = {"msmarco-fqa": "msmarco-passage"}
 
 
 @dataclass(frozen=True)
@@ -40,9 +44,9 @@ class ReproduceConfig:
     k: int = 20  # retrieved passages per query (the paper's top 20)
     run: str | None = None  # a TREC or JSONL run instead of retrieval (one dataset only)
     encoder: str | None = None  # the retriever (default: bge-m3, offline the bundled minilm)
-    corpus: str | None = None  # a corpus instead of the dataset's own
+    corpus: str | None = None  # a corpus instead of the paper's (`CORPUS`, else the dataset's)
     index: str | None = None  # the dense index (flat by default)
-    max_new_tokens: int | None = None  # cap on every answer and judgment (default: each step's)
+    max_new_tokens: int = MAX_NEW_TOKENS  # cap on every answer and judgment
 
     def __post_init__(self) -> None:
         if not self.datasets:
@@ -58,10 +62,10 @@ class ReproduceConfig:
         return ("rp",) if dataset in RP_ONLY else ("rp", "hgp", "mcp")
 
     def _data(self, dataset: str, pool: str) -> dict:
-        capped = {} if self.max_new_tokens is None else {"max_new_tokens": self.max_new_tokens}
         return {"dataset": dataset, "limit": self.limit, "pool": pool, "k": self.k,
-                "run": self.run, "encoder": self.encoder, "corpus": self.corpus,
-                "index": self.index, **capped}
+                "run": self.run, "encoder": self.encoder,
+                "corpus": self.corpus or CORPUS.get(dataset), "index": self.index,
+                "max_new_tokens": self.max_new_tokens}
 
     def utility(self, dataset: str, pool: str) -> UtilityConfig:
         """The build's config of `dataset` on `pool`."""
