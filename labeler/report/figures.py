@@ -40,8 +40,8 @@ def render_figure(item: str, records: Iterable[dict]) -> bytes:
     title, style = FIGURES[item]
     records = list(records)
     panels = list(dict.fromkeys(r["dataset"] for r in records)) or [None]
-    figure, axes = plt.subplots(1, len(panels), squeeze=False,
-                                figsize=(1.5 + 4.2 * len(panels), 4.2))
+    width = 1.5 + 4.2 * len(panels)
+    figure, axes = plt.subplots(1, len(panels), squeeze=False, figsize=(width, 4.2))
     for axis, dataset in zip(axes[0], panels):
         mine = [r for r in records if r["dataset"] == dataset]
         if not mine:
@@ -52,7 +52,8 @@ def render_figure(item: str, records: Iterable[dict]) -> bytes:
         else:
             _bars(axis, mine)
         axis.set_title(dataset or "", fontsize=9)
-    figure.suptitle("\n".join(textwrap.wrap(title, 90)), fontsize=9)
+    # about 11 characters an inch at 9 points: the caption wraps inside the figure
+    figure.suptitle("\n".join(textwrap.wrap(title, int(11 * width))), fontsize=9)
     figure.tight_layout()
     png = io.BytesIO()
     figure.savefig(png, format="png", dpi=110, metadata={"Software": None})
@@ -75,10 +76,9 @@ def _heatmap(figure, axis, records: list[dict]) -> None:
     image = axis.imshow(values, cmap="viridis", vmin=low, vmax=high if high > low else low + 1)
     axis.set_xticks(range(len(columns)), columns, rotation=30, ha="right", fontsize=8)
     axis.set_yticks(range(len(rows)), rows, fontsize=8)
-    middle = (low + high) / 2
-    for (i, j), v in np.ndenumerate(values):
+    for (i, j), v in np.ndenumerate(values):  # light text on the dark half of the scale
         axis.text(j, i, "n/a" if np.isnan(v) else f"{v:.1f}", ha="center", va="center",
-                  fontsize=8, color="white" if np.isnan(v) or v < middle else "black")
+                  fontsize=8, color="white" if np.isnan(v) or image.norm(v) < 0.5 else "black")
     figure.colorbar(image, ax=axis, label=_unit(records))
 
 

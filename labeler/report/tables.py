@@ -46,8 +46,7 @@ def method_label(record: dict) -> str:
 
 
 def _table6_block(record: dict) -> str:
-    kind = "selection" if record["method"] in ("pvs", "lvs") or record["top_k"] == 20 else \
-        "ranking"
+    kind = "selection" if record["method"] in ("all", "pvs", "lvs") else "ranking"
     return f"{record['llm']} (utility-based {kind})"
 
 

@@ -82,7 +82,7 @@ def artifact_splits(llm: str, dataset: str, records: Sequence[dict], k: int,
              for r in records]
     return [*split_cells("table-6", llm, dataset, records,
                          [float(r["rag"]["all"]["correct"]) for r in records],
-                         method="retrieval", pool="rp", top_k=k,
+                         method="all", pool="rp", top_k=k,
                          source=f"{source} rag.all.correct"),
             *split_cells("figure-4", llm, dataset, records, human, figure=True,
                          method="human_gold", source=f"{source} rag.human_gold.correct")]
