@@ -22,6 +22,7 @@ KINDS = {
     "seer": "labeler.tasks.seer:SeerTask",
     "rubric": "labeler.tasks.rubric:RubricTask",
     "compare": "labeler.workflows.compare:Comparison",
+    "report": "labeler.report.kind:PaperReport",
 }
 
 

@@ -31,6 +31,7 @@ COMMANDS = {
     "judge": "labeler.cli.judge:judge",
     "compare": "labeler.cli.compare:compare",
     "analyze": "labeler.cli.analyze:analyze",
+    "reproduce": "labeler.cli.reproduce:reproduce",
     "train-extractor": "labeler.cli.train:train_extractor",
 }
 

@@ -207,9 +207,8 @@ def jaccard(a: set, b: set) -> float | None:
 def _read(paths: Sequence[str | Path]) -> list:
     """The artifacts, checked: utility versions with manifests, one dataset, the same
     queries and pools, each LLM once."""
-    if len(paths) < 2:
-        raise InputError("compare needs utility artifacts of at least two LLMs",
-                         field_name="artifacts")
+    if not paths:  # one LLM still has its own and the human gold column
+        raise InputError("compare needs at least one utility artifact", field_name="artifacts")
     artifacts = []
     for path in paths:
         artifact = load_artifact(path)

@@ -47,7 +47,7 @@ def plan(artifact: str, config: TaskConfig, llms: Sequence[LLMConfig], *,
         candidates = len(queries) * config.k + (gold if config.pool == "mcp" else 0)
         known = "upper bound: queries × k" + (" + gold" if config.pool == "mcp" else "")
     rows.append(("candidates", f"{candidates:,}", known))
-    passage_chars = _mean_chars(source)
+    passage_chars = mean_chars(source)
     question_chars = sum(len(q.question) for q in queries) / max(len(queries), 1)
     for what, calls, passages, how in _calls(task.name, config, source, candidates):
         tokens = calls * (question_chars + passages * passage_chars) / CHARS_PER_TOKEN
@@ -106,7 +106,7 @@ def _calls(task: str, config: TaskConfig, source: Source, candidates: int
     return rows
 
 
-def _mean_chars(source: Source, sample: int = 1000) -> float:
+def mean_chars(source: Source, sample: int = 1000) -> float:
     """Mean characters of a passage: the corpus's first `sample`, else the gold passages."""
     corpus = source.corpus
     texts = corpus.contents(range(min(sample, len(corpus)))) if corpus is not None and len(

@@ -176,8 +176,8 @@ def test_cli_loads_each_artifacts_llm_and_prints_the_tables(artifacts, monkeypat
 
 def test_bad_input_is_refused_before_any_llm_work(artifacts, tmp_path):
     _, _, smol, other, _ = artifacts
-    with pytest.raises(InputError, match="at least two LLMs"):
-        compare([smol], out=tmp_path)
+    with pytest.raises(InputError, match="at least one utility artifact"):
+        compare([], out=tmp_path)
     with pytest.raises(InputError, match="'smollm2-135m' is given twice"):
         compare([smol, smol], out=tmp_path)
     result = CliRunner().invoke(cli, ["compare", str(smol), str(other), "--llm", "nope"])

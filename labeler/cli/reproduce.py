@@ -1,0 +1,90 @@
+"""`labeler reproduce`: parse, call `labeler.workflows.reproduce.reproduce`, render."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from labeler.cli.options import INDEX_HELP, cache_dir_option, executor_options, model_options
+from labeler.report.paper import DATASETS, LLMS
+from labeler.workflows.reproduce_steps import MAX_NEW_TOKENS
+
+
+@click.group()
+def reproduce() -> None:
+    """Reproduce a paper's experiments end to end, as one report version."""
+
+
+@reproduce.command("utility-paper")
+@click.option("--dataset", "datasets", multiple=True, default=DATASETS, show_default=True,
+              help="Dataset to run on; repeat for several (default: the paper's six).")
+@click.option("--llm", "llms", multiple=True, default=LLMS, show_default=True,
+              help="LLM to label and judge with; repeat for several (default: the paper's "
+                   "four).")
+@model_options(tensor_parallel=True)
+@executor_options("the build's shards are labelled", "model")
+@click.option("--limit", type=click.IntRange(min=1), help="Only the first N queries.")
+@click.option("--k", type=click.IntRange(min=1), default=20, show_default=True,
+              help="Retrieved passages per query.")
+@click.option("--run", type=click.Path(dir_okay=False, path_type=Path),
+              help="TREC or JSONL run file to use instead of retrieval (one --dataset).")
+@click.option("--encoder", help="Retriever of the top k (default: bge-m3, offline minilm).")
+@click.option("--corpus", metavar="NAME|FILE",
+              help="Corpus instead of the paper's (msmarco-passage for msmarco-fqa, else the "
+                   "dataset's own).")
+@click.option("--index", metavar="KIND[:NAME=N,...]", help=INDEX_HELP)
+@click.option("--max-new-tokens", type=click.IntRange(min=1), default=MAX_NEW_TOKENS,
+              show_default=True, help="Cap on every answer and judgment (the paper's code's).")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default="out",
+              show_default=True, help="Artifacts root: steps under <out>/utility-paper/, the "
+                                      "report under <out>/report/.")
+@click.option("--shard-size", type=click.IntRange(min=1), help="Queries per shard.")
+@cache_dir_option
+@click.option("--dry-run", is_flag=True,
+              help="Check everything and print the plan (steps, LLM calls, tokens); load no "
+                   "model and write nothing.")
+def utility_paper(datasets, llms, backend, batch_size, device, tensor_parallel, executor,
+                  ray_address, workers, out, shard_size, cache_dir, dry_run, **options) -> None:
+    """The utility paper (Zhang et al., LLM-specific utility): build the utility labels
+    (rp, and hgp and mcp where the paper has them), run every judge method with and
+    without the pseudo-answer, score them, compare the LLMs, and write one report version:
+    Tables 2-6 and Figures 1-5 with the paper's numbers beside ours. Rerun to resume.
+    """
+    from labeler.llm.config import LLMConfig
+    from labeler.workflows.reproduce_steps import ReproduceConfig
+
+    config = ReproduceConfig(datasets=tuple(datasets), **{
+        k: (str(v) if k == "run" and v is not None else v) for k, v in options.items()})
+    models = [LLMConfig(name, backend=backend, batch_size=batch_size, device=device,
+                        tensor_parallel=tensor_parallel) for name in llms]
+    console = Console()
+    if dry_run:
+        from labeler.workflows.reproduce_plan import plan_rows
+
+        table = Table(title="plan: reproduce utility-paper (dry run: no model loaded, "
+                            "nothing written)", title_justify="left")
+        for column in ("step", "count", "how known"):
+            table.add_column(column)
+        for row in plan_rows(config, models, out=out, cache_dir=cache_dir):
+            table.add_row(*row)
+        console.print(table)
+        return
+    from labeler.executors import load_executor
+    from labeler.workflows.reproduce import reproduce as run_reproduce
+
+    runner = load_executor(executor, address=ray_address, workers=workers)
+    done = run_reproduce(config, models, out=out, cache_dir=cache_dir, shard_size=shard_size,
+                         executor=runner)
+    table = Table(title=f"report: {len(done.ran)} steps run, {len(done.skipped)} done before",
+                  title_justify="left")
+    for column in ("item", "cells", "ours", "with the paper's"):
+        table.add_column(column, justify="left" if column == "item" else "right")
+    for item in sorted({r["item"] for r in done.records}):
+        mine = [r for r in done.records if r["item"] == item]
+        table.add_row(item, str(len(mine)), str(sum(r["ours"] is not None for r in mine)),
+                      str(sum(r["paper"] is not None for r in mine)))
+    console.print(table)
+    console.print(str(done.path), soft_wrap=True, highlight=False)

@@ -1,0 +1,3 @@
+"""The utility paper's report: its published numbers (`paper`), our numbers beside them in its
+tables' layout (`tables`) and figures (`figures`), written as the `report` artifact kind
+(`kind`)."""

@@ -1,0 +1,98 @@
+"""`labeler reproduce utility-paper`: the utility paper's experiments in one resumable run,
+written as one `report` version (its Tables 2-6 and Figures 1-5, the paper's numbers beside).
+
+The steps (`labeler.workflows.reproduce_steps`): for each dataset, `labeler build` of the
+utility labels on the pools the paper needs, every judge method with and without the
+pseudo-answer, `labeler compare` over the LLMs' mcp labels; then the scores and the report
+(`labeler.workflows.reproduce_report`). A step whose output is complete is skipped; an
+unfinished build resumes at its unfinished shards, and the call cache serves every answer
+already asked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from labeler.llm.config import LLMConfig
+from labeler.workflows.reproduce_report import write_report
+from labeler.workflows.reproduce_steps import (
+    ReproduceConfig,
+    Step,
+    aliases_of,
+    steps,
+    utility_folder,
+    work_folder,
+)
+
+
+@dataclass
+class Reproduced:
+    """A written report: its version folder, its records, and the steps run or skipped."""
+
+    path: Path
+    records: list[dict]
+    ran: list[Step]
+    skipped: list[Step]
+
+
+def reproduce(config: ReproduceConfig, llms: Sequence[LLMConfig], *, out: str | Path = "out",
+              cache_dir: str | Path | None = None, shard_size: int | None = None,
+              executor=None) -> Reproduced:
+    """Run every step of `steps` not yet done, then write the report version under `out`
+    (`<out>/report/<datasets>/<llms>/v<N>/`).
+
+    Every build's checks run before any model is loaded (`check_build`), so a mistyped
+    dataset or LLM fails before any work.
+    """
+    from labeler.workflows.build import check_build
+
+    aliases = aliases_of(llms)
+    plan = steps(config, aliases, out)
+    todo = [s for s in plan if not s.done()]
+    for dataset, pool, missing in _unbuilt(todo, llms, aliases):
+        check_build("utility", config.utility(dataset, pool), missing,
+                    out=work_folder(out) / pool, version="1")
+    for step in todo:
+        if step.what == "judge":
+            config.judge(step.dataset, step.method, step.with_answer)  # its checks, now
+    _run(config, llms, aliases, todo, out=out, cache_dir=cache_dir, shard_size=shard_size,
+         executor=executor)
+    path, records = write_report(config, aliases, plan, out=out, cache_dir=cache_dir)
+    return Reproduced(path, records, todo, [s for s in plan if s not in todo])
+
+
+def _unbuilt(todo: Sequence[Step], llms: Sequence[LLMConfig], aliases: Sequence[str]
+             ) -> list[tuple[str, str, list[LLMConfig]]]:
+    """(dataset, pool, the LLMs whose labels are not complete) of each unfinished build."""
+    by_alias = dict(zip(aliases, llms))
+    groups: dict[tuple[str, str], list[LLMConfig]] = {}
+    for step in todo:
+        if step.what == "build":
+            groups.setdefault((step.dataset, step.pool), []).append(by_alias[step.llm])
+    return [(dataset, pool, missing) for (dataset, pool), missing in groups.items()]
+
+
+def _run(config: ReproduceConfig, llms: Sequence[LLMConfig], aliases: Sequence[str],
+         todo: Sequence[Step], *, out, cache_dir, shard_size, executor) -> None:
+    """The unfinished steps: the builds (all LLMs of a pool at once), the judges, the
+    comparisons."""
+    from labeler.workflows.build import build
+    from labeler.workflows.compare import compare
+    from labeler.workflows.judge import judge
+
+    work = work_folder(out)
+    sizes = {} if shard_size is None else {"shard_size": shard_size}
+    for dataset, pool, missing in _unbuilt(todo, llms, aliases):
+        build("utility", config.utility(dataset, pool), missing, out=work / pool, version="1",
+              cache_dir=cache_dir, executor=executor, **sizes)
+    by_alias = dict(zip(aliases, llms))
+    for step in todo:
+        if step.what == "judge":
+            judge(config.judge(step.dataset, step.method, step.with_answer),
+                  by_alias.get(step.llm), out=step.output, cache_dir=cache_dir, **sizes)
+        elif step.what == "compare":
+            compare([utility_folder(work, "mcp", step.dataset, a) for a in step.llms],
+                    out=work / "mcp", llms={a: by_alias[a].name for a in step.llms},
+                    cache_dir=cache_dir)

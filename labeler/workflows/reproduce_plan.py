@@ -1,0 +1,86 @@
+"""`labeler reproduce utility-paper --dry-run`: the whole run's plan, from its checks alone.
+
+Each unfinished build's rows are `labeler build --dry-run`'s (`labeler.workflows.plan`),
+after every check it makes; the judges', scores' and comparisons' calls are bounded from the
+same counts (a pointwise judge asks once per candidate, a listwise one once per query, a
+pseudo-answer once per query), their prompt tokens estimated from characters as the build's
+are. A finished step shows as done: the run skips it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from labeler.judge_methods import METHODS
+from labeler.llm.config import LLMConfig
+from labeler.workflows.plan import CHARS_PER_TOKEN, mean_chars, plan
+from labeler.workflows.reproduce_steps import ReproduceConfig, Step, aliases_of, steps, work_folder
+from labeler.workflows.steps import config_source
+
+Row = tuple[str, str, str]
+
+
+def plan_rows(config: ReproduceConfig, llms: Sequence[LLMConfig], *, out: str | Path = "out",
+              cache_dir: str | Path | None = None) -> list[Row]:
+    """(step, count, how known) rows of everything `reproduce` would do with these
+    settings; no model is loaded and nothing is written."""
+    aliases = aliases_of(llms)
+    every = steps(config, aliases, out)
+    by_alias = dict(zip(aliases, llms))
+    rows: list[Row] = []
+    for dataset in config.datasets:
+        for pool in config.pools(dataset):
+            built = [s for s in every if s.what == "build" and s.dataset == dataset
+                     and s.pool == pool]
+            missing = [by_alias[s.llm] for s in built if not s.done()]
+            rows.append((f"{dataset} {pool}: build utility",
+                         f"{len(built) - len(missing)} of {len(built)} LLMs done", "exact"))
+            if missing:
+                rows += [(f"  {what}", count, how) for what, count, how in plan(
+                    "utility", config.utility(dataset, pool), missing,
+                    out=work_folder(out) / pool, version="1", cache_dir=cache_dir)
+                    if what != "LLMs"]
+        rows += _judge_rows(config, dataset, [s for s in every if s.dataset == dataset])
+    rows.append(("LLMs", ", ".join(aliases), "none loaded by a dry run"))
+    return rows
+
+
+def _judge_rows(config: ReproduceConfig, dataset: str, mine: Sequence[Step]) -> list[Row]:
+    """The judges' (then the scores' and the comparison's) calls and prompt tokens on
+    `dataset`'s rp pool; upper bounds."""
+    source = config_source(config.utility(dataset, "rp"))
+    queries = len(source.queries)
+    candidates = queries * config.k
+    question = sum(len(q.question) for q in source.queries) / max(queries, 1)
+    passage = mean_chars(source)
+
+    def tokens(calls: int, passages: float) -> int:
+        return int(calls * (question + passages * passage) / CHARS_PER_TOKEN)
+
+    rows = []
+    for step in (s for s in mine if s.what == "judge"):
+        method = METHODS[step.method]
+        name = f"{dataset}: judge {step.method}{' with answer' if step.with_answer else ''}" \
+               f" ({step.llm or 'no LLM'})"
+        if step.done():
+            rows.append((name, "done", "exact"))
+            continue
+        listwise = len(method.templates) > 1  # a turn per passage, one prompt per query
+        calls = 0 if not (method.templates or method.needs_answer) else \
+            queries if listwise else candidates
+        answers = queries if (step.with_answer or method.needs_answer) else 0
+        asked = tokens(calls, config.k if listwise else 1) + tokens(answers, config.k)
+        rows.append((name, f"{calls + answers:,} calls, ~{asked:,} tokens",
+                     "upper bound; pseudo-answers included"))
+        if method.kind == "selection" and step.with_answer:
+            rows.append((f"  score --rag ({step.llm})",
+                         f"{queries:,} calls, ~{tokens(queries, config.k):,} tokens",
+                         "upper bound: every candidate selected"))
+    for step in (s for s in mine if s.what == "compare"):
+        readers = len(step.llms)
+        calls = readers * readers * queries
+        rows.append((f"{dataset}: compare mcp", "done" if step.done() else
+                     f"{calls:,} calls, ~{tokens(calls, config.k):,} tokens",
+                     "upper bound; the call cache serves each LLM's own"))
+    return rows

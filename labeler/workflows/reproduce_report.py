@@ -1,0 +1,124 @@
+"""The report of `labeler reproduce utility-paper`: every number of the paper's tables and
+figures read off the finished steps (`labeler.workflows.paper_results`), written as one
+`report` version folder (`labeler.report.kind.PaperReport`).
+
+The score steps run here, as `labeler score` would: they write nothing, and the call cache
+serves the RAG answers of a report written again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+
+from labeler.artifacts.reader import load_artifact
+from labeler.artifacts.writer import write_artifact
+from labeler.judge_methods import METHODS
+from labeler.progress import track
+from labeler.report.kind import PaperReport
+from labeler.workflows import paper_results as cells
+from labeler.workflows.reproduce_steps import NQ, ReproduceConfig, Step, utility_folder, work_folder
+
+#: the order of the paper's rows within a table
+ROW_ORDER = ("utilitarian_count", "no_passage", "all", "utilitarian", "retrieval", "attention",
+             "likelihood", "pvs", "lvs", "lvr")
+
+
+def write_report(config: ReproduceConfig, aliases: Sequence[str], plan: Sequence[Step], *,
+                 out: str | Path, cache_dir: str | Path | None = None
+                 ) -> tuple[Path, list[dict]]:
+    """Collect every number from the steps of `plan` (all done) and write the report
+    version; (its folder, its records)."""
+    work = work_folder(out)
+    records: list[dict] = []
+    for dataset in config.datasets:
+        for alias in aliases:
+            records += _labels(config, work, dataset, alias)
+            judged = [s for s in plan if s.what == "judge" and s.dataset == dataset
+                      and s.llm in (alias, None)]
+            records += _scores(work, dataset, alias, judged, cache_dir)
+        for step in plan:
+            if step.what == "compare" and step.dataset == dataset:
+                stats = load_artifact(step.output).manifest["stats"]
+                records += cells.compare_cells(dataset, stats, _rel(step.output, work),
+                                               nq=dataset in NQ)
+    records.sort(key=lambda r: ROW_ORDER.index(r["method"]) if r["method"] in ROW_ORDER
+                 else len(ROW_ORDER))
+    path = write_artifact(records, out=out, kind=PaperReport,
+                          dataset="+".join(config.datasets), llm="+".join(aliases),
+                          manifest=_manifest(config, aliases, plan, work))
+    return path, records
+
+
+def _labels(config: ReproduceConfig, work: Path, dataset: str, alias: str) -> list[dict]:
+    """Tables 2, 3, Figure 1a from each pool's labels; Table 6's all-candidates row and
+    Figure 4 from the rp labels' records."""
+    out = []
+    for pool in config.pools(dataset):
+        folder = utility_folder(work, pool, dataset, alias)
+        artifact = load_artifact(folder)
+        out += cells.utility_cells(alias, dataset, pool, artifact.manifest["stats"],
+                                   _rel(folder, work))
+        if pool == "rp":
+            out += cells.artifact_splits(alias, dataset, artifact.records, config.k,
+                                         _rel(folder, work))
+    return out
+
+
+def _scores(work: Path, dataset: str, alias: str, judged: Sequence[Step],
+            cache_dir: str | Path | None) -> list[dict]:
+    """Tables 4, 5 (and 6 for the selections with the pseudo-answer, scored with --rag):
+    each submission scored against the LLM's rp labels, as `labeler score` does."""
+    from labeler.scoring.reference import load_reference
+    from labeler.scoring.score import score
+
+    folder = utility_folder(work, "rp", dataset, alias)
+    reference = load_reference(folder)
+    out = []
+    for step in track(judged, f"{dataset}, {alias}: scores"):
+        method = METHODS[step.method]
+        rag = method.kind == "selection" and step.with_answer
+        report = score(step.output, reference, ks=(5,), rag=rag, cache_dir=cache_dir)
+        answer = step.with_answer if method.with_answer is not None else None
+        out += cells.score_cells(alias, dataset, step.method, answer, report,
+                                 reference.records, _rel(step.output, work))
+    return out
+
+
+def _manifest(config: ReproduceConfig, aliases: Sequence[str], plan: Sequence[Step],
+              work: Path) -> dict:
+    """The report's manifest keys: what its labels share, the run's settings and steps."""
+    labels = [load_artifact(utility_folder(work, "rp", d, a)).manifest
+              for d in config.datasets for a in aliases]
+    first = labels[0]
+    sources = list(dict.fromkeys(m["source_dataset"] for m in labels))
+    licences = {m.get("license") for m in labels}
+    return {
+        "model_id": " + ".join(dict.fromkeys(m["model_id"] for m in labels)),
+        "model_revision": None,
+        "source_dataset": " + ".join(sources),
+        "source_revision": first["source_revision"] if len(sources) == 1 else None,
+        "source_repos": list(dict.fromkeys(r for m in labels for r in m.get("source_repos", []))),
+        "language": first.get("language"),
+        "license": licences.pop() if len(licences) == 1 else "other",
+        "prompt_templates": first["prompt_templates"],
+        "sampling": {f"{m['dataset']}/{m['llm']}": m["sampling"] for m in labels},
+        "seed": None,
+        "datasets": list(config.datasets),
+        "llms": list(aliases),
+        "config": asdict(config),
+        "paper_numbers": "labeler/data/utility_paper.csv",
+        "steps": [{"what": _what(s), "output": _rel(s.output, work)} for s in plan],
+    }
+
+
+def _what(step: Step) -> str:
+    if step.what == "judge":
+        return f"judge {step.method}{' with answer' if step.with_answer else ''} " \
+               f"({step.dataset}, {step.llm or 'no LLM'})"
+    return f"{step.what} {step.dataset} {step.pool}" + (f" {step.llm}" if step.llm else "")
+
+
+def _rel(path: Path, work: Path) -> str:
+    return str(path.relative_to(work))
