@@ -46,7 +46,7 @@ def reproduce() -> None:
 @click.option("--dry-run", is_flag=True,
               help="Check everything and print the plan (steps, LLM calls, tokens); load no "
                    "model and write nothing.")
-def utility_paper(datasets, llms, backend, batch_size, device, tensor_parallel, executor,
+def utility_paper(datasets, llms, backend, batch_size, device, dtype, tensor_parallel, executor,
                   ray_address, workers, out, shard_size, cache_dir, dry_run, **options) -> None:
     """The utility paper (Zhang et al., LLM-specific utility): build the utility labels
     (rp, and hgp and mcp where the paper has them), run every judge method with and
@@ -59,7 +59,7 @@ def utility_paper(datasets, llms, backend, batch_size, device, tensor_parallel, 
     config = ReproduceConfig(datasets=tuple(datasets), **{
         k: (str(v) if k == "run" and v is not None else v) for k, v in options.items()})
     models = [LLMConfig(name, backend=backend, batch_size=batch_size, device=device,
-                        tensor_parallel=tensor_parallel) for name in llms]
+                        tensor_parallel=tensor_parallel, dtype=dtype) for name in llms]
     console = Console()
     if dry_run:
         from labeler.workflows.reproduce_plan import plan_rows

@@ -89,37 +89,52 @@ def artifact_splits(llm: str, dataset: str, records: Sequence[dict], k: int,
 
 
 def score_cells(llm: str, dataset: str, method: str, with_answer: bool | None, report,
-                records_by_qid: dict[str, dict], source: str) -> list[dict]:
+                source: str) -> list[dict]:
     """Table 4 (a selection's F1) or Table 5 (a ranking's NDCG@5) from its score report;
-    with --rag, Table 6 (RAG accuracy on unknown and known queries)."""
+    with --rag, Table 6 (RAG accuracy on unknown and known queries, as the report splits it;
+    a ranking answers with its top 5)."""
     queries = report.counts.get("queries")
+    top_k = None if report.kind == "selection" else 5
     if report.kind == "selection":
         out = [cell("table-4", llm, dataset, report.summary["f1"], method=method,
                     with_answer=with_answer, pool="rp", queries=queries, source=f"{source} f1")]
     else:
         out = [cell("table-5", llm, dataset, report.summary["ndcg@5"], method=method,
-                    with_answer=with_answer, pool="rp", top_k=5, queries=queries,
+                    with_answer=with_answer, pool="rp", top_k=top_k, queries=queries,
                     source=f"{source} ndcg@5")]
-    if "rag_accuracy" in report.per_query:
-        records = [records_by_qid[q] for q in report.qids]
-        out += split_cells("table-6", llm, dataset, records,
-                           list(report.per_query["rag_accuracy"]), method=method,
-                           with_answer=with_answer, pool="rp",
-                           top_k=None if report.kind == "selection" else 5,
-                           source=f"{source} --rag rag_accuracy")
+    if "rag_accuracy" in report.summary:
+        out += [cell("table-6", llm, dataset, report.summary[f"rag_accuracy_{split}"],
+                     method=method, with_answer=with_answer, pool="rp", query_type=split,
+                     top_k=top_k, queries=report.counts[f"{split}_queries"],
+                     source=f"{source} --rag rag_accuracy_{split}")
+                for split in ("unknown", "known")]
     return out
+
+
+def perplexity_cells(table, sources: dict[tuple[str, str], str]) -> list[dict]:
+    """Figure 5 from `labeler.workflows.perplexity`'s table: per LLM, a bar per group of
+    human gold passages and text; `sources`: (dataset, LLM) -> its labels' folder."""
+    from labeler.workflows.perplexity import TEXTS
+
+    return [cell("figure-5", row["llm"], row["dataset"], row[column], pool="hgp",
+                 method="perplexity", column=f"{row['group']}, {text}", unit="perplexity",
+                 queries=row["passages"],
+                 source=f"{sources[row['dataset'], row['llm']]} perplexity.{column}")
+            for row in table.to_dicts() for column, text in TEXTS.items()]
 
 
 def compare_cells(dataset: str, stats: dict, source: str, *, nq: bool) -> list[dict]:
     """Figures 3 (and 1b for an NQ dataset: `nq`) from a comparison's transfer table and
-    Figure 2 from its overlap table, a cell per (LLM, column)."""
+    Figure 2 from its overlap table (gold utilitarian passages shared per query), a cell per
+    (LLM, column)."""
     out = []
     items = [("figure-3", "transfer"), ("figure-2", "overlap")]
     if nq:
         items.insert(0, ("figure-1b", "transfer"))
     for item, table in items:
         out += [cell(item, row["reader"], dataset, row[column], column=column, pool="mcp",
-                     method=table, source=f"{source} {table}")
+                     method=table, unit="count" if table == "overlap" else "percent",
+                     source=f"{source} {table}")
                 for row in stats[table] for column in stats["columns"]]
     return out
 

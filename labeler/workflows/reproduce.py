@@ -12,7 +12,7 @@ already asked.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from labeler.llm.config import LLMConfig
@@ -91,8 +91,21 @@ def _run(config: ReproduceConfig, llms: Sequence[LLMConfig], aliases: Sequence[s
     for step in todo:
         if step.what == "judge":
             judge(config.judge(step.dataset, step.method, step.with_answer),
-                  by_alias.get(step.llm), out=step.output, cache_dir=cache_dir, **sizes)
+                  _judge_llm(step, by_alias.get(step.llm)), out=step.output,
+                  cache_dir=cache_dir, **sizes)
         elif step.what == "compare":
             compare([utility_folder(work, "mcp", step.dataset, a) for a in step.llms],
                     out=work / "mcp", llms={a: by_alias[a].name for a in step.llms},
                     cache_dir=cache_dir)
+
+
+def _judge_llm(step: Step, llm: LLMConfig | None) -> LLMConfig | None:
+    """The LLM a judge step asks: a method that needs an operation only the hf backend answers
+    (AttR's attention) runs on hf, whatever the other steps run on."""
+    from labeler.judge_methods import METHODS
+    from labeler.llm import OPTIONAL_OPERATIONS
+
+    operation = METHODS[step.method].operation
+    if llm is None or operation is None or llm.backend in OPTIONAL_OPERATIONS[operation]:
+        return llm
+    return replace(llm, backend="hf", batch_size=None, dtype=None, tensor_parallel=1)

@@ -66,17 +66,20 @@ def _judge_rows(config: ReproduceConfig, dataset: str, mine: Sequence[Step]) -> 
         if step.done():
             rows.append((name, "done", "exact"))
             continue
-        listwise = len(method.templates) > 1  # a turn per passage, one prompt per query
+        # listwise (a turn per passage) and AttR (all passages in one prompt): one prompt
+        # per query; pointwise: one per candidate
+        per_query = len(method.templates.get(source.kind, {})) > 1 or bool(method.operation)
         calls = 0 if not (method.templates or method.needs_answer) else \
-            queries if listwise else candidates
+            queries if per_query else candidates
         answers = queries if (step.with_answer or method.needs_answer) else 0
-        asked = tokens(calls, config.k if listwise else 1) + tokens(answers, config.k)
+        asked = tokens(calls, config.k if per_query else 1) + tokens(answers, config.k)
         rows.append((name, f"{calls + answers:,} calls, ~{asked:,} tokens",
                      "upper bound; pseudo-answers included"))
-        if method.kind == "selection" and step.with_answer:
-            rows.append((f"  score --rag ({step.llm})",
-                         f"{queries:,} calls, ~{tokens(queries, config.k):,} tokens",
-                         "upper bound: every candidate selected"))
+        if method.kind == "ranking" or step.with_answer:
+            shown = min(config.k, 5) if method.kind == "ranking" else config.k
+            rows.append((f"  score --rag ({step.llm or 'each LLM'})",
+                         f"{queries:,} calls, ~{tokens(queries, shown):,} tokens",
+                         "upper bound: every candidate selected, a ranking's top 5"))
     for step in (s for s in mine if s.what == "compare"):
         readers = len(step.llms)
         calls = readers * readers * queries

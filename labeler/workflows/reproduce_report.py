@@ -32,17 +32,20 @@ def write_report(config: ReproduceConfig, aliases: Sequence[str], plan: Sequence
     version; (its folder, its records)."""
     work = work_folder(out)
     records: list[dict] = []
+    reports: dict[tuple, list] = {}  # (LLM, method, with answer) -> each dataset's report
     for dataset in config.datasets:
         for alias in aliases:
             records += _labels(config, work, dataset, alias)
             judged = [s for s in plan if s.what == "judge" and s.dataset == dataset
                       and s.llm in (alias, None)]
-            records += _scores(work, dataset, alias, judged, cache_dir)
+            records += _scores(work, dataset, alias, judged, cache_dir, reports)
         for step in plan:
             if step.what == "compare" and step.dataset == dataset:
                 stats = load_artifact(step.output).manifest["stats"]
                 records += cells.compare_cells(dataset, stats, _rel(step.output, work),
                                                nq=dataset in NQ)
+    records += _overall(reports)
+    records += _perplexity(config, aliases, work, cache_dir)
     records.sort(key=lambda r: ROW_ORDER.index(r["method"]) if r["method"] in ROW_ORDER
                  else len(ROW_ORDER))
     path = write_artifact(records, out=out, kind=PaperReport,
@@ -67,9 +70,10 @@ def _labels(config: ReproduceConfig, work: Path, dataset: str, alias: str) -> li
 
 
 def _scores(work: Path, dataset: str, alias: str, judged: Sequence[Step],
-            cache_dir: str | Path | None) -> list[dict]:
-    """Tables 4, 5 (and 6 for the selections with the pseudo-answer, scored with --rag):
-    each submission scored against the LLM's rp labels, as `labeler score` does."""
+            cache_dir: str | Path | None, reports: dict[tuple, list]) -> list[dict]:
+    """Tables 4, 5 and 6: each submission scored against the LLM's rp labels, as `labeler
+    score` does, with --rag for the selections with the pseudo-answer and every ranking (its
+    top 5); each report also kept in `reports` for the Overall rows."""
     from labeler.scoring.reference import load_reference
     from labeler.scoring.score import score
 
@@ -78,12 +82,36 @@ def _scores(work: Path, dataset: str, alias: str, judged: Sequence[Step],
     out = []
     for step in track(judged, f"{dataset}, {alias}: scores"):
         method = METHODS[step.method]
-        rag = method.kind == "selection" and step.with_answer
+        rag = method.kind == "ranking" or step.with_answer
         report = score(step.output, reference, ks=(5,), rag=rag, cache_dir=cache_dir)
         answer = step.with_answer if method.with_answer is not None else None
+        reports.setdefault((alias, step.method, answer), []).append(report)
         out += cells.score_cells(alias, dataset, step.method, answer, report,
-                                 reference.records, _rel(step.output, work))
+                                 _rel(step.output, work))
     return out
+
+
+def _overall(reports: dict[tuple, list]) -> list[dict]:
+    """Tables 4-6's Overall rows: each (LLM, method, answer)'s reports over the datasets,
+    their queries pooled (`labeler.scoring.overall`), where there are several datasets."""
+    from labeler.scoring.overall import overall
+
+    return [cell for (alias, method, answer), each in reports.items() if len(each) > 1
+            for cell in cells.score_cells(alias, "overall", method, answer, overall(each),
+                                          f"overall of {len(each)} datasets")]
+
+
+def _perplexity(config: ReproduceConfig, aliases: Sequence[str], work: Path,
+                cache_dir: str | Path | None) -> list[dict]:
+    """Figure 5: each LLM's perplexity on its hgp labels' human gold passages (on hf)."""
+    from labeler.workflows.perplexity import perplexity
+
+    folders = {(d, a): utility_folder(work, "hgp", d, a) for d in config.datasets
+               if "hgp" in config.pools(d) for a in aliases}
+    if not folders:
+        return []
+    table = perplexity(list(folders.values()), cache_dir=cache_dir).table
+    return cells.perplexity_cells(table, {key: _rel(f, work) for key, f in folders.items()})
 
 
 def _manifest(config: ReproduceConfig, aliases: Sequence[str], plan: Sequence[Step],

@@ -31,6 +31,8 @@ EXTRACTOR = "qwen3-32b"
 NQ = ("nq", "nq-sample")
 #: the cap on every answer and judgment in the paper's code
 MAX_NEW_TOKENS = 4096
+#: the cap on AttR's answer, whose attention it reads (src/listwise_attention.py)
+ATTENTION_TOKENS = 32
 #: the corpus of a dataset whose own is not the paper's (MS MARCO v1 passages for msmarco-fqa)
 CORPUS = {"msmarco-fqa": "msmarco-passage"}
 
@@ -73,8 +75,12 @@ class ReproduceConfig:
         return UtilityConfig(**self._data(dataset, pool), answer_extractor=extractor)
 
     def judge(self, dataset: str, method: str, with_answer: bool) -> JudgeConfig:
-        """The judge's config of `method` on `dataset`'s rp pool."""
-        return JudgeConfig(**self._data(dataset, "rp"), method=method, with_answer=with_answer)
+        """The judge's config of `method` on `dataset`'s rp pool (AttR's answer capped as the
+        paper's code caps it)."""
+        data = self._data(dataset, "rp")
+        if METHODS[method].operation == "attention":
+            data["max_new_tokens"] = min(self.max_new_tokens, ATTENTION_TOKENS)
+        return JudgeConfig(**data, method=method, with_answer=with_answer)
 
 
 @dataclass(frozen=True)

@@ -51,11 +51,16 @@ def test_every_table_and_figure_is_written(reproduced):
     for item in FIGURES:
         assert (report / f"{item}.png").read_bytes().startswith(b"\x89PNG")
     records = load_artifact(report).records
-    assert {r["item"] for r in records} == {*TITLES, *FIGURES} - {"figure-5"}  # no PPL yet
+    assert {r["item"] for r in records} == {*TITLES, *FIGURES}
     assert CliRunner().invoke(cli, ["validate", str(report)]).exit_code == 0
 
 
-def test_each_number_equals_what_the_separate_commands_give(reproduced):
+def test_each_number_equals_what_the_separate_commands_give(reproduced, smollm, monkeypatch):
+    import labeler.llm
+    from labeler.llm.cache import CachedBackend
+
+    monkeypatch.setattr(labeler.llm, "load_backend",  # perplexity: the session's model
+                        lambda name, **o: CachedBackend(smollm, cache_dir=o.get("cache_dir")))
     work, report, _, _ = reproduced
     expected = _Separate(work)
     records = [r for r in load_artifact(report).records if r["ours"] is not None]
@@ -67,7 +72,7 @@ def test_each_number_equals_what_the_separate_commands_give(reproduced):
 
 def test_a_second_run_runs_no_step_and_writes_the_same_numbers(reproduced):
     _, report, options, again = reproduced
-    assert "report: 0 steps run, 12 done before" in again
+    assert "report: 0 steps run, 13 done before" in again
     second = report.with_name("v2")
     assert [r["ours"] for r in load_artifact(second).records] == \
         [r["ours"] for r in load_artifact(report).records]
@@ -88,10 +93,12 @@ class _Separate:
         path = self.work / where
         if path.suffix == ".jsonl":  # a submission: `labeler score`
             return self._score(path, what, record)
+        if what.startswith("perplexity."):  # `labeler analyze perplexity`'s table
+            return self._perplexity(path, what.split(".", 1)[1], record)
         manifest = load_artifact(path).manifest
         if manifest["artifact"] == "compare":  # `labeler compare`'s tables
             row = next(row for row in manifest["stats"][what] if row["reader"] == record["llm"])
-            return 100 * row[record["column"]]
+            return row[record["column"]] * (1 if record["unit"] == "count" else 100)
         if what.startswith("rag."):  # the utility records' answers, split by known
             part = what.split(".")[1]
             rows = load_artifact(path).records
@@ -114,3 +121,12 @@ class _Separate:
         result = CliRunner().invoke(cli, args)
         assert result.exit_code == 0, result.output
         return 100 * json.loads(result.stdout)["metrics"][what]
+
+    def _perplexity(self, path: Path, column: str, record: dict) -> float:
+        import polars as pl
+
+        out = path.parent / "ppl"
+        result = CliRunner().invoke(cli, ["analyze", "perplexity", str(path), "--out", str(out)])
+        assert result.exit_code == 0, result.output
+        rows = pl.read_csv(out / "perplexity.csv").to_dicts()
+        return next(r[column] for r in rows if record["column"].startswith(r["group"] + ","))
