@@ -32,9 +32,9 @@ def compare(artifacts: tuple[Path, ...], out: Path, llms: tuple[str, ...],
     share per query (over all queries), and with the human gold, beside the mean Jaccard
     index. Writes the tables, heatmaps and a card as one version folder.
     """
+    from labeler.report.heatmap import cell_text
     from labeler.workflows.compare import VIEWS
     from labeler.workflows.compare import compare as run_compare
-    from labeler.workflows.heatmap import cell_text
 
     overrides = {}
     for item in llms:

@@ -12,6 +12,8 @@ import io
 import textwrap
 from collections.abc import Iterable
 
+from labeler.report.heatmap import draw_cells
+
 #: figure item -> (caption, "heatmap" | "bars")
 FIGURES = {
     "figure-1a": (("Figure 1a. RAG accuracy (%) of each LLM with the same top-k retrieved "
@@ -73,13 +75,8 @@ def _heatmap(figure, axis, records: list[dict]) -> None:
             values[rows.index(r["llm"]), columns.index(r["column"])] = r["ours"]
     finite = values[np.isfinite(values)]
     low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
-    image = axis.imshow(values, cmap="viridis", vmin=low, vmax=high if high > low else low + 1)
-    axis.set_xticks(range(len(columns)), columns, rotation=30, ha="right", fontsize=8)
-    axis.set_yticks(range(len(rows)), rows, fontsize=8)
-    for (i, j), v in np.ndenumerate(values):  # light text on the dark half of the scale
-        axis.text(j, i, "n/a" if np.isnan(v) else f"{v:.1f}", ha="center", va="center",
-                  fontsize=8, color="white" if np.isnan(v) or image.norm(v) < 0.5 else "black")
-    figure.colorbar(image, ax=axis, label=_unit(records))
+    draw_cells(figure, axis, values, rows, columns, form="{:.1f}", low=low,
+               top=high if high > low else low + 1, label=_unit(records), fontsize=8)
 
 
 def _bars(axis, records: list[dict]) -> None:

@@ -36,9 +36,9 @@ from labeler.errors import InputError
 from labeler.llm.base import Backend
 from labeler.llm.calls import Calls
 from labeler.progress import track
+from labeler.report.heatmap import heatmap_png
 from labeler.scoring.rag import artifact_setting, load_reader, rag_correct
 from labeler.tasks.utility import TEMPLATES_BY_KIND
-from labeler.workflows.heatmap import heatmap_png
 
 if TYPE_CHECKING:
     import polars as pl
@@ -50,7 +50,7 @@ SPLITS = ("known", "unknown")
 @dataclass(frozen=True)
 class View:
     """One table of the comparison: its statistics key (and image stem), title, scale
-    (`labeler.workflows.heatmap.SCALES`) and axis labels."""
+    (`labeler.report.heatmap.SCALES`) and axis labels."""
 
     name: str
     title: str

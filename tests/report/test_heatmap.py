@@ -8,8 +8,8 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import pytest
 
+from labeler.report.heatmap import cell_text, heatmap_figure, heatmap_png
 from labeler.workflows.compare import HUMAN, VIEWS
-from labeler.workflows.heatmap import cell_text, heatmap_figure, heatmap_png
 
 LLMS = ["llama3.1-8b", "qwen3-8b", "qwen3-14b", "qwen3-32b"]
 COLUMNS = [*LLMS, HUMAN]

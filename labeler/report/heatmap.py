@@ -81,15 +81,27 @@ def heatmap_figure(values: Sequence[Sequence[float | None]], rows: Sequence[str]
     lines = textwrap.wrap(title, width=max(20, math.floor(width * 72 / (0.58 * _TITLE_SIZE))))
     height = 1.9 + 0.5 * len(rows) + 0.2 * len(lines)
     figure, axes = plt.subplots(figsize=(width, height), layout="constrained")
-    image = axes.imshow(shown, vmin=0, vmax=top, cmap="viridis", aspect="auto")
-    axes.set_xticks(range(len(columns)), columns, rotation=30, ha="right")
-    axes.set_yticks(range(len(rows)), rows)
-    for (i, j), v in np.ndenumerate(shown):
-        blank = np.isnan(v)  # drawn as the background: grey text
-        axes.text(j, i, "n/a" if blank else spec.form.format(v), ha="center", va="center",
-                  fontsize=8, color="0.4" if blank else "white" if v < 0.6 * top else "black")
+    draw_cells(figure, axes, shown, rows, columns, form=spec.form, low=0.0, top=top,
+               label=spec.label)
     axes.set_xlabel(xlabel)
     axes.set_ylabel(ylabel)
     axes.set_title("\n".join(lines), fontsize=_TITLE_SIZE)
-    figure.colorbar(image, ax=axes, label=spec.label)
     return figure
+
+
+def draw_cells(figure: Figure, axes, shown, rows: Sequence[str], columns: Sequence[str], *,
+               form: str, low: float, top: float, label: str, fontsize: float | None = None
+               ) -> None:
+    """Draw `shown` (rows x columns, in written units, NaN: n/a) on `axes` as coloured cells
+    from `low` to `top`, each written with `form` (n/a in grey), light text on the dark part
+    of the scale, and the colour bar labelled `label`."""
+    import numpy as np
+
+    image = axes.imshow(shown, vmin=low, vmax=top, cmap="viridis", aspect="auto")
+    axes.set_xticks(range(len(columns)), columns, rotation=30, ha="right", fontsize=fontsize)
+    axes.set_yticks(range(len(rows)), rows, fontsize=fontsize)
+    for (i, j), v in np.ndenumerate(shown):
+        blank = np.isnan(v)  # drawn as the background: grey text
+        axes.text(j, i, "n/a" if blank else form.format(v), ha="center", va="center",
+                  fontsize=8, color="0.4" if blank else "white" if image.norm(v) < 0.6 else "black")
+    figure.colorbar(image, ax=axes, label=label)
