@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from labeler.report.paper import paper_value
+from labeler.scoring.rag import known_split
 
 #: utility statistic -> (Table 3 method) for each candidate pool's artifact
 TABLE3 = (("accuracy_all", "all"), ("accuracy_utilitarian", "utilitarian"))
@@ -64,12 +65,15 @@ def split_cells(item: str, llm: str, dataset: str, records: Sequence[dict],
     """Mean of `correct` (one value per record, None: not asked) over the records' unknown
     and known queries (`known`: answered right closed-book); a figure's cells name the
     query type in `column`."""
+    split = known_split("correct", [math.nan if c is None else c for c in correct],
+                        [r["known"] for r in records])
     out = []
-    for query_type, known in (("unknown", False), ("known", True)):
-        values = [c for r, c in zip(records, correct) if r["known"] is known and c is not None]
-        mean = float(np.mean(values)) if values else None
-        out.append(cell(item, llm, dataset, mean, query_type=None if figure else query_type,
-                        column=query_type if figure else None, queries=len(values),
+    for query_type in ("unknown", "known"):
+        values = split[f"correct_{query_type}"]
+        values = values[~np.isnan(values)]
+        out.append(cell(item, llm, dataset, float(values.mean()) if values.size else None,
+                        query_type=None if figure else query_type,
+                        column=query_type if figure else None, queries=int(values.size),
                         source=source, **key))
     return out
 
