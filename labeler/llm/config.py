@@ -3,7 +3,7 @@ names a loaded one."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from labeler.errors import InputError
@@ -40,6 +40,13 @@ class LLMConfig:
                 f"the {self.backend} backend takes no dtype '{self.dtype}'"
                 + (f": use one of {', '.join(taken)}" if taken else ""), field_name="dtype",
                 hint=None if taken else "leave out --dtype, or use --backend vllm")
+
+    def on_hf(self) -> LLMConfig:
+        """The same model on the hf backend, for an operation only hf answers: vllm's batch
+        size, tensor parallelism and dtype dropped (hf keeps its own defaults)."""
+        if self.backend == "hf":
+            return self
+        return replace(self, backend="hf", batch_size=None, tensor_parallel=1, dtype=None)
 
     @property
     def gpus(self) -> int:

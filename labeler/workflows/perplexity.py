@@ -21,7 +21,7 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
@@ -29,7 +29,6 @@ import polars as pl
 from labeler.artifacts.reader import load_artifact
 from labeler.errors import InputError
 from labeler.llm.calls import Calls
-from labeler.llm.config import LLMConfig
 from labeler.paths import atomic_file
 from labeler.scoring.rag import reader_config
 
@@ -68,7 +67,7 @@ def perplexity(artifacts: Sequence[str | Path], *, llms: Mapping[str, str] | Non
         if (artifact.manifest or {}).get("artifact") != "utility":
             raise InputError("expected a utility artifact's version folder", path=str(path))
     llms = dict(llms or {})
-    readers = [_on_hf(reader_config(a.manifest, llms.get(a.manifest["llm"]))) for a in loaded]
+    readers = [reader_config(a.manifest, llms.get(a.manifest["llm"])).on_hf() for a in loaded]
     rows = []
     for artifact, reader in zip(loaded, readers):
         llm = Calls(reader.load(cache_dir))
@@ -79,14 +78,6 @@ def perplexity(artifacts: Sequence[str | Path], *, llms: Mapping[str, str] | Non
                                        "ppl_passage": pl.Float64,
                                        "ppl_query_passage": pl.Float64})
     return Perplexities(table, figure(table))
-
-
-def _on_hf(config: LLMConfig) -> LLMConfig:
-    """The artifact's LLM on the hf backend (vllm's batch size and tensor parallelism
-    dropped)."""
-    if config.backend == "hf":
-        return config
-    return replace(config, backend="hf", batch_size=None, tensor_parallel=1)
 
 
 def text_perplexity(llm: Calls, texts: list[str], what: str) -> list[float]:

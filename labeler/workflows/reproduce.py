@@ -12,7 +12,7 @@ already asked.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from labeler.llm.config import LLMConfig
@@ -108,4 +108,4 @@ def _judge_llm(step: Step, llm: LLMConfig | None) -> LLMConfig | None:
     operation = METHODS[step.method].operation
     if llm is None or operation is None or llm.backend in OPTIONAL_OPERATIONS[operation]:
         return llm
-    return replace(llm, backend="hf", batch_size=None, dtype=None, tensor_parallel=1)
+    return llm.on_hf()

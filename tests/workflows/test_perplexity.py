@@ -80,7 +80,7 @@ def test_a_vllm_artifact_is_read_on_hf_and_another_kind_refused(setup, smollm, t
     for file in artifact.iterdir():
         (folder / file.name).write_bytes(file.read_bytes())
     manifest = json.loads((folder / "manifest.json").read_text())
-    manifest["llm_config"].update(backend="vllm", batch_size=256)
+    manifest["llm_config"].update(backend="vllm", batch_size=256, dtype="float16")
     (folder / "manifest.json").write_text(json.dumps(manifest))
     expected = perplexity([artifact], cache_dir=calls).table
     misses = cache_stats(calls).misses
