@@ -38,6 +38,7 @@ class ScriptedBackend(Backend):
         # answers as the constrained model would)
         self.max_context = max_context  # in tokens, which here are whitespace-separated words
         self.calls: list[tuple[str, list]] = []  # (operation, the requests of one call)
+        self.schemas: list[str | None] = []  # the json_schema of each generate call
 
     def batches(self, op: str) -> list[list]:
         """The requests of every call of `op`, in call order."""
@@ -53,6 +54,7 @@ class ScriptedBackend(Backend):
         self._fits([self.render(p) for p in prompts], sampling.max_tokens)
         if sampling.json_schema is not None and not self.structured_output:
             raise AssertionError("a JSON schema sent to a backend without structured_output")
+        self.schemas.append(sampling.json_schema)
         rule = self._rule("generate", prompts)
 
         def samples(answer: str | list[str]) -> list[Completion]:

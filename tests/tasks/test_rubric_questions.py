@@ -99,6 +99,7 @@ def test_a_structured_backend_is_held_to_the_schema_and_the_choice_recorded(shar
         return STRUCTURED if "descriptive titles" in text else CUT
 
     records, backend = _label(shard, True, answer)
+    assert backend.schemas == [RESPONSE_SCHEMA]  # one call, held to the schema
     assert [(r["structured"], r["fallback"]) for r in records] == [(True, False), (True, True)]
     assert [q["text"] for q in records[0]["questions"]] == [
         "Does the document discuss descriptive titles?",
@@ -115,7 +116,8 @@ def test_an_unstructured_backend_is_asked_for_the_json_and_falls_back(shard):
         assert RESPONSE_DESCRIPTION in text  # asked for the JSON all the same
         return STRUCTURED if "descriptive titles" in text else FENCED
 
-    records, _ = _label(shard, False, answer)
+    records, backend = _label(shard, False, answer)
+    assert backend.schemas == [None]
     assert [(r["structured"], r["fallback"]) for r in records] == [(False, False),
                                                                   (False, True)]
     assert [q["text"] for q in records[1]["questions"]] == ["Is it about titles?"]
