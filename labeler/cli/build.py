@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -46,8 +47,11 @@ if TYPE_CHECKING:
 @click.option("--dry-run", is_flag=True,
               help="Check everything and print the plan (queries, passages, embeddings, LLM "
                    "calls); load no model and write nothing.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print each LLM's version folder and statistics (its manifest's) as JSON on "
+                   "stdout instead of the table.")
 def build(llms, backend, batch_size, device, dtype, tensor_parallel, executor, ray_address, workers,
-          artifact, out, version, shard_size, cache_dir, dry_run, **options) -> None:
+          artifact, out, version, shard_size, cache_dir, dry_run, as_json, **options) -> None:
     """Label the candidate passages of a dataset for each LLM, and write one artifact each.
 
     utility (the default): a passage is gold utilitarian for an LLM on a query iff the LLM
@@ -79,6 +83,10 @@ def build(llms, backend, batch_size, device, dtype, tensor_parallel, executor, r
     runner = load_executor(executor, address=ray_address, workers=workers)
     built = build_labels(artifact, config, models, out=out, version=version,
                          shard_size=shard_size, cache_dir=cache_dir, executor=runner)
+    if as_json:
+        click.echo(json.dumps([{"llm": b.llm, "path": str(b.path), "stats": b.stats}
+                               for b in built], indent=2, ensure_ascii=False))
+        return
     table = Table(title=f"{artifact} labels: {config.dataset}, pool {config.pool}, k {config.k}")
     table.add_column("statistic")
     for b in built:

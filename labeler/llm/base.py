@@ -9,6 +9,7 @@ any batch runs, that each prompt and the room its answer needs fit the model's c
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -30,6 +31,7 @@ class Sampling:
     max_tokens: int = 32
     stop: tuple[str, ...] = ()  # generation is cut at the first of these strings
     seed: int | None = None  # required when sampling, so results repeat
+    json_schema: str | None = None  # output constrained to this JSON schema (structured_output)
 
     def __post_init__(self) -> None:
         if self.n < 1:
@@ -43,14 +45,21 @@ class Sampling:
                              field_name="n")
         if self.temperature > 0 and self.seed is None:
             raise InputError("sampling needs a seed so results repeat", field_name="seed")
+        if self.json_schema is not None:
+            try:
+                json.loads(self.json_schema)
+            except ValueError as exc:
+                raise InputError(f"json_schema is not JSON: {exc}",
+                                 field_name="json_schema") from None
 
     @property
     def greedy(self) -> bool:
         return self.temperature == 0
 
     def key(self) -> dict:
-        """Every parameter that changes the answer, for cache keys and manifests."""
-        return asdict(self)
+        """Every parameter that changes the answer, for cache keys and manifests (json_schema
+        only when set, so that unconstrained calls keep the keys they had before it)."""
+        return {k: v for k, v in asdict(self).items() if k != "json_schema" or v is not None}
 
 
 @dataclass(frozen=True)
@@ -134,6 +143,8 @@ class Backend(ABC):
     #: the model's context window in tokens: prompt plus answer (its config's
     #: max_position_embeddings; vllm's max_model_len)
     max_context: int
+    #: whether `generate` can constrain its output to `Sampling.json_schema` (others refuse it)
+    structured_output: bool = False
 
     def key(self) -> dict:
         """Everything about the loaded model that changes its answers, for cache keys."""

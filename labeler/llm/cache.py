@@ -112,6 +112,7 @@ class CachedBackend(Backend):
         self.model_id, self.revision, self.alias = inner.model_id, inner.revision, inner.alias
         self.batch_size = inner.batch_size
         self.max_context = inner.max_context
+        self.structured_output = inner.structured_output
         self.path = cache_root(cache_dir) / FILE
         self.db = _connect(self.path)
         self.backend_calls = 0  # requests forwarded to `inner` by this object

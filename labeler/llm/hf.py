@@ -163,6 +163,9 @@ class HFBackend(Backend):
 
     @_fixed_threads
     def generate(self, prompts: list[Chat], sampling: Sampling) -> list[list[Completion]]:
+        if sampling.json_schema is not None:
+            raise InputError("the hf backend cannot constrain its output to a JSON schema",
+                             field_name="json_schema", hint="use --backend vllm")
         texts = [self.render(p) for p in prompts]
         ids = encode(self.tokenizer, texts)
         check_lengths([len(x) for x in ids], self.max_context, reserved=sampling.max_tokens)

@@ -18,7 +18,8 @@ is seeded per request with `row_seed(seed, prompt, 0)`,
 so a prompt's samples do not depend on what else is in the call. `loglikelihood` reads
 `prompt_logprobs` of the continuation's tokens; `choice_probs` appends each choice's first token
 to the prompt and reads its prompt log-probability, which is exact for any token (the top-k
-`logprobs` of a generated token would miss choices outside the top k). A completion is
+`logprobs` of a generated token would miss choices outside the top k). `Sampling.json_schema`
+becomes vllm's structured outputs (`StructuredOutputsParams(json=...)`). A completion is
 `capped` when vllm reports finish_reason "length" (it reached max_tokens). Engine calls are
 cut by the shared Collator, longest first, the rows of one prompt (its choices) or of one
 context (its continuations) in the same call so that vllm's prefix cache serves them.
@@ -38,6 +39,7 @@ try:
     from vllm import LLM, SamplingParams
     from vllm.inputs import TokensPrompt
     from vllm.platforms import current_platform
+    from vllm.sampling_params import StructuredOutputsParams
 except ImportError as exc:
     raise MissingDependencyError("the vllm backend", "labeler[vllm]") from exc
 
@@ -80,6 +82,8 @@ _SCORE = {"max_tokens": 1, "temperature": 0.0, "prompt_logprobs": 1, "detokenize
 
 class VLLMBackend(Backend):
     """A vllm engine answering the three operations; `batch_size` requests per engine call."""
+
+    structured_output = True  # Sampling.json_schema: vllm's structured outputs (xgrammar)
 
     def __init__(self, spec: ModelSpec, *, batch_size: int | None = None,
                  device: str | None = None, cache_dir: str | Path | None = None,
@@ -144,6 +148,8 @@ class VLLMBackend(Backend):
             top_k=sampling.top_k or -1, max_tokens=sampling.max_tokens,
             stop=list(sampling.stop) or None, skip_special_tokens=True,
             seed=None if sampling.greedy else row_seed(sampling.seed, text, 0),
+            structured_outputs=None if sampling.json_schema is None
+            else StructuredOutputsParams(json=sampling.json_schema),
         ) for text in texts]
         outputs = self._run(ids, params, "generate")  # n samples ride in one request
         # finish_reason "length": the completion reached max_tokens; "stop": EOS or a stop string

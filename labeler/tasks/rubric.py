@@ -1,27 +1,28 @@
 """Bag-of-decisions reranking: a query becomes a bag of yes/no questions instead of a bag of
 words, and a document's score is the sum of P(yes) over the questions.
 
-The LLM writes the questions with the original experiment's prompts; `parse_questions` reads
-numbered, bulleted, JSON and prose lists; blanks, exact and near duplicates (embedding cosine
->= 0.9, the bundled MiniLM) go, at most `max_questions` stay. A query whose output yields no
-question is asked again once with a new seed, then recorded as empty. For each of the BM25
-top `rerank_k` documents and each question, a chat with the document first, then the question,
-gives P(yes) = p(yes) / (p(yes) + p(no)), each summed over casing and leading-space variants
-(the document-first order lets the hf backend prefill each document once for all its questions):
+The LLM writes the questions with the original experiment's prompts and response schema
+(`labeler.tasks.rubric_questions`: constrained to the schema where the backend can, read as free
+text otherwise); blanks, exact and near duplicates (embedding cosine >= 0.9, the bundled MiniLM)
+go, at most `max_questions` stay. A query whose output yields no question is asked again once
+with a new seed, then recorded as empty. For each of the BM25 top `rerank_k` documents and each
+question, a chat with the document first, then the question, gives P(yes) = p(yes) / (p(yes) +
+p(no)), each summed over casing and leading-space variants (the document-first order lets the
+hf backend prefill each document once for all its questions). With c(p) = p, or with
+`threshold` t, c(p) = p if p > t else 0 (the experiment's earlier versions: t = 0.7):
 
-    rubric(q, d) = Σ_i P(yes | d, question_i)        fused(q, d) = BM25(q, d) + w · rubric(q, d)
+    rubric(q, d) = Σ_i c(P(yes | d, question_i))      fused(q, d) = BM25(q, d) + w · rubric(q, d)
 
 on the top K, the rest keeping BM25 order (fused = BM25 there, below every reranked one). The
-single-question baseline is P(yes) of "Is this document relevant to this query?" alone.
+single-question baseline asks "Is this document relevant to this query?" alone, ranked by
+c(P(yes)) and fused like the rubric: single_fused = BM25 + w · c(P(yes)).
 """
 
 from __future__ import annotations
 
-import json
-import re
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
@@ -29,23 +30,23 @@ import numpy as np
 
 from labeler.errors import InputError
 from labeler.formats import Run
-from labeler.llm.base import Chat, ChoiceRequest, Message, Sampling, chat, yes_probability
+from labeler.llm.base import Chat, ChoiceRequest, Message, Sampling, yes_probability
 from labeler.llm.calls import Calls
 from labeler.metrics.ranking import rank_metrics
 from labeler.metrics.significance import paired_t_test
 from labeler.sources.types import Source
 from labeler.tasks.base import LLM, Shard, Task, TaskConfig
+from labeler.tasks.rubric_questions import (
+    GENERATE,
+    GENERATE_SYSTEM,
+    GENERATE_USER,
+    RESPONSE_FORMAT,
+    RESPONSE_SCHEMA,
+    generation_prompt,
+    generation_sampling,
+    read_questions,
+)
 
-#: The original experiment's question-generation prompts, verbatim.
-GENERATE_SYSTEM = (
-    "You are a search relevance decision engine. You will be given a query, and your job is to "
-    "generate a list of yes/no questions that can be used to determine if a document is "
-    "relevant to the query."
-)
-GENERATE_USER = (
-    "For the given query, please generate a list of yes/no questions where the affirmative\n"
-    "indicates the document is relevant to the query.\n\nHere's the query:\n\n{query}"
-)
 #: The P(yes) chat (ours: the experiment fixes its order, document first, not its words).
 JUDGE_SYSTEM = "You are a search relevance decision engine. Answer each question about the " \
     "document with yes or no."
@@ -54,19 +55,22 @@ JUDGE_QUESTION = "{question}\n\nAnswer yes or no."
 #: The experiment's single-question baseline, with the query it asks about.
 SINGLE_QUESTION = "Here's the query:\n\n{query}\n\nIs this document relevant to this query?"
 PROMPT_TEMPLATES = {"generate_system": GENERATE_SYSTEM, "generate_user": GENERATE_USER,
+                    "response_format": RESPONSE_FORMAT, "response_schema": RESPONSE_SCHEMA,
                     "judge_system": JUDGE_SYSTEM, "judge_document": JUDGE_DOCUMENT,
                     "judge_question": JUDGE_QUESTION, "single_question": SINGLE_QUESTION}
 #: each answer word's casing and leading-space variants, whose probabilities are summed
 YES, NO = ("yes", "Yes", " yes", " Yes"), ("no", "No", " no", " No")
-#: sampled question lists, so that a retry with the next seed can differ
-GENERATE = Sampling(temperature=0.7, top_p=0.95, max_tokens=256, seed=0)
 #: questions whose embeddings are at least this close are near duplicates
 NEAR_DUPLICATE = 0.9
 #: the cut-off of the reported NDCG
 NDCG_K = 10
 #: the fused ranking, written beside the tables as a TREC run
 RUN_FILE = "fused.trec"
-METHODS = ("bm25", "single", "rubric", "fused")
+#: the rankings reported, each but BM25 tested against BM25
+METHODS = ("bm25", "single", "single_fused", "rubric", "fused")
+METHOD_NAMES = {"bm25": "BM25", "single": "single question alone",
+                "single_fused": "single question fused", "rubric": "rubric alone",
+                "fused": "rubric fused"}
 
 
 @dataclass(frozen=True)
@@ -81,7 +85,10 @@ class RubricConfig(TaskConfig):
         "help": "the BM25 top K the LLM scores", "min": 1})
     single_question: bool = field(default=False, metadata={
         "help": "also score the single-question baseline (\"Is this document relevant to this "
-                "query?\")"})
+                "query?\"), alone and fused with BM25"})
+    threshold: float | None = field(default=None, metadata={
+        "help": "sum only the P(yes) above P (the experiment's earlier versions: 0.7) "
+                "[default: none, every P(yes)]", "metavar": "P", "min": 0.0, "max": 1.0})
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -90,10 +97,9 @@ class RubricConfig(TaskConfig):
                              field_name="encoder", hint="leave --encoder unset (bm25) or pass "
                                                         "a BM25 run with --run")
 
-
-def generation_prompt(query: str) -> Chat:
-    """The experiment's question-generation chat for `query`."""
-    return chat(GENERATE_USER.format(query=query), system=GENERATE_SYSTEM)
+    def counted(self, p: float) -> float:
+        """What one P(yes) adds to a score: p, or 0 when not above `threshold`."""
+        return p if self.threshold is None or p > self.threshold else 0.0
 
 
 def judge_prompt(document: str, question: str) -> Chat:
@@ -107,27 +113,6 @@ def p_yes(probs: dict[str, float]) -> float:
     """P(yes) from one `choice_probs` answer over YES + NO, each word's variants summed."""
     return yes_probability({"yes": sum(probs[c] for c in YES), "no": sum(probs[c] for c in NO)},
                            "yes", "no")
-
-
-def parse_questions(text: str) -> list[str]:
-    """The questions of an LLM's list: JSON (a list, or an object holding one), numbered or
-    bulleted lines, else the sentences ending in "?"; markdown and labels stripped, blanks and
-    exact repeats (ignoring case and spacing) dropped.
-
-    >>> parse_questions('1. Does it cover X?\\n2. **Scope**: Is Y discussed?\\n- Does it cover X?')
-    ['Does it cover X?', 'Is Y discussed?']
-    """
-    found = _from_json(text)
-    if found is None:
-        items = [m.group(1) for m in map(_ITEM.match, text.splitlines()) if m]
-        asked = [i for i in items if "?" in i]
-        found = asked or items or _SENTENCE.findall(text)
-    questions: dict[str, str] = {}
-    for item in found:
-        question = _clean(item)
-        if question:
-            questions.setdefault(" ".join(question.casefold().split()), question)
-    return list(questions.values())
 
 
 class RubricTask(Task):
@@ -144,13 +129,14 @@ class RubricTask(Task):
         ("mean_questions", "questions / query", "mean"),
         ("retried", "queries asked again (no question)", "count"),
         ("empty", "queries left without a question", "count"),
+        ("structured", "queries generated under the JSON schema", "count"),
+        ("fallback", "queries whose questions were read as free text", "count"),
         ("scored", "documents scored by the LLM", "count"),
         ("judged_queries", "queries with human judgments", "count"),
-        *((f"ndcg@{NDCG_K}_{m}", f"NDCG@{NDCG_K} {label}", "mean") for m, label in (
-            ("bm25", "BM25"), ("single", "single question"), ("rubric", "rubric alone"),
-            ("fused", "fused"))),
-        ("fused_vs_bm25_p", "fused vs BM25: paired t-test p", "mean"),
-        ("rubric_vs_bm25_p", "rubric vs BM25: paired t-test p", "mean"),
+        *((f"ndcg@{NDCG_K}_{m}", f"NDCG@{NDCG_K} {label}", "mean")
+          for m, label in METHOD_NAMES.items()),
+        *((f"{m}_vs_bm25_p", f"{label} vs BM25: paired t-test p", "mean")
+          for m, label in METHOD_NAMES.items() if m != "bm25"),
     )
     metadata: ClassVar[dict] = {
         "pretty_name": "Bag-of-decisions rubrics: yes/no questions and P(yes) per document",
@@ -168,20 +154,25 @@ class RubricTask(Task):
                              field_name="corpus", hint="pass --corpus FILE or --run FILE")
 
     def label(self, calls: Mapping[str, Calls], shard: Shard) -> list[dict]:
-        """Questions for every query (one batched call, one more for the retries), then P(yes)
-        for every (document, question) of every query in one batched call."""
+        """Questions for every query (one batched call, one more for the retries; under the
+        JSON schema where the backend can), then P(yes) for every (document, question) of
+        every query in one batched call."""
         llm, queries, config = calls[LLM], shard.queries, self.config
         qids = [q.qid for q in queries]
+        structured = llm.backend.structured_output
         prompts = [generation_prompt(q.question) for q in queries]
-        texts = [c[0].text for c in llm.generate(prompts, GENERATE, "rubric questions", qids)]
-        parsed = [parse_questions(t) for t in texts]
-        retried = [i for i, found in enumerate(parsed) if not found]
+        texts = [c[0].text for c in llm.generate(prompts, generation_sampling(structured),
+                                                 "rubric questions", qids)]
+        parsed = [read_questions(t) for t in texts]
+        retried = [i for i, (found, _) in enumerate(parsed) if not found]
         if retried:
-            again = llm.generate([prompts[i] for i in retried], replace(GENERATE, seed=1),
+            again = llm.generate([prompts[i] for i in retried],
+                                 generation_sampling(structured, seed=1),
                                  "rubric questions, asked again", [qids[i] for i in retried])
             for i, samples in zip(retried, again):
-                parsed[i] = parse_questions(samples[0].text)
-        kept = self._distinct(parsed)
+                texts[i] = samples[0].text
+                parsed[i] = read_questions(texts[i])
+        kept = self._distinct([found for found, _ in parsed])
         asks: list[tuple[int, int, str]] = []  # (query, candidate, question text)
         for i, q in enumerate(queries):
             single = SINGLE_QUESTION.format(query=q.question) if config.single_question else None
@@ -203,6 +194,7 @@ class RubricTask(Task):
             relevance = q.relevance or {g.pid: 1 for g in q.gold}
             records.append({"qid": q.qid, "query": q.question, "llm": llm.alias,
                             "output": texts[i], "retried": i in retried,
+                            "structured": structured, "fallback": parsed[i][1],
                             "questions": [{"id": f"{q.qid}-{n}", "text": t}
                                           for n, t in enumerate(kept[i], 1)],
                             "relevance": relevance, "candidates": candidates})
@@ -217,7 +209,7 @@ class RubricTask(Task):
             scored = self._scores(record)
             rows.extend(scored)
             for method in METHODS:
-                runs[method][record["qid"]] = _ranked(scored, method)
+                runs[method][record["qid"]] = _ranked(scored, self._ranking_score(method))
         judged = [r["qid"] for r in records if any(v > 0 for v in r["relevance"].values())]
         qrels = {r["qid"]: r["relevance"] for r in records}
         ndcg = {m: dict(zip(judged, rank_metrics(runs[m], qrels, ks=[NDCG_K],
@@ -227,7 +219,7 @@ class RubricTask(Task):
             qid = record["qid"]
             values = {m: ndcg[m][qid] for m in METHODS} if qid in ndcg.get("bm25", {}) else None
             if values is not None and not self.config.single_question:
-                values["single"] = None
+                values["single"] = values["single_fused"] = None
             data.append({k: v for k, v in record.items() if k != "candidates"}
                         | {"scored": sum(c["scored"] for c in record["candidates"]),
                            f"ndcg@{NDCG_K}": values})
@@ -246,9 +238,11 @@ class RubricTask(Task):
     def statistics(records: Iterable[dict]) -> dict:
         """From the data records alone: `queries`, `questions` (kept, in all),
         `mean_questions`, `retried` (asked again for having none), `empty` (still none),
-        `scored` (documents the LLM scored), `judged_queries` (with a relevant judgment),
-        `ndcg@10_<method>` (mean over the judged queries; single: None unless asked) and
-        `<method>_vs_bm25_p` with `<method>_vs_bm25` (the paired t-test against BM25)."""
+        `structured` (generated under the JSON schema), `fallback` (questions read as free
+        text), `scored` (documents the LLM scored), `judged_queries` (with a relevant
+        judgment), `ndcg@10_<method>` (mean over the judged queries; single and single_fused:
+        None unless asked) and `<method>_vs_bm25_p` with `<method>_vs_bm25` (the two-sided
+        paired t-test against BM25)."""
         records = list(records)
         n = len(records)
         questions = [len(r["questions"]) for r in records]
@@ -257,13 +251,15 @@ class RubricTask(Task):
                  "mean_questions": sum(questions) / n if n else None,
                  "retried": sum(r["retried"] for r in records),
                  "empty": sum(not q for q in questions),
+                 "structured": sum(r["structured"] for r in records),
+                 "fallback": sum(r["fallback"] for r in records),
                  "scored": sum(r["scored"] for r in records), "judged_queries": len(judged)}
         values = {m: np.array([np.nan if v[m] is None else v[m] for v in judged], dtype=float)
                   for m in METHODS}
         for method in METHODS:
             known = values[method][~np.isnan(values[method])]
             stats[f"ndcg@{NDCG_K}_{method}"] = float(known.mean()) if known.size else None
-        for method in ("single", "rubric", "fused"):
+        for method in METHODS[1:]:
             test = paired_t_test(values[method], values["bm25"]) if judged else None
             usable = test is not None and test.n > 0
             stats[f"{method}_vs_bm25"] = test.as_dict() if usable else None
@@ -277,20 +273,30 @@ class RubricTask(Task):
         return labels, [pid for pid, label in labels.items() if label > 0]
 
     def _scores(self, record: dict) -> list[dict]:
-        """One row per candidate: rubric = Σ P(yes), fused = BM25 + w · rubric on the top K
-        (BM25 elsewhere), and the rank in the fused order (ties: BM25 order)."""
-        rows = []
+        """One row per candidate: rubric = Σ c(P(yes)), fused = BM25 + w · rubric and
+        single_fused = BM25 + w · c(single) on the top K (BM25 elsewhere), and the rank in the
+        fused order (ties: BM25 order)."""
+        rows, config = [], self.config
         for bm25_rank, c in enumerate(record["candidates"], 1):
-            rubric = float(sum(c["p_yes"])) if c["scored"] else None
-            fused = c["bm25"] + self.config.weight * rubric if c["scored"] else c["bm25"]
-            rows.append({"qid": record["qid"], "pid": c["pid"], "bm25": c["bm25"],
+            bm25, single = c["bm25"], c["single"]
+            rubric = float(sum(map(config.counted, c["p_yes"]))) if c["scored"] else None
+            fused = bm25 + config.weight * rubric if c["scored"] else bm25
+            single_fused = bm25 if not c["scored"] else None if single is None \
+                else bm25 + config.weight * config.counted(single)
+            rows.append({"qid": record["qid"], "pid": c["pid"], "bm25": bm25,
                          "bm25_rank": bm25_rank, "p_yes": c["p_yes"], "rubric": rubric,
-                         "single": c["single"], "fused": fused,
+                         "single": single, "single_fused": single_fused, "fused": fused,
                          "label": record["relevance"].get(c["pid"])})
         order = sorted(rows, key=lambda r: -r["fused"])  # stable: ties keep BM25 order
         for rank, row in enumerate(order, 1):
             row["rank"] = rank
         return rows
+
+    def _ranking_score(self, method: str) -> Callable[[dict], float | None] | None:
+        """The score a method ranks the LLM-scored candidates by (None: BM25 order)."""
+        if method == "single":
+            return lambda r: None if r["single"] is None else self.config.counted(r["single"])
+        return None if method == "bm25" else lambda r: r[method]
 
     def _distinct(self, parsed: list[list[str]]) -> list[list[str]]:
         """Each query's questions without near duplicates (cosine >= NEAR_DUPLICATE to one
@@ -314,43 +320,13 @@ class RubricTask(Task):
         return kept
 
 
-def _ranked(rows: Sequence[dict], method: str) -> dict[str, float]:
-    """A method's ranking as scores n, n-1, ...: the LLM-scored documents by the method's
-    score (ties: BM25 order), then the rest in BM25 order."""
-    key = {"bm25": None, "fused": "fused", "rubric": "rubric", "single": "single"}[method]
+def _ranked(rows: Sequence[dict], score: Callable[[dict], float | None] | None
+            ) -> dict[str, float]:
+    """A ranking as scores n, n-1, ...: the LLM-scored documents by `score` (ties: BM25
+    order; BM25 order when None or unknown for one), then the rest in BM25 order."""
     top = [r for r in rows if r["rubric"] is not None]
     rest = [r for r in rows if r["rubric"] is None]
-    if key is not None and all(r[key] is not None for r in top):
-        top = sorted(top, key=lambda r: -r[key])
+    if score is not None and all(score(r) is not None for r in top):
+        top = sorted(top, key=lambda r: -score(r))
     ordered = [*top, *rest]
     return {r["pid"]: float(len(ordered) - k) for k, r in enumerate(ordered)}
-
-
-_ITEM = re.compile(r"^\s*(?:(?:question\s*|q)?\d+\s*[.):]|\(\d+\)|[-*•+])\s+(.+)$",
-                   re.IGNORECASE)
-_SENTENCE = re.compile(r"[^.?!\n]*\?")
-_LABEL = re.compile(r"^(?:\d+\s*[.):]\s+|(?:\*\*[^*]+\*\*|__[^_]+__)\s*:?\s*"
-                    r"|(?:question|q)\s*\d*\s*[:.-]\s*)+", re.IGNORECASE)
-
-
-def _from_json(text: str) -> list[str] | None:
-    """The strings of the first JSON list in `text` (or of an object's list value), else None."""
-    start = min((i for i in (text.find("["), text.find("{")) if i >= 0), default=-1)
-    if start < 0:
-        return None
-    try:
-        value, _ = json.JSONDecoder().raw_decode(text[start:])
-    except ValueError:
-        return None
-    if isinstance(value, dict):
-        value = next((v for v in value.values() if isinstance(v, list)), None)
-    if not isinstance(value, list):
-        return None
-    items = [v.get("question") or v.get("text") if isinstance(v, dict) else v for v in value]
-    return [v for v in items if isinstance(v, str)]
-
-
-def _clean(item: str) -> str:
-    """A list item as a question: no label, markdown emphasis or quotes around it."""
-    text = _LABEL.sub("", item.strip()).strip()
-    return text.replace("**", "").strip(" \"'`").strip()

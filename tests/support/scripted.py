@@ -23,17 +23,22 @@ class ScriptedBackend(Backend):
     one, as many as asked for), `loglik(context, continuation)
     -> float` for loglikelihood, `probs(text, choices) -> {choice: p}` for choice_probs; text
     is the rendered prompt: its messages' contents joined by newlines. An operation without a
-    rule fails the test. Like every backend it refuses, before recording or answering a call,
+    rule fails the test; `structured_output` says whether it takes a `Sampling.json_schema`
+    (the `answer` rule then plays the constrained model). Like every backend it refuses, before recording or answering a call,
     a prompt too long for `max_context`. Tokens are whitespace-separated words: an answer of more words than
     `max_tokens` is cut to its first `max_tokens` and comes back capped."""
 
     model_id, revision, alias, batch_size = "scripted", "0", "scripted", 8
 
     def __init__(self, *, answer: Callable | None = None, loglik: Callable | None = None,
-                 probs: Callable | None = None, max_context: int = 1_000_000) -> None:
+                 probs: Callable | None = None, max_context: int = 1_000_000,
+                 structured_output: bool = False) -> None:
         self.rules = {"generate": answer, "loglikelihood": loglik, "choice_probs": probs}
+        self.structured_output = structured_output  # accepts Sampling.json_schema (the rule
+        # answers as the constrained model would)
         self.max_context = max_context  # in tokens, which here are whitespace-separated words
         self.calls: list[tuple[str, list]] = []  # (operation, the requests of one call)
+        self.schemas: list[str | None] = []  # the json_schema of each generate call
 
     def batches(self, op: str) -> list[list]:
         """The requests of every call of `op`, in call order."""
@@ -47,6 +52,9 @@ class ScriptedBackend(Backend):
 
     def generate(self, prompts: list[Chat], sampling: Sampling) -> list[list[Completion]]:
         self._fits([self.render(p) for p in prompts], sampling.max_tokens)
+        if sampling.json_schema is not None and not self.structured_output:
+            raise AssertionError("a JSON schema sent to a backend without structured_output")
+        self.schemas.append(sampling.json_schema)
         rule = self._rule("generate", prompts)
 
         def samples(answer: str | list[str]) -> list[Completion]:

@@ -16,7 +16,8 @@ from labeler.errors import InputError
 from labeler.formats import Qrels, Run
 from labeler.lines import read_jsonl
 from labeler.tasks.base import TaskConfig
-from labeler.tasks.rubric import RubricConfig, parse_questions
+from labeler.tasks.rubric import RubricConfig
+from labeler.tasks.rubric_questions import parse_questions
 
 NUMBERED = """Here are some yes/no questions to determine if a document is relevant:
 
@@ -78,14 +79,24 @@ def test_rubric_build_on_cisi_sample(loads, tmp_path, request):
     result = CliRunner().invoke(cli, [
         "build", "--artifact", "rubric", "--dataset", "cisi-sample", "--llm", "smollm2-135m",
         "--limit", "2", "--k", "10", "--rerank-k", "6", "--max-questions", "4",
-        "--single-question", "--out", str(out), "--cache-dir", str(tmp_path / "calls")])
+        "--single-question", "--threshold", "0.5", "--json", "--out", str(out),
+        "--cache-dir", str(tmp_path / "calls")])
     assert result.exit_code == 0, result.output
-    assert "NDCG@10 fused" in result.output
+    [built] = json.loads(result.stdout)
     [version] = (out / "rubric" / "cisi-sample" / "smollm2-135m").iterdir()
     assert validate_path(version) == []
+    manifest = json.loads((version / "manifest.json").read_text())
+    assert built["stats"] == manifest["stats"] and manifest["config"]["threshold"] == 0.5
     queries = [r for f in sorted(version.glob("data-*.jsonl")) for _, r in read_jsonl(f)]
     rows = [r for f in sorted(version.glob("candidates-*.jsonl")) for _, r in read_jsonl(f)]
     assert [q["qid"] for q in queries] == ["1", "2"]
+    # hf cannot constrain its output: asked for the JSON, never held to it; each query says
+    # whether its questions were read as free text, and the manifest counts both
+    assert [q["structured"] for q in queries] == [False, False]
+    assert manifest["stats"]["structured"] == 0
+    assert manifest["stats"]["fallback"] == sum(q["fallback"] for q in queries)
+    card = (version / "README.md").read_text()
+    assert "only P(yes) > 0.5 counted" in card and "| single question fused |" in card
     for query in queries:
         mine = [r for r in rows if r["qid"] == query["qid"]]
         assert len(mine) == 10
@@ -94,7 +105,10 @@ def test_rubric_build_on_cisi_sample(loads, tmp_path, request):
             assert all(0 <= p <= 1 for p in row["p_yes"])
             if row["bm25_rank"] <= 6:
                 assert len(row["p_yes"]) == len(query["questions"])
-                assert row["fused"] == pytest.approx(row["bm25"] + 10 * sum(row["p_yes"]))
+                counted = [p for p in row["p_yes"] if p > 0.5]
+                assert row["fused"] == pytest.approx(row["bm25"] + 10 * sum(counted))
+                assert row["single_fused"] == pytest.approx(
+                    row["bm25"] + (10 * row["single"] if row["single"] > 0.5 else 0))
         by_rank = sorted(mine, key=lambda r: r["rank"])
         assert {r["bm25_rank"] for r in by_rank[:6]} == set(range(1, 7))  # the top K reranked
         assert [r["bm25_rank"] for r in by_rank[6:]] == [7, 8, 9, 10]  # the rest: BM25 order
@@ -111,7 +125,7 @@ def test_rubric_build_on_cisi_sample(loads, tmp_path, request):
                                       str(qrels), "--k", "10", "--json"])
     assert scored.exit_code == 0, scored.output
     report = json.loads(scored.output)
-    stats = json.loads((version / "manifest.json").read_text())["stats"]
+    stats = manifest["stats"]
     assert json.dumps(report).count("ndcg@10") >= 1
     assert stats["ndcg@10_fused"] == pytest.approx(
         sum(q["ndcg@10"]["fused"] for q in queries) / 2)
