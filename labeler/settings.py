@@ -21,6 +21,7 @@ __all__ = [
     "apply_flags",
     "cache_dir",
     "debug",
+    "github_raw",
     "hub_backoff",
     "is_true",
     "kilt_source",
@@ -37,6 +38,7 @@ QUIET = "LABELER_QUIET"  # no progress bars or hints (`--quiet`)
 VERBOSE = "LABELER_VERBOSE"  # more detail on stderr (`--verbose`)
 CACHE_DIR = "LABELER_CACHE_DIR"  # the per-user cache folder (LLM calls, embeddings, models)
 KILT_SOURCE = "LABELER_KILT_SOURCE"  # a copy of KILT's kilt_knowledgesource.json: URL or path
+GITHUB_RAW = "LABELER_GITHUB_RAW"  # a mirror of raw.githubusercontent.com (files by repo@commit)
 HUB_BACKOFF = "LABELER_HUB_BACKOFF"  # seconds before the first Hub retry (then doubling)
 XDG_CACHE_HOME = "XDG_CACHE_HOME"  # the user cache base when LABELER_CACHE_DIR is unset
 HF_HUB_OFFLINE = "HF_HUB_OFFLINE"  # huggingface_hub's offline switch ...
@@ -97,6 +99,11 @@ def passed_to_workers() -> dict[str, str]:
 def kilt_source(default: str) -> str:
     """Where the KILT knowledge source is read from: LABELER_KILT_SOURCE, else `default`."""
     return os.environ.get(KILT_SOURCE) or default
+
+
+def github_raw(default: str) -> str:
+    """Where files of GitHub repos are read from: LABELER_GITHUB_RAW, else `default`."""
+    return (os.environ.get(GITHUB_RAW) or default).rstrip("/")
 
 
 def hub_backoff() -> float:

@@ -30,6 +30,16 @@ CORPUS_HELP = ("Corpus to retrieve from instead of the dataset's own (nq, tq, ho
                "kilt-wikipedia (KILT paragraphs), or a FlashRAG-format file ({id, contents}).")
 ENCODER_HELP = ("Retriever of the top k: bm25, or a dense bge-m3 (default, falls back to the "
                 "bundled minilm offline), minilm, or an HF repo id / local folder")
+BM25_HELP = {
+    "fields": "BM25: the fields searched, each with its boost (contents = title and text), "
+              "e.g. title^9.4,text^4; the score sums boost x each field's BM25 [default: the "
+              "dataset's (wands, esci: title^9.4,text^4), else contents].",
+    "stemmer": "BM25: a Snowball stemmer language (the experiment's analyser: punctuation "
+               "out, no stop words), or none (bm25s's tokens, English stop words out) "
+               "[default: the dataset's (wands, esci: english), else none].",
+    "k1": "BM25's k1 [default: 1.2].",
+    "b": "BM25's b [default: 0.75].",
+}
 #: the default of --k where the command does not leave it to the artifact's config
 K = 20
 
@@ -45,8 +55,8 @@ def stacked(*decorators: Decorator) -> Decorator:
 
 def data_options(*, pools: bool = False, qrels: bool = False,
                  task_defaults: bool = False) -> Decorator:
-    """--dataset, --corpus, --limit, --k, --encoder, --index; with `pools` also --pool and --run,
-    with `qrels` --qrels. With `task_defaults`, --k and --encoder are left to the artifact's
+    """--dataset, --corpus, --limit, --k, --encoder, --index, --bm25-fields, --bm25-stemmer,
+    --bm25-k1, --bm25-b; with `pools` also --pool and --run, with `qrels` --qrels. With `task_defaults`, --k and --encoder are left to the artifact's
     config and their help shows each artifact's default."""
     if task_defaults:
         k = click.option("--k", type=click.IntRange(min=1),
@@ -80,7 +90,12 @@ def data_options(*, pools: bool = False, qrels: bool = False,
             "--qrels", type=click.Path(dir_okay=False, path_type=Path),
             help="TREC qrels with the queries' graded human judgments (rubric: for NDCG)."))
     options += [click.option("--encoder", help=encoder_help),
-                click.option("--index", metavar="KIND[:NAME=N,...]", help=INDEX_HELP)]
+                click.option("--index", metavar="KIND[:NAME=N,...]", help=INDEX_HELP),
+                click.option("--bm25-fields", metavar="FIELD^BOOST,...",
+                             help=BM25_HELP["fields"]),
+                click.option("--bm25-stemmer", metavar="LANGUAGE", help=BM25_HELP["stemmer"]),
+                click.option("--bm25-k1", type=click.FloatRange(min=0), help=BM25_HELP["k1"]),
+                click.option("--bm25-b", type=click.FloatRange(0, 1), help=BM25_HELP["b"])]
     return stacked(*options)
 
 

@@ -1,22 +1,32 @@
-"""Sparse retrieval: BM25 through bm25s (Lucene's variant, k1 = 1.2, b = 0.75, as Anserini
-and Pyserini run it), English stop words dropped, no stemming.
+"""Sparse retrieval: BM25 through bm25s (Lucene's variant, k1 = 1.2, b = 0.75 by default, as
+Anserini and Pyserini run it), over one field or several, each field with its own statistics:
+
+    score(q, d) = Σ_field boost_field · BM25_field(q, d)
+
+as Elasticsearch's boosted `most_fields` query sums them (the rubric experiment ranks WANDS
+and ESCI by `title^9.4 text^4`, its product name and description). Two analysers: unstemmed
+(the default) is bm25s's tokenizer, lower-cased `\\w\\w+` tokens, English stop words dropped;
+stemmed is the experiment's: curly quotes folded, ASCII punctuation made spaces, lower-cased,
+split on white space, each word reduced by a Snowball stemmer (PyStemmer), no stop words.
 
 A document that shares no term with the query scores 0 and is not retrieved, so a query's
 ranking may be shorter than k.
 
-The index is built once per (corpus fingerprint, k1, b, method, stop words, bm25s version)
-into a folder under the cache, in bm25s's own layout (`bm25s.BM25.load(folder, mmap=True)`
-reads it), and memory-mapped on every later run. It is built in bounded memory: the corpus
-is tokenised `BATCH` passages at a time with one growing vocabulary (bm25s's Tokenizer, the
-same tokens as `bm25s.tokenize`), each batch's (term, passage, term frequency) postings
-spilled to disk; then the postings are written term range by term range, `CHUNK` at a
-time, as the CSC arrays bm25s builds, with the same float32 weights. `index.json` is written
-last; a folder without it (a cut build) or unreadable is said on stderr and rebuilt from the
-start, which costs one pass over the corpus.
+Each field's index is built once per (corpus fingerprint, field, analyser, k1, b, method,
+bm25s version) into a folder under the cache, in bm25s's own layout
+(`bm25s.BM25.load(folder, mmap=True)` reads it), and memory-mapped on every later run; the
+boosts weigh the fields' scores at query time, so they do not change an index. It is built in
+bounded memory: the corpus is tokenised `BATCH` passages at a time with one growing vocabulary
+(bm25s's Tokenizer, the same tokens as `bm25s.tokenize`), each batch's (term, passage, term
+frequency) postings spilled to disk; then the postings are written term range by term range,
+`CHUNK` at a time, as the CSC arrays bm25s builds, with the same float32 weights. `index.json`
+is written last; a folder without it (a cut build) or unreadable is said on stderr and rebuilt
+from the start, which costs one pass over the corpus.
 
-A query is scored as bm25s scores it (its terms' postings summed in float32), and only the
-passages in its terms' postings are ranked, by partial selection: the same top k as a full
-stable sort of every score, ties by corpus position.
+A query is scored in each field as bm25s scores it (its terms' postings summed in float32),
+the fields' scores weighed and summed in float64, and only the passages in its terms'
+postings are ranked, by partial selection: the same top k as a full stable sort of every
+score, ties by corpus position.
 """
 
 from __future__ import annotations
@@ -35,12 +45,35 @@ from labeler.errors import InputError, MissingDependencyError
 from labeler.formats import Run
 from labeler.paths import atomic_file, cache_root, locked
 from labeler.progress import info, progress_bar, warning
+from labeler.retrieval.bm25_config import (
+    BM25,
+    DEFAULT,
+    DEFAULT_FIELDS,
+    K1,
+    METHOD,
+    NAME,
+    STOPWORDS,
+    B,
+    analyze,
+    tokenizer,
+    vocabulary,
+)
 from labeler.sources.corpus import Corpus
 from labeler.sources.types import Query, Source
 
-NAME = "bm25"
-K1, B = 1.2, 0.75
-METHOD, STOPWORDS = "lucene", "en"
+__all__ = [
+    "BM25",
+    "K1",
+    "NAME",
+    "B",
+    "SparseIndex",
+    "bm25_run",
+    "index_folder",
+    "open_index",
+    "retrieve",
+    "weights",
+]
+
 #: passages tokenised at a time while building: one batch's postings spill file
 BATCH = 65_536
 #: postings written at a time (8 bytes each in the output, about 40 in flight)
@@ -50,41 +83,26 @@ DATA, INDICES, INDPTR = "data.csc.index.npy", "indices.csc.index.npy", "indptr.c
 VOCAB, PARAMS, RECORD = "vocab.index.json", "params.index.json", "index.json"
 
 
-@dataclass(frozen=True)
-class BM25:
-    """What ranked the pools, as `build_pools` records an encoder."""
-
-    k1: float = K1
-    b: float = B
-
-    def describe(self) -> dict:
-        """The manifest's record of the retriever."""
-        return {"name": NAME, "model_id": f"bm25s lucene k1={self.k1} b={self.b}",
-                "pooling": None}
-
-
-def retrieve(source: Source, *, k: int = 20, encoder: str | None = None, cache_dir=None
-             ) -> tuple[Run, BM25]:
+def retrieve(source: Source, *, k: int = 20, encoder: str | None = None, cache_dir=None,
+             bm25: BM25 | None = None) -> tuple[Run, BM25]:
     """Top-`k` BM25 over `source.corpus` for every query, and the retriever that ranked them
     (called as `dense.retrieve` is, after `pools.check_pools` made sure there is a corpus;
-    `encoder` is dense retrieval's)."""
-    used = BM25()
+    `encoder` is dense retrieval's); `bm25`: the settings (default: the dataset's own,
+    `Source.bm25`, else one unstemmed field)."""
+    used = bm25 or BM25.of(source.bm25)
     return bm25_run(source.corpus, source.queries, k=k, bm25=used, cache_dir=cache_dir), used
 
 
-def bm25_run(corpus: Corpus, queries: list[Query], *, k: int, bm25: BM25 = BM25(),
+def bm25_run(corpus: Corpus, queries: list[Query], *, k: int, bm25: BM25 = DEFAULT,
              cache_dir=None) -> Run:
     """qid -> {pid: BM25 score} of the `k` best passages with a score above 0, from the
-    corpus's cached index (built first if missing).
-
-    Each passage is indexed as its `contents` (title and text)."""
-    bm25s = _bm25s()
-    index = open_index(corpus, bm25, cache_dir=cache_dir)
-    words = bm25s.tokenize([q.question for q in queries], stopwords=STOPWORDS,
-                           return_ids=False, show_progress=False)
+    corpus's cached index of each field (built first if missing)."""
+    _bm25s()
+    fields = [(open_index(corpus, bm25, field=name, cache_dir=cache_dir), boost)
+              for name, boost in bm25.fields]
     run = Run()
-    for query, terms in zip(queries, words):
-        positions, scores = index.top(terms, k)
+    for query, terms in zip(queries, analyze([q.question for q in queries], bm25)):
+        positions, scores = top(fields, terms, k)
         run[query.qid] = dict(zip(corpus.pids(positions.tolist()), scores.tolist()))
     return run
 
@@ -110,50 +128,73 @@ def weights(tf: np.ndarray, length: np.ndarray, idf: np.ndarray, avgdl: float, b
 
 @dataclass
 class SparseIndex:
-    """A corpus's BM25 index on disk, memory-mapped through bm25s."""
+    """One field's BM25 index of a corpus on disk, memory-mapped through bm25s."""
 
     folder: Path
     model: object  # bm25s.BM25, its score arrays memory-mapped
 
     def top(self, words: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
-        """(corpus positions, float32 scores) of the `k` best passages for a query of
-        `words` (tokenised, repeats counted as bm25s counts them), best first, equal scores
-        by corpus position, only scores above 0."""
-        vocab = self.model.vocab_dict
-        ids = [vocab[w] for w in words if w in vocab]
-        if not ids or k < 1:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        scores = self.model.get_scores_from_ids(ids)
-        indptr, indices = self.model.scores["indptr"], self.model.scores["indices"]
-        terms = sorted(set(ids))
-        found = np.concatenate([indices[indptr[t] : indptr[t + 1]] for t in terms])
-        values = scores[found]
-        # a passage is in at most len(terms) postings, so the best k x len(terms) postings
-        # hold at least k passages: every passage of the top k scores at least their least
-        if len(values) > k * len(terms):
-            cut = len(values) - k * len(terms)
-            found = found[values >= np.partition(values, cut)[cut]]
-        found = np.unique(found)  # in corpus order, so the stable sort breaks ties by it
-        values = scores[found]
-        best = np.argsort(-values, kind="stable")[:k]
-        best = best[values[best] > 0]
-        return found[best].astype(np.int64), values[best]
+        """`top` of this one index, boost 1."""
+        return top([(self, 1.0)], words, k)
 
 
-def index_folder(corpus: Corpus, bm25: BM25 = BM25(), *, cache_dir=None) -> Path:
-    """Where the index of `corpus` under `bm25`'s parameters lives in the cache."""
+def top(fields: list[tuple[SparseIndex, float]], terms: list[str], k: int
+        ) -> tuple[np.ndarray, np.ndarray]:
+    """(corpus positions, scores) of the `k` best passages for a query of `terms` (analysed,
+    repeats counted as bm25s counts them) over `fields` (index, boost): Σ boost · the field's
+    float32 bm25s score, summed in float64; best first, equal scores by corpus position, only
+    scores above 0."""
+    scored, postings = [], []
+    for index, boost in fields:
+        vocab = index.model.vocab_dict
+        ids = [vocab[t] for t in terms if t in vocab]
+        if not ids:
+            continue
+        scored.append((index.model.get_scores_from_ids(ids), boost))
+        indptr, indices = index.model.scores["indptr"], index.model.scores["indices"]
+        postings += [indices[indptr[t] : indptr[t + 1]] for t in sorted(set(ids))]
+    if not scored or k < 1:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+
+    def total(rows: np.ndarray) -> np.ndarray:
+        return sum(boost * scores[rows].astype(np.float64) for scores, boost in scored)
+
+    found = np.concatenate(postings)
+    # a passage is in at most len(postings) postings, so the best k x len(postings) postings
+    # hold at least k passages: every passage of the top k scores at least their least
+    if len(found) > k * len(postings):
+        values = total(found)
+        cut = len(values) - k * len(postings)
+        found = found[values >= np.partition(values, cut)[cut]]
+    found = np.unique(found)  # in corpus order, so the stable sort breaks ties by it
+    values = total(found)
+    best = np.argsort(-values, kind="stable")[:k]
+    best = best[values[best] > 0]
+    return found[best].astype(np.int64), values[best]
+
+
+def index_folder(corpus: Corpus, bm25: BM25 = DEFAULT, *, field: str = "contents",
+                 cache_dir=None) -> Path:
+    """Where the index of `corpus`'s `field` under `bm25`'s analyser, k1 and b lives in the
+    cache (the boosts weigh scores at query time: they are no part of an index). The one
+    field of the default settings keeps the key it had before fields and stemmers were
+    options, so indexes built then are found."""
     bm25s = _bm25s()
     key = {"k1": bm25.k1, "b": bm25.b, "method": METHOD, "stopwords": STOPWORDS,
            "bm25s": bm25s.__version__}
+    if field != DEFAULT_FIELDS[0][0] or bm25.stemmer is not None:
+        key |= {"field": field, "stemmer": bm25.stemmer,
+                "stopwords": None if bm25.stemmer else STOPWORDS}
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
     return cache_root(cache_dir) / "bm25" / f"{corpus.fingerprint}-{digest}"
 
 
-def open_index(corpus: Corpus, bm25: BM25 = BM25(), *, cache_dir=None, batch: int = BATCH,
-               chunk: int = CHUNK) -> SparseIndex:
-    """The corpus's index, built first unless a complete, readable one is cached (one
-    builder at a time per index: a second process waits, then reads the first's)."""
-    folder = index_folder(corpus, bm25, cache_dir=cache_dir)
+def open_index(corpus: Corpus, bm25: BM25 = DEFAULT, *, field: str = "contents",
+               cache_dir=None, batch: int = BATCH, chunk: int = CHUNK) -> SparseIndex:
+    """The index of the corpus's `field`, built first unless a complete, readable one is
+    cached (one builder at a time per index: a second process waits, then reads the
+    first's)."""
+    folder = index_folder(corpus, bm25, field=field, cache_dir=cache_dir)
     folder.parent.mkdir(parents=True, exist_ok=True)
     with locked(folder.parent / f"{folder.name}.lock"):
         problem, index = _check(folder, len(corpus))
@@ -162,8 +203,9 @@ def open_index(corpus: Corpus, bm25: BM25 = BM25(), *, cache_dir=None, batch: in
         if problem != "missing":
             warning(f"the BM25 index {folder} is {problem}; deleting and rebuilding it")
             shutil.rmtree(folder)
-        info(f"BM25: indexing {len(corpus)} passages (once: the index is cached)")
-        _build(corpus, bm25, folder, batch=batch, chunk=chunk)
+        info(f"BM25: indexing the {field} of {len(corpus)} passages (once: the index is "
+             "cached)")
+        _build(corpus, bm25, field, folder, batch=batch, chunk=chunk)
         problem, index = _check(folder, len(corpus))
     if index is None:
         raise InputError(f"the BM25 index just built is {problem}", str(folder),
@@ -192,24 +234,23 @@ def _check(folder: Path, passages: int) -> tuple[str | None, SparseIndex | None]
     return None, SparseIndex(folder, model)
 
 
-def _build(corpus: Corpus, bm25: BM25, folder: Path, *, batch: int, chunk: int) -> None:
-    """Write the index of `corpus` into `folder`: tokenise and spill, then write the CSC
-    arrays, vocabulary and parameters, and the commit record last."""
-    from bm25s.tokenization import Tokenizer
-
+def _build(corpus: Corpus, bm25: BM25, field: str, folder: Path, *, batch: int, chunk: int
+           ) -> None:
+    """Write the index of `corpus`'s `field` into `folder`: tokenise and spill, then write
+    the CSC arrays, vocabulary and parameters, and the commit record last."""
     size = len(corpus)
     spill = folder / "spill"
     spill.mkdir(parents=True)
-    tokenizer = Tokenizer(stopwords=STOPWORDS)
+    words = tokenizer(bm25)
     df = np.zeros(0, dtype=np.int64)
     lengths = []
     starts = range(0, size, batch)
-    with progress_bar("BM25: tokenising", size) as advance:
+    with progress_bar(f"BM25: tokenising {field}", size) as advance:
         for n, start in enumerate(starts):
             rows = range(start, min(start + batch, size))
             flat, counts = array("i"), np.empty(len(rows), dtype=np.int64)
-            for i, ids in enumerate(tokenizer.streaming_tokenize(
-                    corpus.contents(rows), update_vocab=True, allow_empty=False)):
+            for i, ids in enumerate(words.streaming_tokenize(
+                    corpus.field(field, rows), update_vocab=True, allow_empty=False)):
                 flat.extend(ids)
                 counts[i] = len(ids)
             passages = np.repeat(np.arange(rows.start, rows.stop, dtype=np.int64), counts)
@@ -218,7 +259,7 @@ def _build(corpus: Corpus, bm25: BM25, folder: Path, *, batch: int, chunk: int) 
                                  | passages, return_counts=True)
             np.save(spill / f"keys-{n:05d}.npy", keys)
             np.save(spill / f"tf-{n:05d}.npy", tf.astype(np.int32))
-            vocab = len(tokenizer.word_to_id)
+            vocab = len(vocabulary(words))
             df = np.concatenate([df, np.zeros(vocab - len(df), dtype=np.int64)])
             df += np.bincount(keys >> 32, minlength=vocab)
             lengths.append(counts.astype(np.int32))
@@ -226,7 +267,7 @@ def _build(corpus: Corpus, bm25: BM25, folder: Path, *, batch: int, chunk: int) 
     lengths = np.concatenate(lengths) if lengths else np.zeros(0, dtype=np.int32)
     _write_postings(folder, spill, len(starts), df, lengths, bm25, chunk)
     shutil.rmtree(spill)
-    vocab = dict(tokenizer.word_to_id)
+    vocab = dict(vocabulary(words))
     vocab[""] = len(vocab)  # bm25s's empty token, past the last column, as `index` adds it
     with atomic_file(folder / VOCAB) as f:
         json.dump(vocab, f, ensure_ascii=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -54,6 +55,7 @@ def build_pools(
     index: str | None = None,
     cache_dir=None,
     encode: EncodeShards | None = None,
+    bm25: Mapping[str, object] | None = None,
 ) -> Pools:
     """Candidates for every query of `source`.
 
@@ -62,9 +64,11 @@ def build_pools(
     `mcp`: rp, then each gold passage not already there (same pid or identical text).
     `index`: the dense index searched (labeler.retrieval.ann; default flat, exact).
     `encode`: how dense retrieval encodes the corpus's missing shards (default: here).
+    `bm25`: BM25's options {fields, stemmer, k1, b} (None: unset), over the dataset's own.
     Fails before any model work as `check_pools` does.
     """
-    ranked = check_pools(source, pool=pool, k=k, run=run, encoder=encoder, index=index)
+    ranked = check_pools(source, pool=pool, k=k, run=run, encoder=encoder, index=index,
+                         bm25=bm25)
     if pool == "hgp":
         pools = {q.qid: [Candidate(p, "human", None, gold=True) for p in q.gold]
                  for q in source.queries}
@@ -73,10 +77,12 @@ def build_pools(
     passages = _Lookup(source)
     described = None
     if ranked is None:
-        from labeler.retrieval import bm25, dense
+        from labeler.retrieval import bm25 as sparse
+        from labeler.retrieval import bm25_config, dense
 
-        if encoder == bm25.NAME:
-            ranked, used = bm25.retrieve(source, k=k, cache_dir=cache_dir)
+        if encoder == sparse.NAME:
+            settings = bm25_config.BM25.of(source.bm25, **(bm25 or {}))
+            ranked, used = sparse.retrieve(source, k=k, cache_dir=cache_dir, bm25=settings)
         else:
             ranked, used = dense.retrieve(source, k=k, encoder=encoder, cache_dir=cache_dir,
                                           index=index, encode=encode or dense.encode_here)
@@ -93,7 +99,8 @@ def build_pools(
 
 
 def check_pools(source: Source, *, pool: str = "rp", k: int = 20, run: str | Path | None = None,
-                encoder: str | None = None, index: str | None = None) -> Run | None:
+                encoder: str | None = None, index: str | None = None,
+                bm25: Mapping[str, object] | None = None) -> Run | None:
     """InputError for pools that cannot be made, checked without loading any model: an
     unknown pool, no queries, k < 1, hgp/mcp without human gold, a bad `index`, rp/mcp with
     neither a run file nor a non-empty corpus, a bad run file, a named dense encoder that
@@ -113,6 +120,7 @@ def check_pools(source: Source, *, pool: str = "rp", k: int = 20, run: str | Pat
         raise InputError(f"dataset '{source.name}' has no human gold passages",
                          field_name="pool", hint=hint)
     check_index(index, pool=pool, run=run, encoder=encoder)
+    check_bm25(bm25, pool=pool, run=run, encoder=encoder, defaults=source.bm25)
     if pool == "hgp":
         return None
     if run is not None:
@@ -145,6 +153,21 @@ def check_index(index: str | None, *, pool: str, run, encoder: str | None) -> No
     if sparse:
         raise InputError(f"--index is for dense retrieval, and {sparse}", field_name="index",
                          hint="leave --index unset")
+
+
+def check_bm25(options: Mapping[str, object] | None, *, pool: str, run, encoder: str | None,
+               defaults: Mapping[str, object] | None = None) -> None:
+    """InputError unless the BM25 `options` ({fields, stemmer, k1, b}, None: unset) make valid
+    settings over `defaults`, and are unset unless BM25 ranks the pools."""
+    from labeler.retrieval.bm25_config import BM25, NAME
+
+    given = {name: value for name, value in (options or {}).items() if value is not None}
+    if given and (pool == "hgp" or run is not None or encoder != NAME):
+        flags = ", ".join(f"--bm25-{name.replace('_', '-')}" for name in given)
+        raise InputError(f"{flags} set BM25 retrieval, and the pools here are not ranked by "
+                         "it", field_name="encoder", hint="pass --encoder bm25 (rp or mcp, "
+                                                          "no --run) or leave them unset")
+    BM25.of(defaults, **given)
 
 
 def gold_recall(pools: dict, source: Source) -> float | None:

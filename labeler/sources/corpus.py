@@ -207,6 +207,10 @@ class Corpus:
         return [f"{title} {text}" if title else text
                 for title, text in zip(taken["title"], taken["text"])]
 
+    def field(self, name: str, rows) -> list[str]:
+        """The `name` field ("title", "text" or "contents") at corpus positions `rows`."""
+        return self.contents(rows) if name == "contents" else self._take(rows, [name])[name]
+
     def find(self, passage: Passage) -> Passage | None:
         """The corpus passage that is `passage`: the same pid, else the same title and text."""
         row = self._row(passage.pid)

@@ -35,6 +35,7 @@ SOURCES = {
     "tq-train": "labeler.sources.flashrag:load_tq_train",
     "hotpotqa-train": "labeler.sources.kilt:load_hotpotqa_train",
     "cisi-sample": "labeler.sources.search:load_cisi_sample",
+    "wands": "labeler.sources.product_search:load_wands",
 }
 
 #: corpus name -> "module:function() -> Corpus"; the paper retrieves from `wiki-dpr` (NQ,

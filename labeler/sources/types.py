@@ -70,6 +70,9 @@ class Source:
     # The Hub dataset repos the data was read from ("facebook/kilt_tasks"); none for a bundled
     # sample or a user's file.
     repos: tuple[str, ...] = field(default=(), kw_only=True)
+    # The BM25 settings the data's own experiments rank with, {fields, stemmer, k1, b} (any
+    # of them; `labeler.retrieval.bm25_config.BM25.of`): the defaults of the --bm25-* options.
+    bm25: dict = field(default_factory=dict, kw_only=True)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

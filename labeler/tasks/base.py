@@ -26,7 +26,7 @@ from labeler.errors import InputError
 from labeler.llm.base import Backend, Sampling
 from labeler.llm.calls import Calls
 from labeler.retrieval import POOLS, Candidate
-from labeler.retrieval.pools import check_index
+from labeler.retrieval.pools import check_bm25, check_index
 from labeler.sources.types import Query, Source
 
 #: the role of the build's LLM among a task's calls
@@ -46,6 +46,12 @@ class TaskConfig:
     qrels: str | None = None  # TREC qrels file: graded human judgments of the queries
     encoder: str | None = None  # dense retriever for rp (default: bge-m3, offline minilm)
     index: str | None = None  # dense index: flat (exact, the default), ivf[:...], hnsw[:...]
+    # BM25 retrieval's settings (None: the dataset's own, else one unstemmed field, k1 1.2,
+    # b 0.75): fields with boosts ("title^9.4,text^4"), a Snowball stemmer language or "none"
+    bm25_fields: str | None = None
+    bm25_stemmer: str | None = None
+    bm25_k1: float | None = None
+    bm25_b: float | None = None
     # LLM that first reduces sentence answers (msmarco-fqa) to entity answers; required for
     # such a source, refused for any other
     answer_extractor: str | None = None
@@ -59,8 +65,14 @@ class TaskConfig:
         if self.limit is not None and self.limit < 1:
             raise InputError(f"limit must be at least 1, got {self.limit}", field_name="limit")
         check_index(self.index, pool=self.pool, run=self.run, encoder=self.encoder)
+        check_bm25(self.bm25(), pool=self.pool, run=self.run, encoder=self.encoder)
         for f in fields(self):
             _check_bounds(f.name, getattr(self, f.name), f.metadata)
+
+    def bm25(self) -> dict:
+        """The BM25 options as `build_pools` takes them: {fields, stemmer, k1, b}."""
+        return {"fields": self.bm25_fields, "stemmer": self.bm25_stemmer, "k1": self.bm25_k1,
+                "b": self.bm25_b}
 
     @classmethod
     def from_options(cls, **options: Any) -> TaskConfig:

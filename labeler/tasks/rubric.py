@@ -261,7 +261,7 @@ class RubricTask(Task):
             stats[f"ndcg@{NDCG_K}_{method}"] = float(known.mean()) if known.size else None
         for method in METHODS[1:]:
             test = paired_t_test(values[method], values["bm25"]) if judged else None
-            usable = test is not None and test.n > 0
+            usable = test is not None and test.n > 1  # one query: no test (t, p NaN)
             stats[f"{method}_vs_bm25"] = test.as_dict() if usable else None
             stats[f"{method}_vs_bm25_p"] = test.p if usable and np.isfinite(test.p) else None
         return stats

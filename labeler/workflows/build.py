@@ -176,7 +176,7 @@ def check_build(artifact: str, config: TaskConfig, llms: Sequence[LLMConfig], *,
     answer_extraction.check(source, config.answer_extractor)
     task_manifest = task.manifest(source.kind)  # a kind of query the task cannot label fails here
     check_pools(source, pool=config.pool, k=config.k, run=config.run, encoder=config.encoder,
-                index=config.index)
+                index=config.index, bm25=config.bm25())
     folder = dataset_folder(source.name)
     for alias in named:  # an existing --version or a name that cannot be a folder fails now
         artifact_dir(out, kind=type(task), dataset=folder, llm=alias, version=version)

@@ -73,7 +73,7 @@ def judge(config: JudgeConfig, llm: LLMConfig | None, *, out: str | Path,
     source = config_source(config)
     templates = method.templates(source.kind)  # questions or claims; another kind fails here
     check_pools(source, pool=config.pool, k=config.k, run=config.run, encoder=config.encoder,
-                index=config.index)
+                index=config.index, bm25=config.bm25())
     model = None if llm is None or not templates else llm.load(cache_dir)
     pools = config_pools(source, config, cache_dir)
     records = []

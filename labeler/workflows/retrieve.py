@@ -26,6 +26,7 @@ def retrieve_run(
     index: str | None = None,
     cache_dir=None,
     executor: Executor | None = None,
+    bm25: dict | None = None,
 ) -> dict:
     """Retrieve top-`k` for every query of `dataset`, write `output` (TREC); return stats.
 
@@ -33,12 +34,13 @@ def retrieve_run(
     {kind, its parameters, and for ivf/hnsw recall_at_k against exact search}}, k,
     gold_recall (share of queries whose human gold passage is in the top k; None without
     gold), seconds (retrieval wall time, corpus encoding included unless cached), output.
-    `executor` encodes the corpus's missing shards (default: here).
+    `executor` encodes the corpus's missing shards (default: here); `bm25`: BM25's options
+    {fields, stemmer, k1, b} with `encoder` bm25 (the encoder then records them, no index).
     """
     source = load_source(dataset, corpus=corpus, limit=limit)
     start = time.perf_counter()
     pools = build_pools(source, pool="rp", k=k, encoder=encoder, index=index,
-                        cache_dir=cache_dir, encode=corpus_encoding(executor))
+                        cache_dir=cache_dir, encode=corpus_encoding(executor), bm25=bm25)
     seconds = time.perf_counter() - start
     run = Run({qid: {c.passage.pid: c.score for c in cands} for qid, cands in pools.items()})
     path = run.save(output, tag=f"labeler-{pools.encoder['name']}")

@@ -34,7 +34,7 @@ def config_pools(source: Source, config: TaskConfig, cache_dir: str | Path | Non
     encodes a dense corpus's missing shards (default: here)."""
     return build_pools(source, pool=config.pool, k=config.k, run=config.run,
                        encoder=config.encoder, index=config.index, cache_dir=cache_dir,
-                       encode=corpus_encoding(executor))
+                       encode=corpus_encoding(executor), bm25=config.bm25())
 
 
 def corpus_encoding(executor: Executor | None) -> EncodeShards:

@@ -92,3 +92,19 @@ def test_build_and_judge_refuse_an_index_no_dense_retrieval_uses_before_any_work
         assert result.exit_code == 1, result.output
         assert result.exception.line() == line
     assert not out.exists() and not (tmp_path / "judged.jsonl").exists()
+
+
+def test_bm25_retrieval_takes_its_fields_stemmer_k1_and_b(tmp_path):
+    out = tmp_path / "run.trec"
+    result = _run("--dataset", DATASET, "--corpus", FIXTURES / "flashrag_corpus.jsonl",
+                  "--limit", 2, "--k", 3, "--encoder", "bm25", "--bm25-fields", "title^3,text",
+                  "--bm25-stemmer", "english", "--bm25-k1", 0.9, "--output", out)
+    assert result.exit_code == 0, result.output
+    for text in ("k1=0.9 b=0.75 fields=title^3,text^1", "stemmer=english"):
+        assert text in result.output
+    assert "│ index" not in result.output  # no dense index to describe
+    assert out.read_text().splitlines()[0].endswith("labeler-bm25")
+    refused = _run("--dataset", DATASET, "--corpus", FIXTURES / "flashrag_corpus.jsonl",
+                   "--encoder", "minilm", "--bm25-stemmer", "english", "--output", out)
+    assert refused.exit_code == 1
+    assert "--bm25-stemmer set BM25 retrieval" in refused.exception.line()

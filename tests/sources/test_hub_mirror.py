@@ -15,6 +15,7 @@ from support.hub_mirror import CONTENT, KILT_SOURCE_COMMIT, mirror_env
 from support.hub_server import HubServer
 
 from labeler.sources.hub_files import HUB_FILES, KILT_SOURCE_REPO
+from labeler.sources.product_search import WANDS_COMMIT
 from labeler.sources.registry import CORPORA, SOURCES
 
 LOAD_ALL = r'''
@@ -80,7 +81,7 @@ def test_every_named_dataset_and_corpus_loads_from_the_hub(mirror):
     hub, env = mirror
     names = ["nq", "tq", "hotpotqa", "fever", "msmarco-fqa", "2wiki", "nq-tevatron",
              "tq-tevatron-distant", "hotpotqa-distractor", "nq-open-train", "tq-train",
-             "hotpotqa-train", "corpus:wiki-dpr",
+             "hotpotqa-train", "wands", "corpus:wiki-dpr",
              "corpus:msmarco-passage", "corpus:kilt-wikipedia", "corpus:kilt-w100",
              "nq+kilt-wikipedia"]
     got = _run(LOAD_ALL, names, env)
@@ -117,14 +118,18 @@ def test_every_named_dataset_and_corpus_loads_from_the_hub(mirror):
     assert got["corpus:kilt-wikipedia"]["passages"] == 6  # 3 pages, title + 1 paragraph
     assert got["corpus:kilt-w100"] == {"passages": 3, "license": "cc-by-sa-3.0",
                                        "revision": "kilt_knowledgesource.json:cut1"}
+    # WANDS: its three tab-separated files from GitHub at the pinned commit (the mirror serves
+    # raw.githubusercontent.com's layout): 7 queries over the 12 served products
+    assert got["wands"] == {**got["wands"], "queries": 7, "corpus": 12,
+                            "revision": f"wayfair/WANDS@{WANDS_COMMIT}"}
     # the served pages are those 3 of the 5 served NQ questions' provenance names
     assert got["nq+kilt-wikipedia"]["gold"]["queries_with_gold_in_corpus"] == 3
 
 
 def test_a_second_run_offline_reads_the_cache(mirror):
     _, env = mirror
-    online = _run(LOAD_ALL, ["nq-tevatron", "corpus:kilt-wikipedia"], env)
-    offline = _run(LOAD_ALL, ["nq-tevatron", "corpus:kilt-wikipedia"],
+    online = _run(LOAD_ALL, ["nq-tevatron", "corpus:kilt-wikipedia", "wands"], env)
+    offline = _run(LOAD_ALL, ["nq-tevatron", "corpus:kilt-wikipedia", "wands"],
                    {**env, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"})
     assert offline == online
 

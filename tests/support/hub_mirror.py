@@ -24,6 +24,7 @@ from labeler.sources.hub_files import (
     KILT_SOURCE_REPO,
     KILT_SOURCE_SCRIPT,
 )
+from labeler.sources.product_search import WANDS_COMMIT, WANDS_FILES, WANDS_REPO
 from support.hub_server import HubServer
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -106,6 +107,16 @@ def seed_mirror(hub: HubServer) -> str:
     return hub.static(KILT_SOURCE_PATH, pages)
 
 
+def seed_github(hub: HubServer) -> str:
+    """Serve the GitHub files the sources read (WANDS's three tab-separated files, real rows:
+    tests/fixtures/hub_mirror/wands) as raw.githubusercontent.com lays them out,
+    `<owner>/<repo>/<commit>/<path>`; returns the base URL (for LABELER_GITHUB_RAW)."""
+    for path in WANDS_FILES.values():
+        content = (FIXTURES / "hub_mirror" / "wands" / Path(path).name).read_bytes()
+        hub.static(f"{WANDS_REPO}/{WANDS_COMMIT}/{path}", content)
+    return hub.url
+
+
 def mirror_env(hub: HubServer, home: Path) -> dict[str, str]:
     """Seed the mirror; the environment a fresh process needs to read through it with empty
     Hugging Face caches under `home` (datasets and huggingface_hub read these at import)."""
@@ -120,6 +131,7 @@ def mirror_env(hub: HubServer, home: Path) -> dict[str, str]:
         "HF_HUB_DISABLE_XET": "1",
         "HF_HUB_DISABLE_TELEMETRY": "1",
         "LABELER_KILT_SOURCE": seed_mirror(hub),
+        "LABELER_GITHUB_RAW": seed_github(hub),
     }
 
 

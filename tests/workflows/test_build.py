@@ -125,7 +125,8 @@ def _assert_manifest(manifest: dict) -> None:
     assert (manifest["pool"], manifest["k"], manifest["run"]) == ("rp", 3, run)
     assert manifest["config"] == {"dataset": "nq-sample", "corpus": None, "limit": 3, "pool": "rp",
                                   "k": 3, "run": run, "encoder": None, "index": None,
-                                  "answer_extractor": None, "qrels": None,
+                                  "bm25_fields": None, "bm25_stemmer": None, "bm25_k1": None,
+                                  "bm25_b": None, "answer_extractor": None, "qrels": None,
                                   "with_likelihood": True, "max_new_tokens": 32}
     assert manifest["corpus_passages"] == 4349
     assert manifest["llm_config"] == {"model": "SmolLM2-135M-Instruct.Q4_1.gguf",
