@@ -73,12 +73,17 @@ class Encoder:
     def embed(self, texts: list[str], advance=lambda n: None, *, batch: int = BATCH
               ) -> np.ndarray:
         """`encode` without its own progress bar: `advance(n)` after each batch; on the CPU
-        with `cpu_threads()` torch threads."""
-        order = np.argsort([-len(t) for t in texts], kind="stable")
+        with `cpu_threads()` torch threads. The texts are tokenised once and batched by
+        token count, longest first, each batch padded to its own longest (as the library's
+        `encode` does)."""
+        tokens = self.embedder.tokenizer(texts, truncation=True, max_length=MAX_LENGTH)
+        order = np.argsort([-len(ids) for ids in tokens["input_ids"]], kind="stable")
         chunks = []
         with _threads(cpu_threads() if self.device == "cpu" else None):
             for start in range(0, len(texts), batch):
-                chunks.append(self._embed([texts[i] for i in order[start : start + batch]]))
+                rows = order[start : start + batch]
+                chunks.append(self._embed({key: [column[i] for i in rows]
+                                           for key, column in tokens.items()}))
                 advance(len(chunks[-1]))
         sorted_vectors = np.concatenate(chunks).astype(np.float32)
         return sorted_vectors[np.argsort(order)]
@@ -99,14 +104,12 @@ class Encoder:
         with progress_bar("encoding queries", len(texts)) as advance:
             return self.embed(texts, advance, batch=1)
 
-    def _embed(self, texts: list[str]) -> np.ndarray:
+    def _embed(self, tokens: dict[str, list]) -> np.ndarray:
         import torch
         import torch.nn.functional as F
 
         e = self.embedder
-        inputs = e.tokenizer(
-            texts, padding=True, truncation=True, max_length=MAX_LENGTH, return_tensors="pt"
-        ).to(self.device)
+        inputs = e.tokenizer.pad(tokens, padding=True, return_tensors="pt").to(self.device)
         with torch.inference_mode():
             if self.pooling == "m3-dense":
                 vectors = e.model(
