@@ -33,8 +33,8 @@ from labeler.sources.types import Query, Source
 ENCODERS = {"bge-m3": "BAAI/bge-m3", "minilm": "sentence-transformers/all-MiniLM-L6-v2"}
 DEFAULT_ENCODER = "bge-m3"
 FALLBACK_ENCODER = "minilm"
-#: passages a batch, longest first: on 2 CPU cores MiniLM ran 1.8-2.4x as fast as at
-#: FlagEmbedding's own 256 (benchmarks/bench_corpus.py measures both)
+#: passages a batch, longest first: on 2 CPU cores MiniLM ran 1.8-4x as fast as at
+#: FlagEmbedding's default of 256 (benchmarks/bench_corpus.py measures both)
 BATCH = 32
 _FALLBACK_HINT = (f"leave --encoder unset to fall back to the bundled {FALLBACK_ENCODER}, "
                   f"or pass --encoder {FALLBACK_ENCODER}")
