@@ -9,9 +9,10 @@ fallback), or any HF repo id / local folder FlagEmbedding can load.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,10 +33,13 @@ from labeler.sources.types import Query, Source
 ENCODERS = {"bge-m3": "BAAI/bge-m3", "minilm": "sentence-transformers/all-MiniLM-L6-v2"}
 DEFAULT_ENCODER = "bge-m3"
 FALLBACK_ENCODER = "minilm"
-_BATCH = 32
+#: passages a batch, longest first: on 2 CPU cores MiniLM ran 1.8-4x as fast as at
+#: FlagEmbedding's default of 256 (benchmarks/bench_corpus.py measures both)
+BATCH = 32
 _FALLBACK_HINT = (f"leave --encoder unset to fall back to the bundled {FALLBACK_ENCODER}, "
                   f"or pass --encoder {FALLBACK_ENCODER}")
-_MAX_LENGTH = 512
+#: tokens a passage is cut to (part of the cache key)
+MAX_LENGTH = 512
 
 
 @dataclass
@@ -51,7 +55,7 @@ class Encoder:
     @property
     def key(self) -> str:
         """Everything that determines an embedding, as a short hash (the cache's folder)."""
-        spec = f"{self.model_id}|{self.pooling}|{self.embedder.normalize_embeddings}|{_MAX_LENGTH}"
+        spec = f"{self.model_id}|{self.pooling}|{self.embedder.normalize_embeddings}|{MAX_LENGTH}"
         return f"{key_slug(self.model_id)}-{hashlib.sha256(spec.encode()).hexdigest()[:12]}"
 
     def describe(self) -> dict:
@@ -66,14 +70,21 @@ class Encoder:
         with progress_bar(description, len(texts)) as advance:
             return self.embed(texts, advance)
 
-    def embed(self, texts: list[str], advance=lambda n: None, *, batch: int = _BATCH
+    def embed(self, texts: list[str], advance=lambda n: None, *, batch: int = BATCH
               ) -> np.ndarray:
-        """`encode` without its own progress bar: `advance(n)` after each batch."""
-        order = np.argsort([-len(t) for t in texts], kind="stable")
+        """`encode` without its own progress bar: `advance(n)` after each batch; on the CPU
+        with `cpu_threads()` torch threads. The texts are tokenised once and batched by
+        token count, longest first, each batch padded to its own longest (as the library's
+        `encode` does)."""
+        tokens = self.embedder.tokenizer(texts, truncation=True, max_length=MAX_LENGTH)
+        order = np.argsort([-len(ids) for ids in tokens["input_ids"]], kind="stable")
         chunks = []
-        for start in range(0, len(texts), batch):
-            chunks.append(self._embed([texts[i] for i in order[start : start + batch]]))
-            advance(len(chunks[-1]))
+        with _threads(cpu_threads() if self.device == "cpu" else None):
+            for start in range(0, len(texts), batch):
+                rows = order[start : start + batch]
+                chunks.append(self._embed({key: [column[i] for i in rows]
+                                           for key, column in tokens.items()}))
+                advance(len(chunks[-1]))
         sorted_vectors = np.concatenate(chunks).astype(np.float32)
         return sorted_vectors[np.argsort(order)]
 
@@ -93,14 +104,12 @@ class Encoder:
         with progress_bar("encoding queries", len(texts)) as advance:
             return self.embed(texts, advance, batch=1)
 
-    def _embed(self, texts: list[str]) -> np.ndarray:
+    def _embed(self, tokens: dict[str, list]) -> np.ndarray:
         import torch
         import torch.nn.functional as F
 
         e = self.embedder
-        inputs = e.tokenizer(
-            texts, padding=True, truncation=True, max_length=_MAX_LENGTH, return_tensors="pt"
-        ).to(self.device)
+        inputs = e.tokenizer.pad(tokens, padding=True, return_tensors="pt").to(self.device)
         with torch.inference_mode():
             if self.pooling == "m3-dense":
                 vectors = e.model(
@@ -111,6 +120,27 @@ class Encoder:
                 vectors = e.pooling(hidden, inputs["attention_mask"])
             vectors = F.normalize(vectors.float(), dim=-1)
         return vectors.cpu().numpy()
+
+
+def cpu_threads() -> int:
+    """Torch threads an encoding on the CPU runs: OMP_NUM_THREADS where set (Ray sets it to
+    an actor's CPUs), else every CPU this process may run on, whatever another part of the
+    process set before (the hf backend runs its operations on one)."""
+    value = os.environ.get("OMP_NUM_THREADS", "")
+    return int(value) if value.isdigit() and int(value) > 0 else len(os.sched_getaffinity(0))
+
+
+@contextmanager
+def _threads(count: int | None):
+    """torch with `count` threads inside (None: as it is), restored after."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(count or before)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 #: the texts of a span of corpus positions

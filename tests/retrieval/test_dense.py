@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
+import torch
 
 from labeler.errors import ModelLoadError
 from labeler.paths import cache_root
 from labeler.retrieval import build_pools
-from labeler.retrieval.dense import corpus_index, load_encoder, search
+from labeler.retrieval.dense import (
+    BATCH,
+    MAX_LENGTH,
+    corpus_index,
+    cpu_threads,
+    load_encoder,
+    search,
+)
 
 
 def test_each_question_finds_its_gold_chunk_at_the_top(minilm, small_sample):
@@ -54,6 +64,44 @@ def test_corpus_embeddings_are_written_in_shards_and_reused(minilm, small_sample
     encoded.clear()
     corpus_index(minilm, small_sample.corpus, cache_dir=tmp_path, shard_size=32)
     assert encoded == []  # complete: served from disk
+
+
+def test_each_shard_holds_the_librarys_own_encode_of_its_passages_in_corpus_order(
+        minilm, small_sample, tmp_path):
+    index = corpus_index(minilm, small_sample.corpus, cache_dir=tmp_path, shard_size=32)
+    for shard in range(index.shards):
+        texts = small_sample.corpus.contents(index.span(shard))
+        lengths = [len(t) for t in texts]
+        assert lengths != sorted(lengths, reverse=True)  # the length sort reorders them
+        theirs = minilm.embedder.encode_corpus(texts, batch_size=BATCH, max_length=MAX_LENGTH)
+        np.testing.assert_allclose(index.shard(shard), theirs, atol=1e-5)
+        alone = [minilm.embedder.encode_corpus([texts[i]], max_length=MAX_LENGTH)[0]
+                 for i in (0, len(texts) - 1, int(np.argmax(lengths)))]
+        np.testing.assert_allclose(
+            index.shard(shard)[[0, len(texts) - 1, int(np.argmax(lengths))]], alone, atol=1e-5)
+
+
+@pytest.mark.parametrize("omp", [None, "1"])
+def test_encoding_on_the_cpu_runs_on_the_machines_threads_whatever_was_set_before(
+        minilm, small_sample, monkeypatch, omp):
+    if omp is None:
+        monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("OMP_NUM_THREADS", omp)  # as Ray sets it for a one-CPU actor
+    expected = int(omp) if omp else len(os.sched_getaffinity(0))
+    assert cpu_threads() == expected
+    seen = []
+    hook = minilm.embedder.model.register_forward_pre_hook(
+        lambda module, args: seen.append(torch.get_num_threads()))
+    before = torch.get_num_threads()
+    torch.set_num_threads(3)  # e.g. what the hf backend's operations set (it uses 1)
+    try:
+        minilm.embed(small_sample.corpus.contents(range(40)))
+        assert torch.get_num_threads() == 3  # restored
+    finally:
+        torch.set_num_threads(before)
+        hook.remove()
+    assert seen == [expected, expected]  # 40 passages: 2 batches of 32
 
 
 def test_search_over_shards_equals_search_over_one(minilm, small_sample, tmp_path):
