@@ -24,7 +24,9 @@ class PairedTest:
     losses: int
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        """The fields as JSON takes them: an undefined or infinite t (or mean) becomes None."""
+        return {k: None if isinstance(v, float) and not np.isfinite(v) else v
+                for k, v in asdict(self).items()}
 
 
 def paired_t_test(a: np.ndarray, b: np.ndarray) -> PairedTest:

@@ -38,3 +38,14 @@ def test_degenerate_cases():
     assert shifted.p == 0.0 and shifted.t == math.inf and shifted.wins == 3
     one = paired_t_test(np.array([1.0]), np.array([0.0]))
     assert math.isnan(one.p) and one.wins == 1
+
+
+def test_as_dict_is_json_even_when_the_test_degenerates():
+    """A rubric whose every query beats BM25 by the same NDCG gives t = inf; its manifest
+    must still be written (strict JSON refuses inf and NaN)."""
+    import json
+
+    shifted = paired_t_test(np.array([1.0, 1.0]), np.array([0.0, 0.0])).as_dict()
+    assert shifted["t"] is None and shifted["p"] == 0.0
+    assert json.loads(json.dumps(shifted, allow_nan=False)) == shifted
+    assert paired_t_test(np.array([1.0]), np.array([0.0])).as_dict()["p"] is None
