@@ -3,7 +3,10 @@
 A version is written in a hidden folder beside its target, `.v<N>.<build id>.partial/`, one
 file per shard and table (`data-00000.jsonl`, and e.g. `pairs-00000.jsonl` for a kind with a
 second table), each renamed into place only when complete, so a killed build that starts again
-with the same build id finds its finished shards there. A task whose final records depend on
+with the same build id finds its finished shards there. Its writer holds an exclusive lock on
+the folder's `.writer.json` (flock) while it runs: an identical build started meanwhile is
+refused in one line naming the process, and a killed writer's folder (its lock released by
+the system) is taken over by the next. A task whose final records depend on
 the whole build (SEER's weights) first stages each labelled shard (`.labelled/00000.jsonl`)
 and writes its tables once all are labelled. When every shard is written, the kind's extra
 files, the manifest and the card are added and the folder is renamed to `v<N>/`: the version
@@ -21,6 +24,7 @@ import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from functools import partial
 from pathlib import Path
+from typing import IO
 
 import jsonlines
 
@@ -40,6 +44,7 @@ from labeler.artifacts.manifest import (
 from labeler.errors import ArtifactError, InputError
 from labeler.lines import read_jsonl
 from labeler.paths import atomic_file, file_sha256
+from labeler.progress import info
 from labeler.resources import card_path, load_schema, schema_path
 from labeler.schemas import check
 
@@ -48,7 +53,8 @@ _DUMPS = partial(json.dumps, ensure_ascii=False, allow_nan=False)
 _PARTIAL = re.compile(r"\.v(?P<version>.+)\.(?P<build>[0-9a-f]{32})\.partial")
 #: the folder inside a partial version holding the labelled shards of a settling task
 _LABELLED = ".labelled"
-#: in a partial version: who writes it ({"pid", "host"}), to tell an abandoned one
+#: in a partial version: who writes it ({"pid", "host"}), to tell an abandoned one; flock-ed
+#: by its writer while it runs, so two identical builds never write one folder at once
 _OWNER = ".writer.json"
 
 
@@ -65,30 +71,24 @@ class VersionWriter:
         if not re.fullmatch(r"[0-9a-f]{32}", build_id):
             raise ValueError(f"build id must be 32 lower-case hex digits, got {build_id!r}")
         self.kind, self.artifact, self.dataset, self.llm = kind, kind.name, dataset, llm
-        resumed = _partial_of(Path(out) / kind.name / dataset / llm, build_id, version)
-        self.target = artifact_dir(out, kind=kind, dataset=dataset, llm=llm,
-                                   version=resumed or version)
-        self.version = self.target.name[1:]
-        self.staging = self.target.parent / f".{self.target.name}.{build_id}.partial"
-        self._claimed = False
+        self._passed = version is not None
+        lock = None
+        while lock is None:  # again where the folder it chose was finished meanwhile
+            resumed = _partial_of(Path(out) / kind.name / dataset / llm, build_id, version)
+            self.target = artifact_dir(out, kind=kind, dataset=dataset, llm=llm,
+                                       version=resumed or version)
+            self.version = self.target.name[1:]
+            self.staging = self.target.parent / f".{self.target.name}.{build_id}.partial"
+            lock = _hold(self.staging)
+        self._lock = lock
+        for tmp in self.staging.rglob(".*.tmp"):  # left by a killed writer
+            tmp.unlink(missing_ok=True)
 
     def abandoned(self) -> list[tuple[Path, str]]:
         """The other unfinished builds beside this one whose writer is gone (see
         `abandoned_partials`)."""
         return [(p, why) for p, why in abandoned_partials(self.target.parent)
                 if p != self.staging]
-
-    def _claim(self) -> None:
-        """Record this process as the folder's writer, and remove the temp files a killed
-        writer left in it."""
-        if self._claimed:
-            return
-        self.staging.mkdir(parents=True, exist_ok=True)
-        for tmp in self.staging.rglob(".*.tmp"):
-            tmp.unlink(missing_ok=True)
-        _write_file(self.staging / _OWNER, json.dumps({"pid": os.getpid(),
-                                                       "host": socket.gethostname()}))
-        self._claimed = True
 
     def completed(self) -> set[int]:
         """Indices of the shards whose tables are written."""
@@ -128,7 +128,6 @@ class VersionWriter:
         return count
 
     def _write(self, path: Path, records: Iterable[dict], schema: str | None) -> int:
-        self._claim()
         path.parent.mkdir(parents=True, exist_ok=True)
         count = 0
         with atomic_file(path) as f:
@@ -174,7 +173,6 @@ class VersionWriter:
         for name, content in attached.items():
             _write_file(self.staging / name, content)
         shutil.rmtree(self.staging / _LABELLED, ignore_errors=True)
-        (self.staging / _OWNER).unlink(missing_ok=True)
         listed = [*sorted(p for p in self.staging.iterdir() if table_of(p.name)),
                   *(self.staging / name for name in attached)]
         final = build_manifest({**manifest, "counts": {**manifest.get("counts", {}), **counts}},
@@ -187,14 +185,17 @@ class VersionWriter:
                                                       kind.card_context(final), typed))
         _fsync(self.staging)
         if self.target.exists():
-            raise _exists(self.target)
+            raise _exists(self.target, passed=self._passed)
         os.rename(self.staging, self.target)
+        (self.target / _OWNER).unlink()  # while locked: a build that waited finds it gone
+        self._lock.close()
         _fsync(self.target.parent)
         return self.target
 
     def discard(self) -> None:
         """Remove the unfinished folder and the empty folders above it."""
         shutil.rmtree(self.staging, ignore_errors=True)
+        self._lock.close()
         for folder in (self.target.parent, *self.target.parent.parents[:2]):
             try:
                 folder.rmdir()
@@ -306,14 +307,63 @@ def _running(pid: object) -> bool:
 
 
 def _partial_of(parent: Path, build_id: str, version: str | None) -> str | None:
-    """The version of an unfinished build with `build_id` under `parent`, if there is one."""
+    """The version of an unfinished build with `build_id` under `parent`, if there is one.
+    One whose version exists (left by a build that lost a race to an identical one, before
+    builds locked their folders) is removed: nothing could ever finish it."""
     if not parent.is_dir():
         return None
-    for p in parent.iterdir():
+    for p in sorted(parent.iterdir()):
         m = _PARTIAL.fullmatch(p.name)
-        if m and m["build"] == build_id and version in (None, m["version"]):
+        if not (m and m["build"] == build_id and version in (None, m["version"])):
+            continue
+        if not (parent / f"v{m['version']}").exists():
             return m["version"]
+        lock = _hold(p)  # where a build still runs in it, that is said
+        if lock is not None:
+            info(f"{p}: removing this unfinished copy of v{m['version']}, which exists")
+            shutil.rmtree(p)
+            lock.close()
     return None
+
+
+def _hold(staging: Path) -> IO | None:
+    """The staging folder (created if missing) locked for this process: its `_OWNER` file,
+    open, flock-ed and naming this process; None where the folder was renamed or removed
+    meanwhile (its build finished). ArtifactError naming the holder where another live
+    process holds it; the system releases a dead process's lock, so the next build takes a
+    killed one's folder over."""
+    import fcntl  # POSIX, as labeler.paths.locked
+
+    staging.mkdir(parents=True, exist_ok=True)
+    try:
+        handle = (staging / _OWNER).open("a+", encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        try:
+            owner = json.loads(handle.read())
+            holder = f"process {owner['pid']} on {owner['host']}"
+        except (ValueError, KeyError, TypeError):
+            holder = "a process"
+        handle.close()
+        raise ArtifactError(f"another build ({holder}) is writing this version now",
+                            path=str(staging), hint="wait for it to end: the same command "
+                            "then finds its version written") from None
+    try:
+        same = os.stat(staging / _OWNER).st_ino == os.fstat(handle.fileno()).st_ino
+    except FileNotFoundError:
+        same = False
+    if not same:  # the folder was finished (renamed) while this waited for its lock
+        handle.close()
+        return None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(json.dumps({"pid": os.getpid(), "host": socket.gethostname()}))
+    handle.flush()
+    return handle
 
 
 def _indices(folder: Path, pattern: str) -> set[int]:
@@ -355,9 +405,12 @@ def _check_segment(field: str, value: str) -> None:
                          field_name=field)
 
 
-def _exists(target: Path) -> ArtifactError:
+def _exists(target: Path, passed: bool = True) -> ArtifactError:
+    """The error of a version folder that exists; its hint names --version only where one
+    was passed (`passed`), else the run that writes the next version."""
+    then = f"v{_next_version(target.parent)}"
     return ArtifactError(
         "this version exists already", path=str(target),
-        hint=f"versions are never overwritten: pass another --version, or none to write "
-             f"v{_next_version(target.parent)}",
+        hint=(f"versions are never overwritten: pass another --version, or none to write {then}"
+              if passed else f"versions are never overwritten: run again to write {then}"),
     )
