@@ -134,6 +134,36 @@ def test_rubric_build_on_cisi_sample(loads, tmp_path, request):
     check_card_types(version, tmp_path / "datasets")
     request.getfixturevalue("hub")  # the server, once the build is done
     check_pushed(version, "lab/rubric-labels", tmp_path / "hub-datasets")
+    _edits_of_derived_tables_are_refused(version, tmp_path / "edited")
+
+
+def _edits_of_derived_tables_are_refused(version, edited):
+    """A fused score raised, then two documents of fused.trec swapped, each with its sha256
+    updated in the manifest: validate derives them again and names file, line and field."""
+    import hashlib
+    import shutil
+
+    shutil.copytree(version, edited)
+
+    def rewrite(name, lines):
+        (edited / name).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        manifest = json.loads((edited / "manifest.json").read_text(encoding="utf-8"))
+        manifest["files"][name] = hashlib.sha256((edited / name).read_bytes()).hexdigest()
+        (edited / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+
+    rows = (version / "candidates-00000.jsonl").read_text(encoding="utf-8").splitlines()
+    row = json.loads(rows[0])
+    rewrite("candidates-00000.jsonl", [json.dumps({**row, "fused": row["fused"] + 100}), *rows[1:]])
+    assert validate_path(edited) == [
+        (f"candidates-00000.jsonl:1: field 'fused' is {row['fused'] + 100!r} but its labels and "
+        f"manifest give {row['fused']!r}")]
+    rewrite("candidates-00000.jsonl", rows)
+    run = (version / "fused.trec").read_text(encoding="utf-8").splitlines()
+    first, second = run[0].split(), run[1].split()
+    first[2], second[2] = second[2], first[2]  # the top two documents swapped, scores kept
+    rewrite("fused.trec", [" ".join(first), " ".join(second), *run[2:]])
+    assert validate_path(edited) == [
+        f"fused.trec:1: is '{' '.join(first)}' but the tables give '{run[0]}'"]
 
 
 def test_label_retries_scores_and_fuses_with_a_scripted_llm():
