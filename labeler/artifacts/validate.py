@@ -12,7 +12,7 @@ from labeler.artifacts.kinds import KINDS, load_kind
 from labeler.artifacts.manifest import CARD, DATA, MANIFEST, data_files, table_of, table_schema
 from labeler.artifacts.reader import sha256_problem
 from labeler.artifacts.rederive import derived_problems
-from labeler.artifacts.writer import abandoned_partials
+from labeler.artifacts.staging import abandoned_partials
 from labeler.errors import ArtifactError
 from labeler.lines import jsonl_lines, read_jsonl
 from labeler.progress import progress_bar

@@ -19,12 +19,10 @@ import json
 import os
 import re
 import shutil
-import socket
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from functools import partial
 from pathlib import Path
-from typing import IO
 
 import jsonlines
 
@@ -41,21 +39,16 @@ from labeler.artifacts.manifest import (
     table_of,
     table_schema,
 )
+from labeler.artifacts.staging import OWNER, PARTIAL, abandoned_partials, hold, partial_of
 from labeler.errors import ArtifactError, InputError
 from labeler.lines import read_jsonl
 from labeler.paths import atomic_file, file_sha256
-from labeler.progress import info
 from labeler.resources import card_path, load_schema, schema_path
 from labeler.schemas import check
 
 _DUMPS = partial(json.dumps, ensure_ascii=False, allow_nan=False)
-#: an unfinished version's folder: `.v<version>.<build id: 32 hex digits>.partial`
-_PARTIAL = re.compile(r"\.v(?P<version>.+)\.(?P<build>[0-9a-f]{32})\.partial")
 #: the folder inside a partial version holding the labelled shards of a settling task
 _LABELLED = ".labelled"
-#: in a partial version: who writes it ({"pid", "host"}), to tell an abandoned one; flock-ed
-#: by its writer while it runs, so two identical builds never write one folder at once
-_OWNER = ".writer.json"
 
 
 class VersionWriter:
@@ -74,12 +67,12 @@ class VersionWriter:
         self._passed = version is not None
         lock = None
         while lock is None:  # again where the folder it chose was finished meanwhile
-            resumed = _partial_of(Path(out) / kind.name / dataset / llm, build_id, version)
+            resumed = partial_of(Path(out) / kind.name / dataset / llm, build_id, version)
             self.target = artifact_dir(out, kind=kind, dataset=dataset, llm=llm,
                                        version=resumed or version)
             self.version = self.target.name[1:]
             self.staging = self.target.parent / f".{self.target.name}.{build_id}.partial"
-            lock = _hold(self.staging)
+            lock = hold(self.staging)
         self._lock = lock
         for tmp in self.staging.rglob(".*.tmp"):  # left by a killed writer
             tmp.unlink(missing_ok=True)
@@ -187,10 +180,15 @@ class VersionWriter:
         if self.target.exists():
             raise _exists(self.target, passed=self._passed)
         os.rename(self.staging, self.target)
-        (self.target / _OWNER).unlink()  # while locked: a build that waited finds it gone
+        (self.target / OWNER).unlink()  # while locked: a build that waited finds it gone
         self._lock.close()
         _fsync(self.target.parent)
         return self.target
+
+    def close(self) -> None:
+        """Give up the folder's lock, the folder kept for a later build to resume (as a
+        killed build's process gives it up); `finish` and `discard` close it themselves."""
+        self._lock.close()
 
     def discard(self) -> None:
         """Remove the unfinished folder and the empty folders above it."""
@@ -275,97 +273,6 @@ class _Counted:
         return self.count
 
 
-def abandoned_partials(root: Path) -> list[tuple[Path, str]]:
-    """Unfinished version folders under `root` whose writer is gone, each with a line saying
-    why (its process no longer runs on this machine, or it names no writer) and what to do:
-    a build with the same settings resumes one; nothing else ever finishes it."""
-    found = []
-    for folder in sorted(root.rglob(".v*.partial")) if root.is_dir() else []:
-        if not (folder.is_dir() and _PARTIAL.fullmatch(folder.name)):
-            continue
-        try:
-            owner = json.loads((folder / _OWNER).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            found.append((folder, "it names no writer"))
-            continue
-        if owner.get("host") == socket.gethostname() and not _running(owner.get("pid")):
-            found.append((folder, f"its writer, process {owner.get('pid')}, has ended"))
-    return [(folder, (f"an unfinished build whose writer is gone ({why}): rerun its command to "
-                     "resume it, or delete the folder")) for folder, why in found]
-
-
-def _running(pid: object) -> bool:
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
-
-
-def _partial_of(parent: Path, build_id: str, version: str | None) -> str | None:
-    """The version of an unfinished build with `build_id` under `parent`, if there is one.
-    One whose version exists (left by a build that lost a race to an identical one, before
-    builds locked their folders) is removed: nothing could ever finish it."""
-    if not parent.is_dir():
-        return None
-    for p in sorted(parent.iterdir()):
-        m = _PARTIAL.fullmatch(p.name)
-        if not (m and m["build"] == build_id and version in (None, m["version"])):
-            continue
-        if not (parent / f"v{m['version']}").exists():
-            return m["version"]
-        lock = _hold(p)  # where a build still runs in it, that is said
-        if lock is not None:
-            info(f"{p}: removing this unfinished copy of v{m['version']}, which exists")
-            shutil.rmtree(p)
-            lock.close()
-    return None
-
-
-def _hold(staging: Path) -> IO | None:
-    """The staging folder (created if missing) locked for this process: its `_OWNER` file,
-    open, flock-ed and naming this process; None where the folder was renamed or removed
-    meanwhile (its build finished). ArtifactError naming the holder where another live
-    process holds it; the system releases a dead process's lock, so the next build takes a
-    killed one's folder over."""
-    import fcntl  # POSIX, as labeler.paths.locked
-
-    staging.mkdir(parents=True, exist_ok=True)
-    try:
-        handle = (staging / _OWNER).open("a+", encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.seek(0)
-        try:
-            owner = json.loads(handle.read())
-            holder = f"process {owner['pid']} on {owner['host']}"
-        except (ValueError, KeyError, TypeError):
-            holder = "a process"
-        handle.close()
-        raise ArtifactError(f"another build ({holder}) is writing this version now",
-                            path=str(staging), hint="wait for it to end: the same command "
-                            "then finds its version written") from None
-    try:
-        same = os.stat(staging / _OWNER).st_ino == os.fstat(handle.fileno()).st_ino
-    except FileNotFoundError:
-        same = False
-    if not same:  # the folder was finished (renamed) while this waited for its lock
-        handle.close()
-        return None
-    handle.seek(0)
-    handle.truncate()
-    handle.write(json.dumps({"pid": os.getpid(), "host": socket.gethostname()}))
-    handle.flush()
-    return handle
-
-
 def _indices(folder: Path, pattern: str) -> set[int]:
     if not folder.is_dir():
         return set()
@@ -393,7 +300,7 @@ def _next_version(parent: Path) -> int:
     if not parent.is_dir():
         return 1
     taken = [int(m["version"]) for p in parent.iterdir()
-             if (m := re.fullmatch(r"v(?P<version>\d+)", p.name) or _PARTIAL.fullmatch(p.name))
+             if (m := re.fullmatch(r"v(?P<version>\d+)", p.name) or PARTIAL.fullmatch(p.name))
              and m["version"].isdigit()]
     return max(taken, default=0) + 1
 
