@@ -5,9 +5,10 @@ An index is one folder per (encoder, corpus fingerprint, shard size) under the c
 embeddings of `shard_size` consecutive corpus passages (the last one fewer). Each shard is
 written atomically, so an encoding killed part-way resumes at the shards it had not
 written; `index.json` is written last and records what the folder holds, each shard's size
-and sha256 among it, verified before the index is used (labeler.retrieval.checksums). A shard's vectors
-are a function of (index, shard number) alone, so the missing shards are encoded anywhere
-and in any order (on Ray workers too) and this process writes each as it comes.
+and sha256 among it, verified before the index is used (labeler.retrieval.checksums). A
+shard's vectors are a function of (index, shard number) alone, so the missing shards are
+encoded anywhere and in any order (on Ray workers too) and this process writes each as it
+comes.
 
 The shards are the exact (`flat`) index: `search` reads each once, memory-mapped, and scores
 every query against it a block at a time, so memory stays bounded by one shard and
