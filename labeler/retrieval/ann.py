@@ -23,9 +23,10 @@ Each is built once under the embedding folder, named by the parameters that shap
 (`ivf-nlist128.index` + `.ivfdata`, `hnsw-M32-efc80.index`); `<name>.json`, written last
 and atomically, commits it with each file's size and sha256. A file without its record, of
 another size or other bytes than recorded (labeler.retrieval.checksums: hashed again only
-after it changed), or that FAISS cannot read is reported on stderr, deleted and rebuilt. The top k an ANN index
-returns are re-scored exactly, as flat search scores them, and recall@k against flat
-search is measured on up to `RECALL_QUERIES` of the queries searched (`recall_at_k`).
+after it changed), or that FAISS cannot read is reported on stderr, deleted and rebuilt.
+The top k an ANN index returns are re-scored exactly, as flat search scores them, and
+recall@k against flat search is measured on up to `RECALL_QUERIES` of the queries searched
+(`recall_at_k`).
 """
 
 from __future__ import annotations
