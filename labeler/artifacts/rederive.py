@@ -23,15 +23,21 @@ _ABSENT = object()
 def derived_problems(folder: Path, manifest: dict) -> dict[str, list[str]]:
     """File name -> its problems: each line of a derived table whose record is not what
     the kind derives (the first differing field named), a table with more or fewer lines
-    than derived, an extra file whose lines differ from the one made from the tables."""
+    than derived, an extra file whose lines differ from the one made from the derived
+    tables (so an edited table is named once, in its own file)."""
     kind = load_kind(manifest["artifact"])
-    problems: dict[str, list[str]] = {}
     tables = (DATA, *kind.tables)
-    for file in data_files(folder):
-        index = int(file.stem.rsplit("-", 1)[1])
-        written = {table: [r for _, r in read_jsonl(folder / data_file(index, table))]
-                   if (folder / data_file(index, table)).is_file() else [] for table in tables}
-        derived = kind.rederive(manifest, written)
+
+    def shards() -> Iterator[tuple[int, dict[str, list[dict]], dict[str, list[dict]] | None]]:
+        """(shard, its written tables, the same derived again), one shard in memory."""
+        for file in data_files(folder):
+            index = int(file.stem.rsplit("-", 1)[1])
+            written = {table: [r for _, r in read_jsonl(path)] if (
+                path := folder / data_file(index, table)).is_file() else [] for table in tables}
+            yield index, written, kind.rederive(manifest, written)
+
+    problems: dict[str, list[str]] = {}
+    for index, written, derived in shards():
         if derived is None:
             return {}
         for table, records in derived.items():
@@ -41,9 +47,8 @@ def derived_problems(folder: Path, manifest: dict) -> dict[str, list[str]]:
                 problems.setdefault(name, []).append(f"{name}{found}")
 
     def read(table: str) -> Iterator[dict]:
-        for file in data_files(folder, table):
-            for _, record in read_jsonl(file):
-                yield record
+        for _, _, derived in shards():
+            yield from derived[table]
 
     for name, content in kind.attachments(read).items():
         text = content.decode() if isinstance(content, bytes) else content
@@ -53,10 +58,10 @@ def derived_problems(folder: Path, manifest: dict) -> dict[str, list[str]]:
         line = next((i for i, (a, b) in enumerate(zip(have, want), 1) if a != b), None)
         if line is not None:
             problems.setdefault(name, []).append(
-                f"{name}:{line}: is '{have[line - 1]}' but the tables give '{want[line - 1]}'")
+                f"{name}:{line}: is '{have[line - 1]}' but the labels give '{want[line - 1]}'")
         elif len(have) != len(want):
             problems.setdefault(name, []).append(
-                f"{name}: holds {len(have)} lines but the tables give {len(want)}")
+                f"{name}: holds {len(have)} lines but the labels give {len(want)}")
     return problems
 
 
