@@ -10,7 +10,7 @@ so is `compare`'s comparison.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import ClassVar
 
 from labeler.errors import InputError, UnknownNameError
@@ -54,6 +54,14 @@ class ArtifactKind(ABC):
         lists them, made from its tables once all are written (`read(table)` yields a
         table's records in shard order)."""
         return {}
+
+    @classmethod
+    def rederive(cls, manifest: dict, tables: Mapping[str, list[dict]]
+                 ) -> dict[str, list[dict]] | None:
+        """One shard's tables made again from its written `tables` and `manifest` by the
+        kind's own functions (`labeler validate` compares them with the files); None for a
+        kind whose tables derive nothing."""
+        return None
 
     @classmethod
     def card_context(cls, manifest: dict) -> dict:

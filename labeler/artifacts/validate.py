@@ -11,7 +11,8 @@ from labeler.artifacts.card import render_card
 from labeler.artifacts.kinds import KINDS, load_kind
 from labeler.artifacts.manifest import CARD, DATA, MANIFEST, data_files, table_of, table_schema
 from labeler.artifacts.reader import sha256_problem
-from labeler.artifacts.writer import abandoned_partials
+from labeler.artifacts.rederive import derived_problems
+from labeler.artifacts.staging import abandoned_partials
 from labeler.errors import ArtifactError
 from labeler.lines import jsonl_lines, read_jsonl
 from labeler.progress import progress_bar
@@ -45,7 +46,8 @@ def check_path(path: str | Path, *, schema: str | None = None) -> list[FileCheck
     file. The records' schema is `schema` if given, else the manifest's artifact, else the first
     schema name found in the file's own name or folder path (e.g. .../utility/.../data.jsonl).
     A version folder is checked for manifest.json (against its schema), every data file (each
-    line against the record schema, sha256 against the manifest, record count) and README.md.
+    line against the record schema, sha256 against the manifest, record count), README.md,
+    and its derived tables and files against the kind's own derivation (`derived_problems`).
     """
     path = Path(path)
     if schema is not None:
@@ -111,6 +113,9 @@ def _check_folder(folder: Path, root: Path, schema: str | None) -> list[FileChec
         card.problems.append(f"{card.name}: missing (the dataset card)")
     elif _artifact(manifest) and DATA in lines and not any(c.problems for c in checks):
         _check_statistics(folder, manifest, manifest_check, card)
+        derived = derived_problems(folder, manifest)
+        for check in checks:
+            check.problems += derived.pop(Path(check.name).name, [])
     return [*checks, card]
 
 

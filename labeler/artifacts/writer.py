@@ -3,7 +3,10 @@
 A version is written in a hidden folder beside its target, `.v<N>.<build id>.partial/`, one
 file per shard and table (`data-00000.jsonl`, and e.g. `pairs-00000.jsonl` for a kind with a
 second table), each renamed into place only when complete, so a killed build that starts again
-with the same build id finds its finished shards there. A task whose final records depend on
+with the same build id finds its finished shards there. Its writer holds an exclusive lock on
+the folder's `.writer.json` (flock) while it runs: an identical build started meanwhile is
+refused in one line naming the process, and a killed writer's folder (its lock released by
+the system) is taken over by the next. A task whose final records depend on
 the whole build (SEER's weights) first stages each labelled shard (`.labelled/00000.jsonl`)
 and writes its tables once all are labelled. When every shard is written, the kind's extra
 files, the manifest and the card are added and the folder is renamed to `v<N>/`: the version
@@ -16,7 +19,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from functools import partial
@@ -37,6 +39,7 @@ from labeler.artifacts.manifest import (
     table_of,
     table_schema,
 )
+from labeler.artifacts.staging import OWNER, PARTIAL, abandoned_partials, hold, partial_of
 from labeler.errors import ArtifactError, InputError
 from labeler.lines import read_jsonl
 from labeler.paths import atomic_file, file_sha256
@@ -44,12 +47,8 @@ from labeler.resources import card_path, load_schema, schema_path
 from labeler.schemas import check
 
 _DUMPS = partial(json.dumps, ensure_ascii=False, allow_nan=False)
-#: an unfinished version's folder: `.v<version>.<build id: 32 hex digits>.partial`
-_PARTIAL = re.compile(r"\.v(?P<version>.+)\.(?P<build>[0-9a-f]{32})\.partial")
 #: the folder inside a partial version holding the labelled shards of a settling task
 _LABELLED = ".labelled"
-#: in a partial version: who writes it ({"pid", "host"}), to tell an abandoned one
-_OWNER = ".writer.json"
 
 
 class VersionWriter:
@@ -65,30 +64,24 @@ class VersionWriter:
         if not re.fullmatch(r"[0-9a-f]{32}", build_id):
             raise ValueError(f"build id must be 32 lower-case hex digits, got {build_id!r}")
         self.kind, self.artifact, self.dataset, self.llm = kind, kind.name, dataset, llm
-        resumed = _partial_of(Path(out) / kind.name / dataset / llm, build_id, version)
-        self.target = artifact_dir(out, kind=kind, dataset=dataset, llm=llm,
-                                   version=resumed or version)
-        self.version = self.target.name[1:]
-        self.staging = self.target.parent / f".{self.target.name}.{build_id}.partial"
-        self._claimed = False
+        self._passed = version is not None
+        lock = None
+        while lock is None:  # again where the folder it chose was finished meanwhile
+            resumed = partial_of(Path(out) / kind.name / dataset / llm, build_id, version)
+            self.target = artifact_dir(out, kind=kind, dataset=dataset, llm=llm,
+                                       version=resumed or version)
+            self.version = self.target.name[1:]
+            self.staging = self.target.parent / f".{self.target.name}.{build_id}.partial"
+            lock = hold(self.staging)
+        self._lock = lock
+        for tmp in self.staging.rglob(".*.tmp"):  # left by a killed writer
+            tmp.unlink(missing_ok=True)
 
     def abandoned(self) -> list[tuple[Path, str]]:
         """The other unfinished builds beside this one whose writer is gone (see
         `abandoned_partials`)."""
         return [(p, why) for p, why in abandoned_partials(self.target.parent)
                 if p != self.staging]
-
-    def _claim(self) -> None:
-        """Record this process as the folder's writer, and remove the temp files a killed
-        writer left in it."""
-        if self._claimed:
-            return
-        self.staging.mkdir(parents=True, exist_ok=True)
-        for tmp in self.staging.rglob(".*.tmp"):
-            tmp.unlink(missing_ok=True)
-        _write_file(self.staging / _OWNER, json.dumps({"pid": os.getpid(),
-                                                       "host": socket.gethostname()}))
-        self._claimed = True
 
     def completed(self) -> set[int]:
         """Indices of the shards whose tables are written."""
@@ -128,7 +121,6 @@ class VersionWriter:
         return count
 
     def _write(self, path: Path, records: Iterable[dict], schema: str | None) -> int:
-        self._claim()
         path.parent.mkdir(parents=True, exist_ok=True)
         count = 0
         with atomic_file(path) as f:
@@ -174,7 +166,6 @@ class VersionWriter:
         for name, content in attached.items():
             _write_file(self.staging / name, content)
         shutil.rmtree(self.staging / _LABELLED, ignore_errors=True)
-        (self.staging / _OWNER).unlink(missing_ok=True)
         listed = [*sorted(p for p in self.staging.iterdir() if table_of(p.name)),
                   *(self.staging / name for name in attached)]
         final = build_manifest({**manifest, "counts": {**manifest.get("counts", {}), **counts}},
@@ -187,14 +178,22 @@ class VersionWriter:
                                                       kind.card_context(final), typed))
         _fsync(self.staging)
         if self.target.exists():
-            raise _exists(self.target)
+            raise _exists(self.target, passed=self._passed)
         os.rename(self.staging, self.target)
+        (self.target / OWNER).unlink()  # while locked: a build that waited finds it gone
+        self._lock.close()
         _fsync(self.target.parent)
         return self.target
+
+    def close(self) -> None:
+        """Give up the folder's lock, the folder kept for a later build to resume (as a
+        killed build's process gives it up); `finish` and `discard` close it themselves."""
+        self._lock.close()
 
     def discard(self) -> None:
         """Remove the unfinished folder and the empty folders above it."""
         shutil.rmtree(self.staging, ignore_errors=True)
+        self._lock.close()
         for folder in (self.target.parent, *self.target.parent.parents[:2]):
             try:
                 folder.rmdir()
@@ -274,48 +273,6 @@ class _Counted:
         return self.count
 
 
-def abandoned_partials(root: Path) -> list[tuple[Path, str]]:
-    """Unfinished version folders under `root` whose writer is gone, each with a line saying
-    why (its process no longer runs on this machine, or it names no writer) and what to do:
-    a build with the same settings resumes one; nothing else ever finishes it."""
-    found = []
-    for folder in sorted(root.rglob(".v*.partial")) if root.is_dir() else []:
-        if not (folder.is_dir() and _PARTIAL.fullmatch(folder.name)):
-            continue
-        try:
-            owner = json.loads((folder / _OWNER).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            found.append((folder, "it names no writer"))
-            continue
-        if owner.get("host") == socket.gethostname() and not _running(owner.get("pid")):
-            found.append((folder, f"its writer, process {owner.get('pid')}, has ended"))
-    return [(folder, (f"an unfinished build whose writer is gone ({why}): rerun its command to "
-                     "resume it, or delete the folder")) for folder, why in found]
-
-
-def _running(pid: object) -> bool:
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
-
-
-def _partial_of(parent: Path, build_id: str, version: str | None) -> str | None:
-    """The version of an unfinished build with `build_id` under `parent`, if there is one."""
-    if not parent.is_dir():
-        return None
-    for p in parent.iterdir():
-        m = _PARTIAL.fullmatch(p.name)
-        if m and m["build"] == build_id and version in (None, m["version"]):
-            return m["version"]
-    return None
-
-
 def _indices(folder: Path, pattern: str) -> set[int]:
     if not folder.is_dir():
         return set()
@@ -343,7 +300,7 @@ def _next_version(parent: Path) -> int:
     if not parent.is_dir():
         return 1
     taken = [int(m["version"]) for p in parent.iterdir()
-             if (m := re.fullmatch(r"v(?P<version>\d+)", p.name) or _PARTIAL.fullmatch(p.name))
+             if (m := re.fullmatch(r"v(?P<version>\d+)", p.name) or PARTIAL.fullmatch(p.name))
              and m["version"].isdigit()]
     return max(taken, default=0) + 1
 
@@ -355,9 +312,12 @@ def _check_segment(field: str, value: str) -> None:
                          field_name=field)
 
 
-def _exists(target: Path) -> ArtifactError:
+def _exists(target: Path, passed: bool = True) -> ArtifactError:
+    """The error of a version folder that exists; its hint names --version only where one
+    was passed (`passed`), else the run that writes the next version."""
+    then = f"v{_next_version(target.parent)}"
     return ArtifactError(
         "this version exists already", path=str(target),
-        hint=f"versions are never overwritten: pass another --version, or none to write "
-             f"v{_next_version(target.parent)}",
+        hint=(f"versions are never overwritten: pass another --version, or none to write {then}"
+              if passed else f"versions are never overwritten: run again to write {then}"),
     )

@@ -9,7 +9,7 @@ import numpy as np
 
 from labeler.llm.base import Backend
 from labeler.metrics.answers import has_answer
-from labeler.metrics.seer.experts import EXPERTS, cov_weights
+from labeler.metrics.seer.experts import EXPERTS, FLOORS, cov_weights
 from labeler.metrics.seer.extraction import Extraction
 
 if TYPE_CHECKING:
@@ -36,7 +36,8 @@ def extraction_metrics(
     use the first gold answer and the backend as the generator, through one `Calls`; with
     them, ``weighted`` = Σ α·score with SEER's CoV weights `weights` (a SEER artifact's), else
     with the CoV weights of these extractions' own scores (τ = 1). Evidence None (a query not
-    submitted) scores 0 everywhere.
+    submitted) scores 0 everywhere; blank evidence (whitespace only) is not shown to the
+    experts and gets each one's floor (`FLOORS`), so that no judge rewards saying nothing.
 
     >>> m = extraction_metrics(["Paris is in France."], questions=["Capital of France?"],
     ...                        answers=[["Paris"]], passages=[["Paris is the capital."]])
@@ -55,11 +56,14 @@ def extraction_metrics(
     if experts is not None and present:
         from labeler.llm.calls import Calls
 
+        said = [i for i in present if evidence[i].strip()]
+        for name in EXPERTS:
+            out[name][[i for i in present if not evidence[i].strip()]] = FLOORS[name]
         items = [Extraction(questions[i], answers[i][0], evidence[i], tuple(passages[i]),
-                            qid="" if qids is None else qids[i]) for i in present]
+                            qid="" if qids is None else qids[i]) for i in said]
         scores = experts.score(Calls(backend), items)
         for name, values in scores.items():
-            out[name][present] = values
+            out[name][said] = values
         weights = weights or cov_weights({n: v.tolist() for n, v in scores.items()},
                                          tau=1.0)["weights"]
         out["weighted"] = sum(weights[n] * out[n] for n in EXPERTS)

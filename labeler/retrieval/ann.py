@@ -21,10 +21,12 @@ corpus must fit while it grows), read back with its vectors memory-mapped
 
 Each is built once under the embedding folder, named by the parameters that shape the file
 (`ivf-nlist128.index` + `.ivfdata`, `hnsw-M32-efc80.index`); `<name>.json`, written last
-and atomically, commits it. A file without its record, of another size than recorded, or
-that FAISS cannot read is reported on stderr, deleted and rebuilt. The top k an ANN index
-returns are re-scored exactly, as flat search scores them, and recall@k against flat
-search is measured on up to `RECALL_QUERIES` of the queries searched (`recall_at_k`).
+and atomically, commits it with each file's size and sha256. A file without its record, of
+another size or other bytes than recorded (labeler.retrieval.checksums: hashed again only
+after it changed), or that FAISS cannot read is reported on stderr, deleted and rebuilt.
+The top k an ANN index returns are re-scored exactly, as flat search scores them, and
+recall@k against flat search is measured on up to `RECALL_QUERIES` of the queries searched
+(`recall_at_k`).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ import numpy as np
 from labeler.errors import InputError
 from labeler.paths import atomic_file
 from labeler.progress import info, progress_bar, warning
+from labeler.retrieval.checksums import describe, remember, verify
 from labeler.retrieval.index import QUERY_BLOCK, EmbeddingIndex, exact_scores, merge_top
 
 __all__ = ["KINDS", "AnnIndex", "IndexSpec", "recall_at_k"]
@@ -98,8 +101,19 @@ class IndexSpec:
 
     def resolve(self, size: int, dim: int) -> dict[str, int | None]:
         """Every parameter of the kind for a corpus of `size` vectors of `dim`: the given
-        ones checked, the others defaulted. ivf: nlist = 4 sqrt(size), at most
-        size / TRAIN_PER_LIST; nprobe = min(nlist, 64); pq = None (IVFFlat); refine = 1."""
+        ones checked, the others defaulted (`sized`); pq must divide `dim`."""
+        values = self.sized(size)
+        if self.kind == "ivf" and values["pq"] is not None and dim % values["pq"]:
+            raise InputError(f"pq {values['pq']} does not divide the embedding dimension "
+                             f"{dim}", field_name="index", hint="pick a divisor, e.g. "
+                             f"{next(m for m in (64, 48, 32, 16, 8, 4, 2, 1) if dim % m == 0)}")
+        return values
+
+    def sized(self, size: int) -> dict[str, int | None]:
+        """Every parameter of the kind for a corpus of `size` passages, checked against it
+        before anything is encoded: ivf: nlist = 4 sqrt(size), at most size /
+        TRAIN_PER_LIST, and never above size; nprobe = min(nlist, 64), never above nlist;
+        pq = None (IVFFlat); refine = 1."""
         values = {**KINDS[self.kind], **self.params}
         if self.kind == "ivf":
             if values["nlist"] is None:
@@ -112,10 +126,6 @@ class IndexSpec:
             if values["nprobe"] > values["nlist"]:
                 raise InputError(f"nprobe {values['nprobe']} exceeds nlist {values['nlist']}",
                                  field_name="index", hint="nprobe counts lists searched")
-            if values["pq"] is not None and dim % values["pq"]:
-                raise InputError(f"pq {values['pq']} does not divide the embedding dimension "
-                                 f"{dim}", field_name="index", hint="pick a divisor, e.g. "
-                                 f"{next(m for m in (64, 48, 32, 16, 8, 4, 2, 1) if dim % m == 0)}")
         return values
 
 
@@ -155,6 +165,11 @@ class AnnIndex:
         """The commit record, written last: the files and their sizes."""
         return self.embeddings.folder / f"{self.name}.json"
 
+    @property
+    def seen(self) -> Path:
+        """When its files were last verified against the record's checksums."""
+        return self.embeddings.folder / f"{self.name}.seen.json"
+
     def files(self) -> list[Path]:
         """The files a complete index consists of."""
         lists = [self.path.with_suffix(".ivfdata")] if self.kind == "ivf" else []
@@ -167,15 +182,18 @@ class AnnIndex:
             return index
         if problem != "missing":
             warning(f"the {self.kind} index {self.path} is {problem}; deleting and rebuilding it")
-            for path in (self.record, *self.files()):
+            for path in (self.record, self.seen, *self.files()):
                 path.unlink(missing_ok=True)
         if self.kind == "ivf":
             self._build_ivf()
         else:
             self._build_hnsw()
+        files = describe(self.files())
         with atomic_file(self.record) as f:
             json.dump({"kind": self.kind, "params": self.params, "vectors": self.embeddings.size,
-                       "bytes": {p.name: p.stat().st_size for p in self.files()}}, f, indent=1)
+                       "bytes": {name: r["bytes"] for name, r in files.items()},
+                       "files": files}, f, indent=1)
+        remember(self.embeddings.folder, files, self.seen)
         return self.load()
 
     def load(self):
@@ -240,6 +258,12 @@ class AnnIndex:
             sizes = {p.name: p.stat().st_size if p.is_file() else None for p in self.files()}
             if record.get("bytes") != sizes or record.get("vectors") != self.embeddings.size:
                 return f"incomplete (files {sizes}, recorded {record.get('bytes')})", None
+            if not isinstance(record.get("files"), dict):
+                return "unverifiable (its record has no checksums)", None
+            damaged = verify(self.embeddings.folder, record["files"], self.seen)
+            if damaged:
+                return "damaged (" + "; ".join(f"{name}: {why}" for name, why
+                                               in sorted(damaged.items())) + ")", None
             index = self.load()
         except (OSError, ValueError, RuntimeError) as error:
             return f"unreadable ({str(error).splitlines()[0][:160]})", None

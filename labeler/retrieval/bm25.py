@@ -20,8 +20,9 @@ bounded memory: the corpus is tokenised `BATCH` passages at a time with one grow
 (bm25s's Tokenizer, the same tokens as `bm25s.tokenize`), each batch's (term, passage, term
 frequency) postings spilled to disk; then the postings are written term range by term range,
 `CHUNK` at a time, as the CSC arrays bm25s builds, with the same float32 weights. `index.json`
-is written last; a folder without it (a cut build) or unreadable is said on stderr and rebuilt
-from the start, which costs one pass over the corpus.
+is written last, with each file's size and sha256; a folder without it (a cut build), whose
+files differ from it (labeler.retrieval.checksums) or unreadable is said on stderr and
+rebuilt from the start, which costs one pass over the corpus.
 
 A query is scored in each field as bm25s scores it (its terms' postings summed in float32),
 the fields' scores weighed and summed in float64, and only the passages in its terms'
@@ -58,6 +59,7 @@ from labeler.retrieval.bm25_config import (
     tokenizer,
     vocabulary,
 )
+from labeler.retrieval.checksums import describe, remember, verify
 from labeler.sources.corpus import Corpus
 from labeler.sources.types import Query, Source
 
@@ -81,6 +83,8 @@ CHUNK = 1 << 24
 #: bm25s's file names (its `save` / `load` defaults)
 DATA, INDICES, INDPTR = "data.csc.index.npy", "indices.csc.index.npy", "indptr.csc.index.npy"
 VOCAB, PARAMS, RECORD = "vocab.index.json", "params.index.json", "index.json"
+#: when the files were last verified against the record's checksums
+SEEN = "index.seen.json"
 
 
 def retrieve(source: Source, *, k: int = 20, encoder: str | None = None, cache_dir=None,
@@ -228,6 +232,12 @@ def _check(folder: Path, passages: int) -> tuple[str | None, SparseIndex | None]
         sizes = {p.name: p.stat().st_size if p.is_file() else None for p in _files(folder)}
         if recorded.get("bytes") != sizes or recorded.get("passages") != passages:
             return f"incomplete (files {sizes}, recorded {recorded.get('bytes')})", None
+        if not isinstance(recorded.get("files"), dict):
+            return "unverifiable (its record has no checksums)", None
+        damaged = verify(folder, recorded["files"], folder / SEEN)
+        if damaged:
+            return "damaged (" + "; ".join(f"{name}: {why}" for name, why
+                                           in sorted(damaged.items())) + ")", None
         model = _bm25s().BM25.load(folder, mmap=True)
     except (OSError, ValueError) as error:
         return f"unreadable ({str(error).splitlines()[0][:160]})", None
@@ -276,9 +286,12 @@ def _build(corpus: Corpus, bm25: BM25, field: str, folder: Path, *, batch: int, 
                    "idf_method": METHOD, "dtype": "float32", "int_dtype": "int32",
                    "num_docs": size, "version": _bm25s().__version__, "backend": "numpy"},
                   f, indent=4)
+    files = describe(_files(folder))
     with atomic_file(folder / RECORD) as f:
         json.dump({"passages": size, "terms": len(df), "postings": int(df.sum()),
-                   "bytes": {p.name: p.stat().st_size for p in _files(folder)}}, f, indent=1)
+                   "bytes": {name: r["bytes"] for name, r in files.items()},
+                   "files": files}, f, indent=1)
+    remember(folder, files, folder / SEEN)
 
 
 def _write_postings(folder: Path, spill: Path, batches: int, df: np.ndarray,

@@ -4,9 +4,11 @@ An index is one folder per (encoder, corpus fingerprint, shard size) under the c
 `shard-00000.npy`, `shard-00001.npy`, ... each holding the unit-normalised float32
 embeddings of `shard_size` consecutive corpus passages (the last one fewer). Each shard is
 written atomically, so an encoding killed part-way resumes at the shards it had not
-written; `index.json` is written last and records what the folder holds. A shard's vectors
-are a function of (index, shard number) alone, so the missing shards are encoded anywhere
-and in any order (on Ray workers too) and this process writes each as it comes.
+written; `index.json` is written last and records what the folder holds, each shard's size
+and sha256 among it, verified before the index is used (labeler.retrieval.checksums). A
+shard's vectors are a function of (index, shard number) alone, so the missing shards are
+encoded anywhere and in any order (on Ray workers too) and this process writes each as it
+comes.
 
 The shards are the exact (`flat`) index: `search` reads each once, memory-mapped, and scores
 every query against it a block at a time, so memory stays bounded by one shard and
@@ -28,7 +30,8 @@ import numpy as np
 
 from labeler.errors import InputError
 from labeler.paths import atomic_file, cache_root
-from labeler.progress import progress_bar
+from labeler.progress import progress_bar, warning
+from labeler.retrieval.checksums import HashingWriter, describe, remember, verify
 
 __all__ = ["SHARD_SIZE", "EmbeddingIndex", "open_index"]
 
@@ -36,6 +39,8 @@ __all__ = ["SHARD_SIZE", "EmbeddingIndex", "open_index"]
 SHARD_SIZE = 16_384
 #: queries scored together against one shard
 QUERY_BLOCK = 256
+#: the commit record, and the files' last verified state (labeler.retrieval.checksums)
+RECORD, SEEN = "index.json", "index.seen.json"
 
 
 @dataclass(frozen=True)
@@ -67,22 +72,48 @@ class EmbeddingIndex:
               ) -> list[int]:
         """Write every missing shard, each atomically as `encoded(missing)` yields its
         (shard, vectors) (a `dense.EncodeShards`, which may compute them anywhere); returns
-        the shards it wrote."""
+        the shards it wrote. A shard whose bytes are not those `index.json` records (a
+        damaged disk, an edit) is said in one line on stderr, deleted and encoded again."""
+        recorded = self._recorded()
+        damaged = {name: why for name, why in verify(self.folder, recorded, self.folder / SEEN)
+                   .items() if why != "missing"} if recorded else {}
+        if damaged:
+            warning(f"the embedding index {self.folder} has damaged shards ("
+                    + "; ".join(f"{name}: {why}" for name, why in sorted(damaged.items()))
+                    + "); deleting and encoding them again")
+            for name in damaged:
+                (self.folder / name).unlink()
         todo = self.missing()
-        for shard, vectors in encoded(todo) if todo else ():
-            self.write(shard, vectors)
-        if todo or not (self.folder / "index.json").is_file():
-            with atomic_file(self.folder / "index.json") as f:
+        written = {self.path(shard).name: self.write(shard, vectors)
+                   for shard, vectors in (encoded(todo) if todo else ())}
+        paths = [self.path(s) for s in range(self.shards)]
+        if todo or set(recorded) != {p.name for p in paths}:
+            known = {name: r["sha256"] for name, r in recorded.items() if name not in damaged}
+            files = describe(paths, {**known, **written})
+            with atomic_file(self.folder / RECORD) as f:
                 json.dump({"passages": self.size, "shard_size": self.shard_size,
                            "shards": self.shards, "dim": self.dim,
-                           "bytes": sum(self.path(s).stat().st_size
-                                        for s in range(self.shards))}, f, indent=1)
+                           "bytes": sum(r["bytes"] for r in files.values()),
+                           "files": files}, f, indent=1)
+            remember(self.folder, files, self.folder / SEEN)
         return todo
 
-    def write(self, shard: int, vectors: np.ndarray) -> None:
-        """Write shard `shard`'s vectors atomically: a kill leaves it whole or absent."""
+    def _recorded(self) -> dict[str, dict]:
+        """The shards `index.json` records, {name: {bytes, sha256}}; {} where it records none
+        (no record yet, or one written before checksums: its shards are hashed now)."""
+        try:
+            files = json.loads((self.folder / RECORD).read_text()).get("files")
+        except (OSError, ValueError, AttributeError):
+            return {}
+        return files if isinstance(files, dict) else {}
+
+    def write(self, shard: int, vectors: np.ndarray) -> str:
+        """Write shard `shard`'s vectors atomically: a kill leaves it whole or absent; returns
+        the file's sha256."""
         with atomic_file(self.path(shard), "wb") as f:
-            np.save(f, np.ascontiguousarray(vectors, dtype=np.float32))
+            hashing = HashingWriter(f)
+            np.save(hashing, np.ascontiguousarray(vectors, dtype=np.float32))
+        return hashing.hexdigest()
 
     @property
     def dim(self) -> int:

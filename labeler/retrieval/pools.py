@@ -102,8 +102,9 @@ def check_pools(source: Source, *, pool: str = "rp", k: int = 20, run: str | Pat
                 encoder: str | None = None, index: str | None = None,
                 bm25: Mapping[str, object] | None = None) -> Run | None:
     """InputError for pools that cannot be made, checked without loading any model: an
-    unknown pool, no queries, k < 1, hgp/mcp without human gold, a bad `index`, rp/mcp with
-    neither a run file nor a non-empty corpus, a bad run file, a named dense encoder that
+    unknown pool, no queries, k < 1, hgp/mcp without human gold, a bad `index` (or one its
+    parameters do not fit the corpus size), a run file with hgp, rp/mcp with neither a
+    run file nor a non-empty corpus, a bad run file, a named dense encoder that
     cannot load offline (ModelLoadError); the run file's ranking where one is given (None
     otherwise)."""
     if pool not in POOLS:
@@ -122,6 +123,10 @@ def check_pools(source: Source, *, pool: str = "rp", k: int = 20, run: str | Pat
     check_index(index, pool=pool, run=run, encoder=encoder)
     check_bm25(bm25, pool=pool, run=run, encoder=encoder, defaults=source.bm25)
     if pool == "hgp":
+        if run is not None:  # else read nowhere, its pids never checked
+            raise InputError("--run ranks retrieved pools (rp, mcp), and the pools are the "
+                             "human gold", field_name="run",
+                             hint="leave --run unset, or use --pool rp or mcp")
         return None
     if run is not None:
         return Run.from_file(run, qids={q.qid for q in source.queries}, docids=_Lookup(source))
@@ -133,6 +138,10 @@ def check_pools(source: Source, *, pool: str = "rp", k: int = 20, run: str | Pat
     if not len(source.corpus):
         raise InputError(f"dataset '{source.name}' has an empty corpus", field_name="corpus")
     from labeler.retrieval import bm25, dense
+    from labeler.retrieval.ann import IndexSpec
+
+    if index is not None:  # an index too big for the corpus fails before it is encoded
+        IndexSpec.parse(index).sized(len(source.corpus))
 
     if encoder is not None and encoder != bm25.NAME:  # None falls back to the bundled minilm
         dense.check_encoder(encoder)

@@ -309,6 +309,8 @@ def _report(sub: Submission, ref: Reference, ranked: _Ranked, *, missing: str,
         from labeler.metrics.extraction import extraction_metrics  # imports `regex`
 
         records = [ref.records[q] for q in qids]
+        counts["blank_evidence"] = sum(1 for q in qids if q in sub.entries
+                                       and not (sub.entries[q] or "").strip())
         per_query = extraction_metrics(
             [sub.entries.get(q) for q in qids],
             questions=[r["question"] for r in records],

@@ -16,6 +16,7 @@ those values in `settle`, which the build calls once every shard is labelled.
 
 from __future__ import annotations
 
+import copy
 from abc import abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
@@ -183,6 +184,24 @@ class Task(ArtifactKind):
     def derive(self, records: list[dict], settled: dict) -> dict[str, list[dict]]:
         """One shard's tables from its labelled records: {"data": ..., and one per `tables`}."""
         return {"data": records}
+
+    def labelled(self, tables: Mapping[str, list[dict]]) -> list[dict]:
+        """The labelled records a shard's written `tables` were derived from: by default its
+        data records (a task whose data drops what `derive` read overrides this)."""
+        return copy.deepcopy(tables["data"])
+
+    @classmethod
+    def rederive(cls, manifest: dict, tables: Mapping[str, list[dict]]
+                 ) -> dict[str, list[dict]] | None:
+        """`derive` once more, by the config and settled values the manifest records, on what
+        the shard's tables say was labelled (`labelled`); None for a task whose tables are
+        its labelled records as they are."""
+        if cls.derive is Task.derive:
+            return None
+        recorded = {"dataset": manifest["dataset"], **(manifest.get("config") or {})}
+        task = cls(cls.Config(**{f.name: recorded[f.name] for f in fields(cls.Config)
+                                 if f.name in recorded}))
+        return task.derive(task.labelled(tables), manifest.get("settled") or {})
 
     def manifest(self, kind: str = "question") -> dict:
         """The task's part of the manifest for queries of `kind`: templates, decoding

@@ -225,6 +225,19 @@ class RubricTask(Task):
                            f"ndcg@{NDCG_K}": values})
         return {"data": data, "candidates": rows}
 
+    def labelled(self, tables: Mapping[str, list[dict]]) -> list[dict]:
+        """What `derive` was given, from what it wrote: each data record with its candidate
+        rows back as its candidates, in BM25 order."""
+        rows: dict[str, list[dict]] = {}
+        for row in tables["candidates"]:
+            rows.setdefault(row["qid"], []).append(row)
+        return [{k: v for k, v in r.items() if k not in ("scored", f"ndcg@{NDCG_K}")}
+                | {"candidates": [{"pid": c["pid"], "bm25": c["bm25"], "p_yes": c["p_yes"],
+                                   "single": c["single"], "scored": c["rubric"] is not None}
+                                  for c in sorted(rows.get(r["qid"], []),
+                                                  key=lambda c: c["bm25_rank"])]}
+                for r in tables["data"]]
+
     @staticmethod
     def attachments(read: Callable[[str], Iterator[dict]]) -> dict[str, str]:
         """The fused ranking as a TREC run (`labeler score fused.trec --against QRELS`)."""

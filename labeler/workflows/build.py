@@ -85,14 +85,20 @@ def build(
             task_manifest, extractor_config.describe(), extractor.revision)
     writers = _writers(task, source, config, loaded, task_manifest, out=out, version=version,
                        shard_size=shard_size)
-    if extractor is not None:  # after the cheap checks, before retrieval and labelling
-        source.queries = answer_extraction.extract_answers(Calls(extractor), source.queries)
-    # retrieval comes after the cheap checks: a mistyped --llm fails before minutes of encoding
-    pools = config_pools(source, config, cache_dir, executor)
-    shards = make_shards(source.queries, pools, shard_size, kind=source.kind)
-    return [_write_version(task, writer, {**manifest, **pools.describe()},
-                           Job(artifact, config, llm, cache), shards, executor)
-            for llm, writer, manifest in writers]
+    try:  # a build that fails gives its folders up, as a killed one does, to be resumed
+        if extractor is not None:  # after the cheap checks, before retrieval and labelling
+            source.queries = answer_extraction.extract_answers(Calls(extractor),
+                                                               source.queries)
+        # retrieval comes after the cheap checks: a mistyped --llm fails before minutes of
+        # encoding
+        pools = config_pools(source, config, cache_dir, executor)
+        shards = make_shards(source.queries, pools, shard_size, kind=source.kind)
+        return [_write_version(task, writer, {**manifest, **pools.describe()},
+                               Job(artifact, config, llm, cache), shards, executor)
+                for llm, writer, manifest in writers]
+    finally:
+        for _, writer, _ in writers:
+            writer.close()
 
 
 def _writers(task: Task, source: Source, config: TaskConfig,

@@ -3,8 +3,10 @@
 The source and pools come from the same two steps as the labels' (`labeler.workflows.build`), the
 judgments from `labeler.judge_methods` shard by shard under one progress bar. The submission
 (selection or ranking, one schema-valid line per query) and, beside it, `<name>.manifest.json`
-(method, LLM, prompt templates with their sha256, pools, statistics) are each written
-atomically, after every judgment is made: nothing is left half-written.
+(method, LLM, prompt templates with their sha256, pools, statistics, and the submission's
+own name and sha256) are each written atomically, after every judgment is made: nothing is
+left half-written, and a rerun removes the old manifest before it writes the submission, so a
+kill between the two never leaves a submission beside the manifest of another.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from labeler.llm import check_operation
 from labeler.llm.calls import Calls
 from labeler.llm.config import LLMConfig
 from labeler.llm.models import check_access, resolve_model
-from labeler.paths import atomic_file
+from labeler.paths import atomic_file, published_file
 from labeler.progress import track
 from labeler.retrieval.pools import check_pools
 from labeler.schemas import check
@@ -97,9 +99,13 @@ def judge(config: JudgeConfig, llm: LLMConfig | None, *, out: str | Path,
         "config": published_config(config),
         "stats": stats,
     }
+    # a submission is never beside another's manifest: the old one goes first, and a kill
+    # before the new one is written leaves the submission without any
+    manifest_path(out).unlink(missing_ok=True)
     with atomic_file(out) as f:
         for record in records:
             f.write(json.dumps(record, ensure_ascii=False) + "\n")
+    manifest["submission"] = published_file(out)
     with atomic_file(manifest_path(out)) as f:
         f.write(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
     return Judged(method.kind, out, manifest_path(out), stats)

@@ -187,3 +187,50 @@ def test_every_file_of_a_version_is_vouched_for_and_an_empty_data_file_is_a_prob
         "data-00001.jsonl: holds no records",
         "notes.txt: not listed in manifest.json",
     ]
+
+
+def _rewrite(path, name, edit):
+    """Edit line records of `name` in version folder `path` with `edit(records)`, its sha256
+    updated in the manifest as a careful tamperer would."""
+    import hashlib
+
+    file = path / name
+    records = [json.loads(line) for line in file.read_text(encoding="utf-8").splitlines()]
+    edit(records)
+    file.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records),
+                    encoding="utf-8")
+    manifest = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
+    manifest["files"][name] = hashlib.sha256(file.read_bytes()).hexdigest()
+    (path / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+
+
+def test_seer_pairs_and_ranks_are_derived_again_and_an_edit_is_refused(tmp_path):
+    """The real SEER artifact (tests/scoring/fixtures/seer-v1): its pairs, their λ and the
+    extractions' ranks follow from the experts' scores and the settled weights."""
+    import shutil
+    from pathlib import Path
+
+    path = tmp_path / "seer-v1"
+    shutil.copytree(Path(__file__).parents[1] / "scoring" / "fixtures" / "seer-v1", path)
+    assert validate_path(path) == []
+
+    def swap(pairs):
+        pairs[0]["chosen"], pairs[0]["rejected"] = pairs[0]["rejected"], pairs[0]["chosen"]
+        pairs[1]["lambda_weight"] = 123
+
+    _rewrite(path, "pairs-00000.jsonl", swap)
+    problems = validate_path(path)
+    assert len(problems) == 1 and problems[0].startswith(
+        "pairs-00000.jsonl:1: field 'chosen[0].content' is ")
+    assert "but its labels and manifest give" in problems[0]
+    _rewrite(path, "pairs-00000.jsonl", swap)  # swapped back; the λ still 123
+    assert validate_path(path) == [("pairs-00000.jsonl:2: field 'lambda_weight' is 123 but "
+                                   f"its labels and manifest give {_lambda(path, 1)!r}")]
+
+
+def _lambda(path, index):
+    from labeler.tasks.seer import SeerTask
+
+    manifest = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
+    data = [json.loads(line) for line in (path / "data-00000.jsonl").read_text().splitlines()]
+    return SeerTask.rederive(manifest, {"data": data})["pairs"][index]["lambda_weight"]

@@ -191,6 +191,7 @@ def test_shards_resume_and_load_in_file_name_order(records, manifest, tmp_path):
     assert first.write_shard(0, records[:2]) == 2
     assert not first.target.exists()  # nothing visible until every shard is written
 
+    first._lock.close()  # its process killed: the system releases the folder's lock
     again = VersionWriter(tmp_path / "out", **names, build_id=build_id)
     assert (again.staging, again.version, again.completed()) == (first.staging, "1", {0})
     other = VersionWriter(tmp_path / "out", **names, build_id="f" * 32)
@@ -219,3 +220,94 @@ def test_a_version_is_readable_as_the_umask_allows(write, records, umask, file_m
     assert {p.name: stat.S_IMODE(p.stat().st_mode) for p in folder.iterdir()} == \
         dict.fromkeys((p.name for p in folder.iterdir()), file_mode)
     assert stat.S_IMODE(folder.stat().st_mode) == folder_mode
+
+
+#: a writer in another process: writes shard 0 of nq-sample x smollm2-135m under build id
+#: argv[2], says "written", then on a line "finish" finishes it, on "die" is killed
+_WRITER = """
+import json, os, sys
+from labeler.artifacts.writer import VersionWriter
+from labeler.tasks.utility import UtilityTask
+out, build, records, manifest = sys.argv[1], sys.argv[2], *map(json.loads, sys.argv[3:5])
+writer = VersionWriter(out, kind=UtilityTask, dataset="nq-sample", llm="smollm2-135m",
+                       build_id=build)
+writer.write_shard(0, records)
+print("written", flush=True)
+if sys.stdin.readline().strip() == "die":
+    os._exit(9)
+print(writer.finish(manifest).name, flush=True)
+"""
+
+
+def _writer(out, build, records, manifest):
+    import subprocess
+    import sys
+
+    process = subprocess.Popen(
+        [sys.executable, "-c", _WRITER, str(out), build, json.dumps(records[:2]),
+         json.dumps(manifest)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert process.stdout.readline() == "written\n"
+    return process
+
+
+def test_an_identical_build_is_refused_while_one_writes_then_runs(records, manifest, tmp_path):
+    from labeler.artifacts.writer import VersionWriter
+
+    names = {"kind": UtilityTask, "dataset": "nq-sample", "llm": "smollm2-135m"}
+    build = "0123456789abcdef0123456789abcdef"
+    first = _writer(tmp_path / "out", build, records, manifest)
+    with pytest.raises(ArtifactError) as error:
+        VersionWriter(tmp_path / "out", **names, build_id=build)
+    staging = tmp_path / "out" / "utility" / "nq-sample" / "smollm2-135m" / f".v1.{build}.partial"
+    assert str(error.value) == (f"{staging}: another build (process {first.pid} on "
+                                f"{os.uname().nodename}) is writing this version now")
+    assert error.value.hint == ("wait for it to end: the same command then finds its version "
+                                "written")
+    assert first.communicate("finish\n")[0] == "v1\n" and first.returncode == 0
+
+    after = VersionWriter(tmp_path / "out", **names, build_id=build)  # the same command again
+    assert after.version == "2" and after.completed() == set()
+    after.write_shard(0, records)
+    assert after.finish(manifest).name == "v2"
+    llm_dir = staging.parent
+    assert sorted(p.name for p in llm_dir.iterdir()) == ["v1", "v2"]
+    assert sorted(p.name for p in (llm_dir / "v1").iterdir()) == [
+        "README.md", "data-00000.jsonl", "manifest.json"]
+
+
+def test_a_killed_writers_folder_is_taken_over_and_a_finished_ones_copy_removed(
+        records, manifest, tmp_path, capsys):
+    from labeler.artifacts.writer import VersionWriter
+
+    names = {"kind": UtilityTask, "dataset": "nq-sample", "llm": "smollm2-135m"}
+    build = "0123456789abcdef0123456789abcdef"
+    killed = _writer(tmp_path / "out", build, records, manifest)
+    killed.communicate("die\n")
+    assert killed.returncode == 9
+    resumed = VersionWriter(tmp_path / "out", **names, build_id=build)
+    assert (resumed.version, resumed.completed()) == ("1", {0})  # its shard kept
+    resumed.write_shard(1, records[2:])
+    v1 = resumed.finish(manifest)
+
+    # a copy of v1's folder left unfinished (as two builds racing left one before builds
+    # locked their folders): the same command removes it and writes v2, not "v1 exists"
+    left = v1.parent / f".v1.{build}.partial"
+    left.mkdir()
+    (left / "data-00000.jsonl").write_text((v1 / "data-00000.jsonl").read_text())
+    again = VersionWriter(tmp_path / "out", **names, build_id=build)
+    assert again.version == "2" and not left.exists()
+    assert f"{left}: removing this unfinished copy of v1, which exists" in "".join(
+        capsys.readouterr().err.splitlines())  # rich wraps it at 80 columns
+
+
+def test_a_version_taken_meanwhile_names_the_run_not_a_version_not_passed(
+        write, records, manifest, tmp_path):
+    from labeler.artifacts.writer import VersionWriter
+
+    writer = VersionWriter(tmp_path / "out", kind=UtilityTask, dataset="nq-sample",
+                           llm="smollm2-135m", build_id="a" * 32)
+    writer.write_shard(0, records)
+    write(records, version="1")  # another build that asked for v1 by name finishes first
+    with pytest.raises(ArtifactError) as error:
+        writer.finish(manifest)
+    assert error.value.hint == "versions are never overwritten: run again to write v2"

@@ -8,6 +8,7 @@ The corpus is nq-sample's first 300 passages in shards of 16 (19 shards: 18 of 1
 
 from __future__ import annotations
 
+import json
 import sys
 
 import numpy as np
@@ -87,7 +88,11 @@ def test_a_killed_ray_encoding_resumes_on_the_workers_and_matches_a_local_one(
     assert index.folder.name == local.folder.name
     assert sorted(p.name for p in index.folder.iterdir()) == sorted(
         p.name for p in local.folder.iterdir())  # 19 shards and index.json, no temp files
-    assert (index.folder / "index.json").read_text() == (local.folder / "index.json").read_text()
+    records = [json.loads((folder / "index.json").read_text())
+               for folder in (index.folder, local.folder)]
+    for record in records:  # the vectors may differ in their last bits (checked below), and
+        record["files"] = {name: f["bytes"] for name, f in record["files"].items()}  # sha256
+    assert records[0] == records[1]
     assert np.abs(index.vectors() - local.vectors()).max() <= 1e-6
     vectors = minilm.encode_queries(nq[1])
     for (ids, scores), (local_ids, local_scores) in zip(index.search(vectors, 10),

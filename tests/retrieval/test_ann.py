@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from labeler.errors import InputError
-from labeler.retrieval import ann, build_pools
+from labeler.retrieval import ann, build_pools, checksums
 from labeler.retrieval import index as index_module
 from labeler.retrieval.ann import AnnIndex, IndexSpec, recall_at_k
 from labeler.retrieval.dense import search
@@ -148,8 +148,8 @@ def test_a_corrupt_or_incomplete_index_is_rejected_in_one_line_and_rebuilt(
         f.write(b"XXXX")
     hnsw.search(queries[:1], K)
     err = " ".join(capsys.readouterr().err.split())
-    assert err.startswith(f"warning: the hnsw index {hnsw.path} is unreadable (Error in ")
-    assert err.endswith("; deleting and rebuilding it")
+    assert err == (f"warning: the hnsw index {hnsw.path} is damaged (hnsw-M16-efc40.index: its "
+                   "bytes differ from its recorded sha256); deleting and rebuilding it")
     hnsw.search(queries[:1], K)
     assert capsys.readouterr().err == ""  # rebuilt and committed: read as it is
 
@@ -258,3 +258,60 @@ def test_near_ties_faiss_misorders_are_scored_exactly_against_the_whole_shard(tm
     exact_ids, exact_scores = _exact(index, query, 5)
     assert ids.tolist() == exact_ids[0].tolist() == [0, 1, 2, 3, 4]
     assert np.array_equal(scores, exact_scores[0])
+
+
+def _flip(path, offset: int, count: int) -> None:
+    """Invert `count` bytes of `path` from `offset` (negative: from the end), its size kept."""
+    with path.open("r+b") as f:
+        f.seek(offset, 2 if offset < 0 else 0)
+        where = f.tell()
+        data = f.read(count)
+        f.seek(where)
+        f.write(bytes(255 - b for b in data))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("spec", "damaged"), [
+    ("hnsw:M=16,efConstruction=40", "hnsw-M16-efc40.index"),  # its stored vectors
+    ("ivf:nlist=16,nprobe=16", "ivf-nlist16.ivfdata"),  # its inverted lists (codes and ids)
+])
+def test_an_index_with_flipped_bytes_is_never_searched_but_said_and_rebuilt(
+        nq_sample_index, tmp_path, capsys, monkeypatch, spec, damaged):
+    _, index, queries = nq_sample_index
+    ann_index = AnnIndex.of(_copy(index, tmp_path / "emb"), IndexSpec.parse(spec))
+    first = ann_index.search(queries, K)
+    path = ann_index.embeddings.folder / damaged
+    size = path.stat().st_size
+    _flip(path, -size // 2, size // 4)  # a quarter of the file, the size unchanged
+    capsys.readouterr()
+    again = ann_index.search(queries, K)
+    said = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+    assert said == [(f"warning: the {ann_index.kind} index {ann_index.path} is damaged ({damaged}: "
+                    "its bytes differ from its recorded sha256); deleting and rebuilding it")]
+    assert all(np.array_equal(a, f) for (a, _), (f, _) in zip(again, first))
+
+    hashed = []
+    real = checksums._sha256
+    monkeypatch.setattr(checksums, "_sha256", lambda p: hashed.append(p.name) or real(p))
+    ann_index.search(queries[:1], K)
+    assert hashed == [] and "warning" not in capsys.readouterr().err  # a warm open reads none
+    path.touch()  # its times changed, its bytes the same: read and verified once
+    ann_index.search(queries[:1], K)
+    assert hashed == [damaged] and "warning" not in capsys.readouterr().err
+
+
+def test_an_index_too_big_for_the_corpus_fails_before_any_encoder_loads(small_sample,
+                                                                       monkeypatch):
+    from labeler.retrieval import dense
+
+    monkeypatch.setattr(dense, "load_encoder", lambda *a, **k: pytest.fail("encoder loaded"))
+    size = len(small_sample.corpus)
+    for spec, line in [
+        (f"ivf:nlist={size + 1}", (f"field 'index': nlist {size + 1} exceeds the corpus's {size} "
+                                  "passages (lower nlist)")),
+        ("ivf:nlist=4,nprobe=5", ("field 'index': nprobe 5 exceeds nlist 4 (nprobe counts lists "
+                                 "searched)")),
+    ]:
+        with pytest.raises(InputError) as caught:
+            build_pools(small_sample, index=spec)
+        assert caught.value.line() == line

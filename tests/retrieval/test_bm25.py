@@ -137,7 +137,7 @@ def test_the_index_is_built_once_per_corpus_and_parameters(cisi, tmp_path):
     assert (folder / "index.json").stat().st_mtime_ns == record
     assert sorted(p.name for p in folder.iterdir()) == sorted([
         "data.csc.index.npy", "indices.csc.index.npy", "indptr.csc.index.npy",
-        "vocab.index.json", "params.index.json", "index.json"])
+        "vocab.index.json", "params.index.json", "index.json", "index.seen.json"])
     loaded = bm25s.BM25.load(folder, mmap=True)  # bm25s reads it as its own
     assert loaded.k1 == K1 and loaded.b == B and loaded.method == "lucene"
 
@@ -158,3 +158,21 @@ def test_a_cut_or_damaged_index_is_said_and_rebuilt(cisi, capsys):
     assert err.count("warning:") == 1 and "is incomplete (files" in err
     assert bm25_run(cisi.corpus, [query], k=20) == before
     assert capsys.readouterr().err == ""  # rebuilt and committed: read as it is
+
+
+def test_an_index_with_flipped_bytes_is_said_and_rebuilt_never_searched(cisi, capsys):
+    queries = cisi.queries[:5]
+    before = bm25_run(cisi.corpus, queries, k=20)
+    folder = index_folder(cisi.corpus)
+    data = folder / "data.csc.index.npy"
+    raw = bytearray(data.read_bytes())
+    raw[-4000:] = bytes(4000)  # the last 1,000 weights zeroed, the size unchanged
+    data.write_bytes(bytes(raw))
+    capsys.readouterr()
+    assert bm25_run(cisi.corpus, queries, k=20) == before
+    said = " ".join(capsys.readouterr().err.split())
+    assert said.count("warning:") == 1
+    assert (f"warning: the BM25 index {folder} is damaged (data.csc.index.npy: its bytes differ "
+            "from its recorded sha256); deleting and rebuilding it") in said
+    assert bm25_run(cisi.corpus, queries, k=20) == before
+    assert "warning" not in capsys.readouterr().err

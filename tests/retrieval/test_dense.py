@@ -36,13 +36,14 @@ def test_each_question_finds_its_gold_chunk_at_the_top(minilm, small_sample):
 
 
 def test_corpus_embeddings_are_written_in_shards_and_reused(minilm, small_sample, tmp_path,
-                                                             monkeypatch):
+                                                             monkeypatch, capsys):
     # 77 passages in shards of 32: 32 + 32 + 13
     index = corpus_index(minilm, small_sample.corpus, cache_dir=tmp_path, shard_size=32)
     assert index.folder == (tmp_path / "embeddings" / minilm.key
                             / f"{small_sample.corpus.fingerprint}-s32")
     assert sorted(p.name for p in index.folder.iterdir()) == [
-        "index.json", "shard-00000.npy", "shard-00001.npy", "shard-00002.npy"]
+        "index.json", "index.seen.json", "shard-00000.npy", "shard-00001.npy",
+        "shard-00002.npy"]
     first = index.vectors()
     assert first.shape == (len(small_sample.corpus), 384)
     assert np.allclose(np.linalg.norm(first, axis=1), 1.0, atol=1e-5)
@@ -64,6 +65,19 @@ def test_corpus_embeddings_are_written_in_shards_and_reused(minilm, small_sample
     encoded.clear()
     corpus_index(minilm, small_sample.corpus, cache_dir=tmp_path, shard_size=32)
     assert encoded == []  # complete: served from disk
+
+    # a shard's bytes flipped, its size kept: said, and only that shard encoded again
+    raw = bytearray(index.path(2).read_bytes())
+    raw[-1536:] = bytes(b ^ 0xFF for b in raw[-1536:])  # the last vector
+    index.path(2).write_bytes(bytes(raw))
+    capsys.readouterr()
+    again = corpus_index(minilm, small_sample.corpus, cache_dir=tmp_path, shard_size=32)
+    said = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+    assert said == [(f"warning: the embedding index {index.folder} has damaged shards "
+                    "(shard-00002.npy: its bytes differ from its recorded sha256); deleting "
+                    "and encoding them again")]
+    assert encoded == [[p.contents for p in small_sample.corpus.passages[64:]]]
+    assert np.allclose(again.vectors(), first, atol=1e-6)
 
 
 def test_each_shard_holds_the_librarys_own_encode_of_its_passages_in_corpus_order(

@@ -99,3 +99,30 @@ def test_bad_requests_fail_before_any_model_work(sample):
         "field 'corpus': dataset 'fever' has no passage corpus to retrieve from "
         "(pass --corpus NAME (kilt-w100, wiki-dpr, msmarco-passage, kilt-wikipedia) or FILE "
         "(FlashRAG corpus jsonl), or --run FILE)")
+
+
+def test_a_run_with_human_gold_pools_is_refused_before_the_judge_loads(
+        sample, tmp_path, monkeypatch, capsys):
+    """hgp never reads a run: its pids went unchecked and the judge ran for minutes."""
+    import sys
+
+    import labeler.llm
+    from labeler.cli import main
+
+    run = tmp_path / "run.trec"
+    run.write_text(f"{sample.queries[0].qid} Q0 no-such-pid 1 1.0 t\n")
+    with pytest.raises(InputError) as caught:
+        build_pools(sample, pool="hgp", run=run)
+    assert caught.value.line() == ("field 'run': --run ranks retrieved pools (rp, mcp), and the "
+                                   "pools are the human gold (leave --run unset, or use --pool "
+                                   "rp or mcp)")
+    monkeypatch.setattr(labeler.llm, "load_backend", lambda *a, **k: pytest.fail("loaded"))
+    monkeypatch.setattr(sys, "argv", [
+        "labeler", "judge", "--dataset", "nq-sample", "--limit", "2", "--method", "pvs",
+        "--llm", "smollm2-135m", "--pool", "hgp", "--run", str(run),
+        "--out", str(tmp_path / "pvs.jsonl")])
+    with pytest.raises(SystemExit) as exit_:
+        main()
+    assert exit_.value.code == 1
+    assert capsys.readouterr().err.splitlines() == [f"error: {caught.value.line()}"]
+    assert not (tmp_path / "pvs.jsonl").exists()

@@ -240,3 +240,24 @@ def test_extraction_with_the_real_model(tmp_path, monkeypatch, smollm):
     assert rows[0]["answer_coverage"] == 1.0 and rows[1]["answer_coverage"] == 0.0
     assert set(report["metrics"]) == {"tokens", "answer_coverage", "helpfulness", "faithfulness",
                                       "conciseness", "weighted"}
+
+
+@pytest.mark.slow
+def test_blank_evidence_gets_every_experts_floor_and_is_counted(tmp_path, monkeypatch, smollm):
+    """Blank extractions are never shown to a judge: each expert's floor, below real text."""
+    import labeler.llm
+
+    monkeypatch.setattr(labeler.llm, "load_backend", lambda model, **kw: smollm)
+    sub = _write(tmp_path / "ev.jsonl", [
+        {"qid": Q[0], "evidence": "The first Nobel Prize in Physics was awarded in 1901 to "
+                                  "Wilhelm Conrad Röntgen."},
+        {"qid": Q[1], "evidence": ""}, {"qid": Q[5], "evidence": "   "}])
+    rows_file = tmp_path / "rows.jsonl"
+    report = _json(sub, "--against", ARTIFACT, "--llm", "smollm2-135m", "--missing", "skip",
+                   "--per-query", rows_file)
+    rows = {row["qid"]: row for row in map(json.loads, rows_file.read_text().splitlines())}
+    for qid in (Q[1], Q[5]):
+        assert (rows[qid]["faithfulness"], rows[qid]["helpfulness"],
+                rows[qid]["conciseness"]) == (0.0, 0.0, -1.0)
+        assert rows[qid]["weighted"] < rows[Q[0]]["weighted"]
+    assert report["counts"]["blank_evidence"] == 2

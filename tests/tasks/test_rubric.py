@@ -134,6 +134,36 @@ def test_rubric_build_on_cisi_sample(loads, tmp_path, request):
     check_card_types(version, tmp_path / "datasets")
     request.getfixturevalue("hub")  # the server, once the build is done
     check_pushed(version, "lab/rubric-labels", tmp_path / "hub-datasets")
+    _edits_of_derived_tables_are_refused(version, tmp_path / "edited")
+
+
+def _edits_of_derived_tables_are_refused(version, edited):
+    """A fused score raised, then two documents of fused.trec swapped, each with its sha256
+    updated in the manifest: validate derives them again and names file, line and field."""
+    import hashlib
+    import shutil
+
+    shutil.copytree(version, edited)
+
+    def rewrite(name, lines):
+        (edited / name).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        manifest = json.loads((edited / "manifest.json").read_text(encoding="utf-8"))
+        manifest["files"][name] = hashlib.sha256((edited / name).read_bytes()).hexdigest()
+        (edited / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+
+    rows = (version / "candidates-00000.jsonl").read_text(encoding="utf-8").splitlines()
+    row = json.loads(rows[0])
+    rewrite("candidates-00000.jsonl", [json.dumps({**row, "fused": row["fused"] + 100}), *rows[1:]])
+    assert validate_path(edited) == [
+        (f"candidates-00000.jsonl:1: field 'fused' is {row['fused'] + 100!r} but its labels and "
+        f"manifest give {row['fused']!r}")]
+    rewrite("candidates-00000.jsonl", rows)
+    run = (version / "fused.trec").read_text(encoding="utf-8").splitlines()
+    first, second = run[0].split(), run[1].split()
+    first[2], second[2] = second[2], first[2]  # the top two documents swapped, scores kept
+    rewrite("fused.trec", [" ".join(first), " ".join(second), *run[2:]])
+    assert validate_path(edited) == [
+        f"fused.trec:1: is '{' '.join(first)}' but the labels give '{run[0]}'"]
 
 
 def test_label_retries_scores_and_fuses_with_a_scripted_llm():
@@ -185,3 +215,38 @@ def test_label_retries_scores_and_fuses_with_a_scripted_llm():
     assert all(r["rubric"] == 0 for r in empty if r["bm25_rank"] <= 3)
     stats = task.statistics(tables["data"])
     assert (stats["queries"], stats["questions"], stats["retried"], stats["empty"]) == (2, 2, 1, 1)
+
+
+def test_validate_derives_the_rubric_tables_again_with_a_scripted_llm(tmp_path):
+    """A version written from scripted P(yes) on the real cisi-sample, with a threshold and a
+    weight the derivation must take from the manifest's config: valid as written, and each
+    edit of a derived value is named (the slow build test does the same on SmolLM2's)."""
+    from support.scripted import ScriptedBackend
+
+    from labeler.artifacts.writer import VersionWriter
+    from labeler.retrieval import build_pools
+    from labeler.sources.registry import load_source
+    from labeler.tasks.base import make_shards
+    from labeler.tasks.rubric import RubricTask
+    from labeler.workflows.steps import published_config, published_source
+
+    source = load_source("cisi-sample", limit=2)
+    pools = build_pools(source, pool="rp", k=5, encoder="bm25")
+    [shard] = make_shards(source.queries, pools, 2)
+
+    def probs(text: str, choices) -> dict[str, float]:
+        yes, no = (0.6, 0.2) if "title" in text.split("Answer yes or no.")[0] else (0.2, 0.6)
+        return {c: {"Yes": yes, "No": no}.get(c, 0.05) for c in choices}
+
+    config = RubricConfig(dataset="cisi-sample", k=5, rerank_k=3, weight=2.0, threshold=0.5)
+    task = RubricTask(config)
+    backend = ScriptedBackend(answer=lambda text: "1. Does the document discuss titles?\n"
+                                                  "2. Is the document about libraries?",
+                              probs=probs)
+    writer = VersionWriter(tmp_path / "out", kind=RubricTask, dataset="cisi-sample",
+                           llm="scripted", build_id="b" * 32)
+    writer.write_shard(0, task.derive(task.label(task.calls(backend), shard), {}))
+    version = writer.finish({"model_id": "scripted", "model_revision": None,
+                             **published_source(source), **task.manifest(),
+                             "config": published_config(config), **pools.describe()})
+    _edits_of_derived_tables_are_refused(version, tmp_path / "edited")

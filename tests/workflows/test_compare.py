@@ -9,6 +9,9 @@ reader is tests/support/nq2.py's.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from click.testing import CliRunner
 from hub.conftest import TOKEN, hub  # noqa: F401  (the local Hub server fixture)
@@ -189,3 +192,28 @@ def test_bad_input_is_refused_before_any_llm_work(artifacts, tmp_path):
     assert line.endswith("(name the model to answer with: --llm MODEL, for labeler compare "
                          "--llm ALIAS=MODEL)")
     assert not (tmp_path / "compare").exists()
+
+
+def test_artifacts_of_different_datasets_are_refused_before_any_model_loads(tmp_path,
+                                                                            monkeypatch):
+    """The real utility artifact of tests/scoring/fixtures, and a copy that says it labels
+    another dataset with another LLM: one line naming the dataset, no reader loaded."""
+    import shutil
+
+    import labeler.llm
+
+    fixture = Path(__file__).parents[1] / "scoring" / "fixtures" / "utility-v1"
+    first, other = tmp_path / "a" / "v1", tmp_path / "b" / "v1"
+    shutil.copytree(fixture, first)
+    shutil.copytree(fixture, other)
+    manifest = json.loads((other / "manifest.json").read_text())
+    manifest |= {"dataset": "tq", "llm": "other-llm"}
+    (other / "manifest.json").write_text(json.dumps(manifest))
+    monkeypatch.setattr(labeler.llm, "load_backend", lambda *a, **k: pytest.fail("loaded"))
+    result = CliRunner().invoke(cli, ["compare", str(first), str(other),
+                                      "--out", str(tmp_path / "out")])
+    assert result.exit_code == 1 and isinstance(result.exception, InputError)
+    assert result.exception.line() == (
+        f"{other} field 'dataset': dataset 'tq', not 'nq-sample' as {first} (compare "
+        "artifacts of one dataset)")
+    assert not (tmp_path / "out").exists()

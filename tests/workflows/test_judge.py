@@ -150,3 +150,35 @@ def test_bad_input_is_one_error_and_writes_nothing(setup):
     result = _cli("judge", "--method", "lvr", *POOLS, "--run", run, "--out", root / "b.jsonl")
     assert result.exception.line() == "field 'llm': lvr asks an LLM: name one"
     assert not (root / "bad").exists() and not (root / "b.jsonl").exists()
+
+
+def test_a_kill_between_submission_and_manifest_leaves_no_other_runs_manifest(tmp_path,
+                                                                             monkeypatch):
+    """No LLM (--method retrieval): the second judgment, with another k, is killed after its
+    submission is written; the first's manifest must not stay beside it as if its own."""
+    import labeler.workflows.judge as judge_module
+    from labeler.paths import file_sha256
+
+    whole = Path(__file__).parents[1] / "fixtures" / "nq_sample_minilm_top3.trec"
+    run = tmp_path / "top3.trec"  # cut to the two queries
+    run.write_text("".join(line for line in whole.read_text().splitlines(keepends=True)
+                           if line.split()[0] in ("nq-open-dev-oracle-0", "nq-open-dev-oracle-1")))
+    out = tmp_path / "retrieval.jsonl"
+    options = ["judge", "--method", "retrieval", "--dataset", "nq-sample", "--limit", "2",
+               "--run", run, "--out", out]
+    assert _cli(*options, "--k", "3").exit_code == 0
+    manifest = json.loads(judge_module.manifest_path(out).read_text())
+    assert manifest["k"] == 3
+    assert manifest["submission"] == {"name": out.name, "sha256": file_sha256(out)}
+
+    real = judge_module.atomic_file
+
+    def killed(path, *args):
+        if path.name.endswith(".manifest.json"):
+            raise KeyboardInterrupt
+        return real(path, *args)
+
+    monkeypatch.setattr(judge_module, "atomic_file", killed)
+    _cli(*options, "--k", "2")
+    assert [len(r["ranking"]) for r in map(json.loads, out.read_text().splitlines())] == [2, 2]
+    assert not judge_module.manifest_path(out).exists()

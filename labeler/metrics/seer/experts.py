@@ -45,6 +45,8 @@ TEMPLATES = {
 }
 #: the experts' names, in the order `Experts.score` gives them
 EXPERTS = ("faithfulness", "helpfulness", "conciseness")
+#: each expert's lowest score: a probability, a sigmoid, a cosine; what blank evidence gets
+FLOORS = {"faithfulness": 0.0, "helpfulness": 0.0, "conciseness": -1.0}
 
 
 def cov_weights(scores: dict[str, Sequence[float]], tau: float) -> dict[str, dict[str, float]]:
