@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import torch
 
@@ -47,10 +47,25 @@ class DecodeStats:
     tokens: int = 0  # new tokens chosen (an ending EOS included): prefill's first + decode's
     seconds: float = 0.0  # wall time inside generate
 
+    def __sub__(self, earlier: DecodeStats) -> DecodeStats:
+        """What ran since `earlier` (a copy of these stats taken then)."""
+        return DecodeStats(**{f.name: getattr(self, f.name) - getattr(earlier, f.name)
+                              for f in fields(self)})
+
     @property
     def produced(self) -> float:
         """The fraction of decode slots whose row kept the token it produced."""
         return (self.tokens - self.prompts) / self.decode_slots if self.decode_slots else 1.0
+
+    @property
+    def occupancy(self) -> float:
+        """The fraction of the batch's rows that decode steps ran: live rows over batch size."""
+        return self.decode_slots / self.capacity if self.capacity else 1.0
+
+    @property
+    def rate(self) -> float:
+        """Tokens chosen per second inside generate."""
+        return self.tokens / self.seconds if self.seconds else 0.0
 
 
 @dataclass
