@@ -9,7 +9,13 @@ gold pools, the bundled SmolLM2, fresh call caches each time):
   batching when shards are made small;
 - a rerun served by the call cache against the first run: what a resumed or repeated build
   costs once its calls are cached.
-Both data outputs are checked to be byte-identical.
+The data outputs are checked to be byte-identical. Then the same build in this process, with
+what its generate calls ran (the hf backend's DecodeStats), against bench_llm's batched
+generation on the same loaded model:
+- tokens per second of generate time, the build's over bench_llm's batched rate (target >= 0.6:
+  answers that end early must not leave the batch decoding padding);
+- the fraction of decode slots that produced a token (target >= 0.8), and the batch's
+  occupancy (live rows over the batch size; the queue's tail runs part-empty).
 """
 
 from __future__ import annotations
@@ -18,9 +24,13 @@ import tempfile
 from pathlib import Path
 
 import click
+from bench_llm import generation_rate
 from rich.console import Console
 from rich.table import Table
-from timed_build import fresh_caches, timed_build
+from timed_build import data_sha, fresh_caches, measured_build, timed_build
+
+from labeler.llm import load_backend
+from labeler.sources.registry import load_source
 
 
 @click.command()
@@ -28,13 +38,17 @@ from timed_build import fresh_caches, timed_build
 def main(limit: int) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-build-") as tmp:
         root = Path(tmp)
-        caches = fresh_caches(root, "one", "many")
+        caches = fresh_caches(root, "one", "many", "measured")
         options = ("--pool", "hgp", "--limit", str(limit))
         one, one_sha = timed_build(root / "one", caches["one"], *options, "--shard-size", "256")
         many, many_sha = timed_build(root / "many", caches["many"], *options, "--shard-size", "1")
         cached, cached_sha = timed_build(root / "cached", caches["one"], *options,
                                          "--shard-size", "256")
-    if not one_sha == many_sha == cached_sha:
+        stats, version = measured_build(root / "measured", caches["measured"], limit=limit)
+        measured_sha = data_sha(version.glob("data-*.jsonl"))
+        batched = generation_rate(_loaded(caches["measured"]),
+                                  load_source("nq-sample", limit=16).queries)
+    if not one_sha == many_sha == cached_sha == measured_sha:
         raise SystemExit("the data differ between shard sizes: a bug, not a benchmark result")
     table = Table(title=f"labeler build, {limit} queries, whole processes (same data bytes)")
     for column in ("run", "seconds", "ratio"):
@@ -43,6 +57,35 @@ def main(limit: int) -> None:
     table.add_row("one query per shard", f"{many:.1f}", f"{many / one:.2f}")
     table.add_row("rerun, calls cached", f"{cached:.1f}", f"{cached / one:.2f}")
     Console().print(table)
+    Console().print(_generation_table(stats, batched.rate, limit))
+
+
+def _generation_table(stats, batched_rate: float, limit: int) -> Table:
+    """The build's generate calls against bench_llm's batched rate."""
+    table = Table(title=f"the build's generation ({limit} queries, {stats.prompts} answers, "
+                        "one process)")
+    for column in ("measure", "value", "target"):
+        table.add_column(column, justify="left" if column == "measure" else "right")
+    table.add_row("tokens generated", f"{stats.tokens:,}", "")
+    table.add_row("seconds inside generate", f"{stats.seconds:.1f}", "")
+    table.add_row("build: tokens / s of generate", f"{stats.rate:,.1f}", "")
+    table.add_row("bench_llm: batched tokens / s", f"{batched_rate:,.1f}", "")
+    table.add_row("[bold]build / batched", f"[bold]{stats.rate / batched_rate:.2f}",
+                  _verdict(stats.rate / batched_rate, 0.6))
+    table.add_row("[bold]decode slots that produced a token", f"[bold]{stats.produced:.2f}",
+                  _verdict(stats.produced, 0.8))
+    table.add_row("batch occupancy (live rows / batch size)", f"{stats.occupancy:.2f}", "")
+    table.add_row("prefill tokens (padding included)", f"{stats.prefill_tokens:,}", "")
+    return table
+
+
+def _loaded(cache: Path):
+    """The backend the in-process build loaded (one per process and settings)."""
+    return load_backend("smollm2-135m", cache_dir=cache, use_cache=False)
+
+
+def _verdict(value: float, target: float) -> str:
+    return f">= {target:g} [green]met" if value >= target else f">= {target:g} [red]not met"
 
 
 if __name__ == "__main__":

@@ -1,12 +1,15 @@
 """Benchmark the hf backend on the bundled SmolLM2-135M-Instruct (not a test).
 
     python benchmarks/bench_llm.py [--prompts 16] [--batch-size 16] [--max-tokens 32]
+                                   [--dtype float32|bfloat16]
 
 Measures, in one run on this machine:
-- generation throughput, batched vs one prompt at a time (same prompts, same greedy answers);
+- generation throughput, batched vs one prompt at a time (same prompts, same greedy answers):
+  tokens generated (an ending EOS included) per second inside generate;
 - prefill FLOP/s (2 x parameters x tokens / seconds, one forward pass over real RAG prompts)
   against a plain torch matmul's FLOP/s in the model's dtype.
-Targets: batched >= 3x one at a time; prefill >= 60% of matmul FLOP/s.
+Everything runs on the threads the backend computes with on the CPU (`CPU_THREADS`), which the
+table states. Targets: batched >= 3x one at a time; prefill >= 60% of matmul FLOP/s.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import time
+from dataclasses import dataclass
 
 import click
 import torch
@@ -25,6 +29,7 @@ from rich.console import Console
 from rich.table import Table
 
 from labeler.llm import Sampling, chat, load_backend
+from labeler.llm.hf import CPU_THREADS
 from labeler.sources.registry import load_source
 
 
@@ -38,44 +43,37 @@ from labeler.sources.registry import load_source
 @click.option("--prefill-length", default=256, show_default=True, help="Tokens per prefill row.")
 @click.option("--repeats", default=3, show_default=True, help="Timed repeats; the best counts.")
 @click.option("--device", help="cpu or cuda (default: cuda if available).")
+@click.option("--dtype", help="The weights' dtype, float32 or bfloat16 (default: the "
+                              "backend's).")
 def main(n_prompts, batch_size, max_tokens, prefill_tokens, prefill_length, repeats,
-         device) -> None:
+         device, dtype) -> None:
     """Generation speed-up from batching, and prefill FLOP/s against matmul FLOP/s."""
-    backend = load_backend("smollm2-135m", device=device, use_cache=False)
+    backend = load_backend("smollm2-135m", device=device, dtype=dtype, use_cache=False)
+    threads = backend_threads(backend)
     queries = load_source("nq-sample", limit=max(n_prompts, 64)).queries
-    prompts = [chat(q.question) for q in queries[:n_prompts]]
-    greedy = Sampling(max_tokens=max_tokens)
-    backend.generate(prompts[:2], greedy)  # warm-up
-
-    timings = {}
-    for size in (batch_size, 1):
-        backend.batch_size = size
-        start = time.perf_counter()
-        timings[size] = backend.generate(prompts, greedy), time.perf_counter() - start
-    (batched, t_batched), (alone, t_alone) = timings[batch_size], timings[1]
-    if batched != alone:
+    batched, alone = (generation_rate(backend, queries[:n_prompts], batch_size=size,
+                                      max_tokens=max_tokens) for size in (batch_size, 1))
+    if batched.answers != alone.answers:
         raise SystemExit("batched and one-at-a-time greedy answers differ")
-    tokens = sum(len(backend.tokenizer(a[0].text).input_ids) for a in batched)
 
-    rows = _prefill_rows(backend, queries, prefill_tokens // prefill_length, prefill_length)
+    rows = prefill_rows(backend, queries, prefill_tokens // prefill_length, prefill_length)
     params = sum(p.numel() for p in backend.model.parameters())
     flops = 2 * params * rows.numel()
     prefill_s, matmul_flops = [], []
     for _ in range(repeats):  # interleaved, so both see the same machine load
-        prefill_s.append(_time(lambda: backend.model(input_ids=rows, use_cache=False), backend))
+        prefill_s.append(timed(lambda: backend.model(input_ids=rows, use_cache=False), backend))
         matmul_flops.append(_matmul_flops(backend.dtype, backend.device))
     prefill_flops = flops / min(prefill_s)
     best_matmul = max(matmul_flops)
 
     table = Table(title=f"hf backend, smollm2-135m ({backend.dtype}, {backend.device.type}, "
-                        f"{torch.get_num_threads()} threads, "
-                        f"OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']})")
+                        f"{threads}, OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']})")
     for column in ("measure", "value", "target"):
         table.add_column(column, justify="right" if column != "measure" else "left")
-    table.add_row(f"generate, batch of {batch_size}", f"{tokens / t_batched:,.1f} tok/s", "")
-    table.add_row("generate, one at a time", f"{tokens / t_alone:,.1f} tok/s", "")
-    table.add_row("[bold]batched / one at a time", f"[bold]{t_alone / t_batched:.2f}x",
-                  _verdict(t_alone / t_batched, 3.0, "x"))
+    table.add_row(f"generate, batch of {batch_size}", f"{batched.rate:,.1f} tok/s", "")
+    table.add_row("generate, one at a time", f"{alone.rate:,.1f} tok/s", "")
+    table.add_row("[bold]batched / one at a time", f"[bold]{batched.rate / alone.rate:.2f}x",
+                  _verdict(batched.rate / alone.rate, 3.0, "x"))
     table.add_row(f"prefill, {rows.shape[0]} x {rows.shape[1]} tokens",
                   f"{prefill_flops / 1e9:,.1f} GFLOP/s", "")
     table.add_row("matmul, 2048^3", f"{best_matmul / 1e9:,.1f} GFLOP/s", "")
@@ -84,7 +82,41 @@ def main(n_prompts, batch_size, max_tokens, prefill_tokens, prefill_length, repe
     Console().print(table)
 
 
-def _prefill_rows(backend, queries, n_rows: int, length: int) -> torch.Tensor:
+@dataclass
+class Generation:
+    """One timed greedy generate: its answers and tokens per second inside it."""
+
+    answers: list
+    rate: float
+
+
+def generation_rate(backend, queries, *, batch_size: int = 16,
+                    max_tokens: int = 32) -> Generation:
+    """Greedy answers to the queries' questions in batches of `batch_size` (after a warm-up),
+    and the tokens per second generate's running batch produced (its `DecodeStats`)."""
+    prompts = [chat(q.question) for q in queries]
+    greedy = Sampling(max_tokens=max_tokens)
+    backend.generate(prompts[:2], greedy)  # warm-up
+    size, backend.batch_size = backend.batch_size, batch_size
+    stats = backend.decoder.stats
+    tokens, seconds = stats.tokens, stats.seconds
+    try:
+        answers = backend.generate(prompts, greedy)
+    finally:
+        backend.batch_size = size
+    return Generation(answers, (stats.tokens - tokens) / (stats.seconds - seconds))
+
+
+def backend_threads(backend) -> str:
+    """On the CPU, set this process's torch threads to the backend's own (its prefill and
+    matmul below then run as generate does); the threads, as the table says them."""
+    if backend.device.type != "cpu":
+        return "GPU"
+    torch.set_num_threads(CPU_THREADS)
+    return f"{CPU_THREADS} thread{'s' if CPU_THREADS > 1 else ''} (hf CPU_THREADS)"
+
+
+def prefill_rows(backend, queries, n_rows: int, length: int) -> torch.Tensor:
     """Real RAG prompts (question + gold passage), rendered, tokenized, cut into full rows."""
     stream: list[int] = []
     for q in queries:
@@ -100,7 +132,7 @@ def _prefill_rows(backend, queries, n_rows: int, length: int) -> torch.Tensor:
 
 
 @torch.inference_mode()
-def _time(run, backend) -> float:
+def timed(run, backend) -> float:
     run()  # warm-up
     _sync(backend.device)
     start = time.perf_counter()

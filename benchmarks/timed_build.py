@@ -1,5 +1,6 @@
-"""Whole `labeler build` processes for the build benchmarks: timed, their data hashed, each on
-a fresh call cache that shares one conversion of the bundled model."""
+"""`labeler build`s for the build benchmarks, each on a fresh call cache that shares one
+conversion of the bundled model: whole processes, timed, their data hashed; or in this process,
+with what its generate calls ran."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import subprocess
 import sys
 import time
+from copy import copy
 from pathlib import Path
 
 
@@ -20,10 +22,15 @@ def timed_build(out: Path, cache: Path, *options: str) -> tuple[float, str]:
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL,
                    env={**os.environ, "HF_HUB_OFFLINE": "1"})
     seconds = time.perf_counter() - start
+    return seconds, data_sha(out.glob("utility/nq-sample/smollm2-135m/v*/data-*.jsonl"))
+
+
+def data_sha(files) -> str:
+    """sha256 of the data files' bytes in file-name order."""
     digest = hashlib.sha256()
-    for file in sorted(out.glob("utility/nq-sample/smollm2-135m/v*/data-*.jsonl")):
+    for file in sorted(files):
         digest.update(file.read_bytes())
-    return seconds, digest.hexdigest()
+    return digest.hexdigest()
 
 
 def fresh_caches(root: Path, *names: str) -> dict[str, Path]:
@@ -37,3 +44,19 @@ def fresh_caches(root: Path, *names: str) -> dict[str, Path]:
         cache.mkdir()
         (cache / "models").symlink_to(models)
     return caches
+
+
+def measured_build(out: Path, cache: Path, *, limit: int, dtype: str | None = None):
+    """(the DecodeStats of its generate calls, its version folder) of a utility build of the
+    bundled NQ sample's human gold pools in this process, by the bundled SmolLM2 in `dtype`."""
+    from labeler import build
+    from labeler.llm import load_backend
+    from labeler.llm.config import LLMConfig
+    from labeler.tasks.utility import UtilityConfig
+
+    # the model the build loads (one per process and settings): its stats count the build's
+    backend = load_backend("smollm2-135m", dtype=dtype, cache_dir=cache, use_cache=False)
+    before = copy(backend.decoder.stats)
+    [built] = build("utility", UtilityConfig(dataset="nq-sample", limit=limit, pool="hgp"),
+                    [LLMConfig("smollm2-135m", dtype=dtype)], out=out, cache_dir=cache)
+    return backend.decoder.stats - before, built.path

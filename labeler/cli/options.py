@@ -109,9 +109,10 @@ def model_options(*, tensor_parallel: bool = False) -> Decorator:
                      help="Prompts per forward pass (default: 8 for hf, 256 per call for vllm)."),
         click.option("--device", help="Device for the LLMs, e.g. cuda:0 [default: best "
                                       "available]."),
-        click.option("--dtype", help="vllm: the weights' dtype, auto, float16 (the utility "
-                                     "paper's), bfloat16 or float32 [default: the model's own "
-                                     "on a GPU, float32 on the CPU]."),
+        click.option("--dtype", help="The weights' dtype: hf float32 or bfloat16 [default: "
+                                     "float32 on the CPU, bfloat16 on a GPU]; vllm auto, "
+                                     "float16 (the utility paper's), bfloat16 or float32 "
+                                     "[default: the model's own on a GPU, float32 on the CPU]."),
     ]
     if tensor_parallel:
         options.append(click.option(

@@ -26,8 +26,8 @@ from labeler.llm.models import ALIASES, ModelSpec, resolve_model
 #: backend name -> "module:class", imported only when asked for (vllm stays optional).
 BACKENDS = {"hf": "labeler.llm.hf:HFBackend", "vllm": "labeler.llm.vllm:VLLMBackend"}
 #: backend name -> the weight dtypes it can be asked for (`--dtype`); none: it takes no dtype
-DTYPES: dict[str, tuple[str, ...]] = {"hf": (), "vllm": ("auto", "float16", "bfloat16",
-                                                         "float32")}
+DTYPES: dict[str, tuple[str, ...]] = {"hf": ("float32", "bfloat16"),
+                                      "vllm": ("auto", "float16", "bfloat16", "float32")}
 
 #: operations beyond the contract's three -> the backends that answer them
 OPTIONAL_OPERATIONS = {"attention": ("hf",), "loglikelihood_rolling": ("hf",)}
@@ -46,7 +46,8 @@ def load_backend(model: str, *, backend: str = "hf", batch_size: int | None = No
 
     `batch_size` defaults to 8 rows per forward pass for hf and 256 requests per engine call
     for vllm (which batches continuously inside a call). `tensor_parallel` > 1 (GPUs one
-    model is split over) is for vllm only, and so is `dtype` (`LLMConfig` checks both).
+    model is split over) is for vllm only; `dtype` is one of the backend's DTYPES (`LLMConfig`
+    checks both).
     """
     spec = resolve_model(model)
     if backend not in BACKENDS:

@@ -138,13 +138,19 @@ class Backend(ABC):
     revision: str
     #: short name used in artifact paths, e.g. "smollm2-135m"
     alias: str
-    #: requests per forward batch (hf) or per engine call (vllm); the call cache commits after each
+    #: requests per forward batch (hf) or per engine call (vllm)
     batch_size: int
     #: the model's context window in tokens: prompt plus answer (its config's
     #: max_position_embeddings; vllm's max_model_len)
     max_context: int
     #: whether `generate` can constrain its output to `Sampling.json_schema` (others refuse it)
     structured_output: bool = False
+
+    @property
+    def call_size(self) -> int:
+        """Requests the call cache hands one call, committing its answers after each:
+        `batch_size`, or more for a backend that refills its batch from a call's queue."""
+        return self.batch_size
 
     def key(self) -> dict:
         """Everything about the loaded model that changes its answers, for cache keys."""

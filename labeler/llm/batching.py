@@ -26,6 +26,7 @@ class Collator(Generic[T]):
     their largest `sort_key`, descending, ties in caller order; within a group items keep caller
     order. Whole groups fill a batch while they fit; a group larger than `batch_size` is one
     batch of its own. `restore` maps results listed batch after batch back to caller order.
+    A backend that refills a running batch takes the `groups` one after another instead.
 
     >>> collator = Collator(["bb", "a", "ccc", "dd"], sort_key=len, batch_size=2)
     >>> list(collator)
@@ -41,10 +42,11 @@ class Collator(Generic[T]):
         groups: dict[Hashable, list[int]] = {}
         for index, item in enumerate(items):
             groups.setdefault(index if group_key is None else group_key(item), []).append(index)
-        ordered = sorted(groups.values(), key=lambda g: max(sort_key(items[k]) for k in g),
-                         reverse=True)  # sorted() is stable: ties keep caller order
+        #: the groups, longest first (sorted() is stable: ties keep caller order)
+        self.groups = sorted(groups.values(), key=lambda g: max(sort_key(items[k]) for k in g),
+                             reverse=True)
         self.batches: list[list[int]] = []
-        for group in ordered:
+        for group in self.groups:
             if self.batches and len(self.batches[-1]) + len(group) <= batch_size:
                 self.batches[-1].extend(group)
             else:

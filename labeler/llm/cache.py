@@ -4,8 +4,8 @@ Like lm-evaluation-harness's CachingLM. A request's key is the sha256 of JSON ho
 operation, the backend's `key()` (model id, revision, backend, dtype, device), the exact
 rendered prompt and every parameter that changes the answer (the seed included). Misses are
 checked against the model's context window first, then computed in the shared Collator's
-batches and committed after each (SQLite, WAL), so a killed run keeps what it finished and a
-rerun makes only the missing calls.
+batches of the backend's `call_size` and committed after each (SQLite, WAL), so a killed run
+keeps what it finished and a rerun makes only the missing calls.
 
 The schema evolves by numbered migrations (simonw/llm's pattern): each function in MIGRATIONS
 runs once per database, in order, and is recorded in its `_migrations` table. A `generate`
@@ -117,6 +117,10 @@ class CachedBackend(Backend):
         self.db = _connect(self.path)
         self.backend_calls = 0  # requests forwarded to `inner` by this object
 
+    @property
+    def call_size(self) -> int:
+        return self.inner.call_size
+
     def key(self) -> dict:
         return self.inner.key()
 
@@ -184,7 +188,7 @@ class CachedBackend(Backend):
         collator = Collator(range(len(misses)), sort_key=tokens.__getitem__,
                             group_key=None if groups is None else
                             (lambda m: groups[todo[misses[m]]]),
-                            batch_size=self.batch_size)
+                            batch_size=self.call_size)
         with progress_bar(f"{op} {self.alias} (cached)", len(misses)) as advance:
             for batch in collator:
                 chunk = [misses[m] for m in batch]

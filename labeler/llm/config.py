@@ -19,7 +19,7 @@ class LLMConfig:
     batch_size: int | None = None  # None: the backend's default (hf 8 rows, vllm 256 requests)
     device: str | None = None  # e.g. cpu, cuda:0; None: the best available
     tensor_parallel: int = 1  # GPUs one model is split over (vllm only)
-    dtype: str | None = None  # the weights' dtype (a backend's DTYPES); None: its default
+    dtype: str | None = None  # the weights' dtype (one of the backend's DTYPES); None: its default
 
     def __post_init__(self) -> None:
         if self.batch_size is not None and self.batch_size < 1:
@@ -38,8 +38,7 @@ class LLMConfig:
         if self.dtype is not None and self.dtype not in taken:
             raise InputError(
                 f"the {self.backend} backend takes no dtype '{self.dtype}'"
-                + (f": use one of {', '.join(taken)}" if taken else ""), field_name="dtype",
-                hint=None if taken else "leave out --dtype, or use --backend vllm")
+                + (f": use one of {', '.join(taken)}" if taken else ""), field_name="dtype")
 
     def on_hf(self) -> LLMConfig:
         """The same model on the hf backend, for an operation only hf answers: vllm's batch

@@ -1,11 +1,12 @@
-"""The `hf` backend: transformers on CPU (float32) or CUDA (bfloat16), batched with left padding.
+"""The `hf` backend: transformers on CPU (float32) or CUDA (bfloat16) unless `dtype` says
+otherwise, batched with left padding.
 
 Rows are batched by the shared Collator: longest first, `batch_size` rows at a time, the n samples
 of a prompt always in one batch. Left padding with an attention mask and position ids from the
-mask gives each row the same answer alone or in any batch. Sampling is seeded per row (see
-`prompts.row_seed`): temperature, top-k and top-p shape the logits, then each row draws with
-its own generator (the exponential race, i.e. Gumbel-max), so a sample is a pure function of
-(prompt, sampling) and safe to cache. The n samples of a prompt share one prefill of it, and
+mask gives each row the same answer alone or in any batch. `generate` runs one running batch
+(`labeler.llm.decoding`): a row leaves it as soon as its answer ends and the next prompts take
+its place; sampling is seeded per row (see `prompts.row_seed`), so a sample is a pure function
+of (prompt, sampling) and safe to cache. The n samples of a prompt share one prefill of it, and
 `choice_probs` chats that continue one conversation (`chat_prefix`: a document, then each of
 its questions) share one prefill of their common tokens, each row then running only its tail.
 """
@@ -23,19 +24,7 @@ from safetensors import SafetensorError
 import labeler.llm.lean_transformers  # noqa: F401  (first: keeps scikit-learn unimported)
 
 # isort: split
-from transformers import (
-    AutoModelForCausalLM,
-    AutoTokenizer,
-    DynamicCache,
-    GenerationConfig,
-    LogitsProcessor,
-    LogitsProcessorList,
-    StoppingCriteria,
-    StoppingCriteriaList,
-    TemperatureLogitsWarper,
-    TopKLogitsWarper,
-    TopPLogitsWarper,
-)
+from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache, GenerationConfig
 
 from labeler.errors import InputError, ModelLoadError, first_line
 from labeler.llm.attention import answer_attention
@@ -52,12 +41,12 @@ from labeler.llm.base import (
     check_lengths,
 )
 from labeler.llm.batching import Collator, chat_prefix, common_prefix
+from labeler.llm.decoding import Decoder
 from labeler.llm.gguf import gguf_snapshot
 from labeler.llm.models import ModelSpec, model_revision
 from labeler.llm.prompts import (
     choice_ids,
     continuation_ids,
-    cut_at_stop,
     encode,
     render_chat,
     row_seed,
@@ -69,6 +58,17 @@ from labeler.progress import progress_bar, transformers_quiet
 #: the cores' count the answers' log-probabilities changed in their last bits and a Ray worker
 #: (one CPU) wrote other bytes than a local build; parallelism on a CPU comes from workers
 CPU_THREADS = 1
+
+
+#: the weights' dtype on a device type unless `dtype` (one of labeler.llm.DTYPES["hf"]) says
+#: otherwise; on the CPU float32: bfloat16 prefills faster but decodes no faster and changes
+#: answers (the README's measurement)
+DEFAULT_DTYPES = {"cpu": "float32", "cuda": "bfloat16"}
+
+
+#: batches of requests per call the call cache makes (`call_size`), a killed build losing at
+#: most one call's answers: the running batch refills from the rest of a call
+QUEUED_BATCHES = 8
 
 
 def _fixed_threads(operation):
@@ -91,10 +91,11 @@ class HFBackend(Backend):
     length-sorted batches."""
 
     def __init__(self, spec: ModelSpec, *, batch_size: int | None = None,
-                 device: str | None = None, cache_dir: str | Path | None = None) -> None:
+                 device: str | None = None, cache_dir: str | Path | None = None,
+                 dtype: str | None = None) -> None:
         batch_size = _batch_size(batch_size)  # a bad size fails before the load
         place = _device(device)
-        dtype = torch.bfloat16 if place.type == "cuda" else torch.float32
+        dtype = getattr(torch, dtype or DEFAULT_DTYPES.get(place.type, "float32"))
         source = spec.model_id
         try:
             if spec.gguf:
@@ -150,6 +151,13 @@ class HFBackend(Backend):
         # repetition penalty, a top-k): the model's own says nothing more than eos and pad
         model.generation_config = GenerationConfig(eos_token_id=self.eos_ids,
                                                    pad_token_id=self.pad_id)
+        #: generate's running batch; its `stats` count what generation ran
+        self.decoder = Decoder(model, tokenizer, eos_ids=self.eos_ids, pad_id=self.pad_id)
+
+    @property
+    def call_size(self) -> int:
+        """QUEUED_BATCHES batches: rows that end early leave room the queue refills."""
+        return self.batch_size * QUEUED_BATCHES
 
     def key(self) -> dict:
         return {"model_id": self.spec.identity, "revision": self.revision, "backend": "hf",
@@ -170,16 +178,15 @@ class HFBackend(Backend):
         ids = encode(self.tokenizer, texts)
         check_lengths([len(x) for x in ids], self.max_context, reserved=sampling.max_tokens)
         rows = [(i, j) for i in range(len(prompts)) for j in range(sampling.n)]
-        out: list[list[Completion]] = [[Completion("")] * sampling.n for _ in prompts]
-        # grouped by prompt: its n samples share one batch and one prefill (_shared_prefill)
-        for batch in self._batches(rows, "generate", sort_key=lambda r: len(ids[r[0]]),
-                                   group_key=lambda r: r[0]):
-            seeds = [row_seed(sampling.seed, texts[i], j) for i, j in batch] \
-                if not sampling.greedy else []
-            completions = self._generate_batch([ids[i] for i, _ in batch], sampling, seeds)
-            for (i, j), text in zip(batch, completions):
-                out[i][j] = text
-        return out
+        # grouped by prompt: its n samples join the batch together and share one prefill
+        collator = Collator(rows, sort_key=lambda r: len(ids[r[0]]), group_key=lambda r: r[0],
+                            batch_size=self.batch_size)
+        groups = [[(ids[i], None if sampling.greedy else row_seed(sampling.seed, texts[i], j))
+                   for i, j in (rows[k] for k in group)] for group in collator.groups]
+        with progress_bar(f"generate {self.alias}", len(rows)) as advance:
+            completions = collator.restore(self.decoder.run(
+                groups, sampling, batch_size=self.batch_size, advance=advance))
+        return [completions[i * sampling.n:(i + 1) * sampling.n] for i in range(len(prompts))]
 
     @_fixed_threads
     def loglikelihood(self, requests: list[LoglikelihoodRequest]) -> list[float]:
@@ -288,80 +295,6 @@ class HFBackend(Backend):
                           attention_mask=torch.cat([mask[index], tail_mask], -1),
                           position_ids=starts + (tail_mask.cumsum(-1) - 1).clamp(min=0),
                           logits_to_keep=1).logits[:, -1]
-
-    @torch.inference_mode()
-    def _generate_batch(self, rows: list[list[int]], sampling: Sampling,
-                        seeds: list[int]) -> list[Completion]:
-        ids, mask = self._pad(rows)
-        processors = LogitsProcessorList()
-        if seeds:
-            processors.append(TemperatureLogitsWarper(float(sampling.temperature)))
-            if sampling.top_k > 0:
-                processors.append(TopKLogitsWarper(sampling.top_k))
-            if sampling.top_p < 1:
-                processors.append(TopPLogitsWarper(float(sampling.top_p)))
-            processors.append(_SeededDraw(seeds, self.device))
-        stopping = StoppingCriteriaList(
-            [_StopStrings(self.tokenizer, sampling.stop, ids.shape[1])] if sampling.stop else [])
-        config = GenerationConfig(do_sample=False, max_new_tokens=sampling.max_tokens,
-                                  eos_token_id=self.eos_ids, pad_token_id=self.pad_id)
-        # do_sample=False: the argmax picks the token that _SeededDraw made the winner.
-        out = self.model.generate(input_ids=ids, attention_mask=mask, generation_config=config,
-                                  logits_processor=processors, stopping_criteria=stopping,
-                                  past_key_values=self._shared_prefill(rows))
-        completions = []
-        for row in out[:, ids.shape[1]:].tolist():
-            end = next((k for k, t in enumerate(row) if t in self.eos_ids), None)
-            text = self.tokenizer.decode(row[:end], skip_special_tokens=True)
-            cut = cut_at_stop(text, sampling.stop)
-            # capped: max_tokens new tokens and neither an EOS among them nor a stop string
-            # (a row done early is padded to the batch's width, with an EOS or after its stop)
-            capped = end is None and cut == text and len(row) == sampling.max_tokens
-            completions.append(Completion(cut, capped))
-        return completions
-
-    def _shared_prefill(self, rows: list[list[int]]) -> DynamicCache | None:
-        """With n samples per prompt, run each distinct prompt (but its last token) once and
-        copy its key/value cache to its rows; generate then starts from the last token."""
-        distinct = {tuple(row): None for row in rows}
-        if len(distinct) == len(rows):
-            return None
-        ids, mask = self._pad([list(row) for row in distinct])
-        cache = DynamicCache()
-        self.model(input_ids=ids[:, :-1], attention_mask=mask[:, :-1], past_key_values=cache,
-                   position_ids=(mask[:, :-1].cumsum(-1) - 1).clamp(min=0), use_cache=True,
-                   logits_to_keep=1)
-        where = {row: k for k, row in enumerate(distinct)}
-        index = torch.tensor([where[tuple(r)] for r in rows], device=self.device)
-        cache.batch_select_indices(index)
-        return cache
-
-
-class _SeededDraw(LogitsProcessor):
-    """Adds -log(Exponential noise) from each row's own generator: argmax = a sample of softmax."""
-
-    def __init__(self, seeds: list[int], device: torch.device) -> None:
-        self.generators = [torch.Generator(device=device).manual_seed(s) for s in seeds]
-
-    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
-        noise = torch.empty_like(scores, dtype=torch.float32)
-        for row, generator in enumerate(self.generators):
-            noise[row].exponential_(generator=generator)
-        tiny = torch.finfo(torch.float32).tiny  # a draw of exactly 0 must not give inf - inf
-        return scores.float() - noise.clamp_(min=tiny).log()
-
-
-class _StopStrings(StoppingCriteria):
-    """Ends a row once its generated text (not the prompt) holds a stop string."""
-
-    def __init__(self, tokenizer, stop: tuple[str, ...], prompt_width: int) -> None:
-        self.tokenizer, self.stop, self.prompt_width = tokenizer, stop, prompt_width
-
-    def __call__(self, input_ids: torch.LongTensor, scores, **kwargs) -> torch.BoolTensor:
-        texts = self.tokenizer.batch_decode(input_ids[:, self.prompt_width:],
-                                            skip_special_tokens=True)
-        return torch.tensor([any(s in t for s in self.stop) for t in texts],
-                            device=input_ids.device)
 
 
 def context_window(config, model_id: str) -> int:

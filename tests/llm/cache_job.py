@@ -17,7 +17,7 @@ from labeler.llm import Sampling, chat, load_backend
 def main(cache_dir: str, questions: str, sampling: str) -> None:
     with open(questions, encoding="utf-8") as handle:
         prompts = [chat(json.loads(line)["question"]) for line in handle]
-    backend = load_backend("smollm2-135m", batch_size=4, cache_dir=cache_dir)
+    backend = load_backend("smollm2-135m", batch_size=2, cache_dir=cache_dir)
     params = json.loads(sampling)
     answers = backend.generate(prompts, Sampling(**{**params, "stop": tuple(params["stop"])}))
     print(json.dumps({"answers": [[asdict(c) for c in samples] for samples in answers],

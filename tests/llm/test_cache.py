@@ -87,14 +87,15 @@ def test_a_killed_run_reruns_only_the_missing_calls(smollm, questions, tmp_path)
 
     killed = subprocess.Popen(job, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 600
-    while cache_stats(cache_dir).entries < 8:  # two chunks of 4 committed
+    # batch size 2: calls of 16 requests (HFBackend.call_size), each committed when done
+    while cache_stats(cache_dir).entries < 16:
         assert killed.poll() is None, "the job ended before it could be killed"
         assert time.monotonic() < deadline, "the job made no progress"
         time.sleep(0.05)
     os.kill(killed.pid, signal.SIGKILL)
     killed.wait()
     done = cache_stats(cache_dir).entries
-    assert 8 <= done < 40
+    assert 16 <= done < 40
 
     rerun = subprocess.run(job, capture_output=True, text=True, timeout=600, check=False)
     assert rerun.returncode == 0, rerun.stderr[-2000:]
@@ -107,9 +108,11 @@ def test_a_killed_run_reruns_only_the_missing_calls(smollm, questions, tmp_path)
     assert (stats.entries, stats.misses, stats.hits) == (40, 40, done)
 
 
-def test_a_too_long_prompt_fails_before_the_cache_computes_or_counts_anything(smollm, tmp_path):
+def test_a_too_long_prompt_fails_before_the_cache_computes_or_counts_anything(smollm, tmp_path,
+                                                                              monkeypatch):
     cached = CachedBackend(smollm, cache_dir=tmp_path)
-    cached.batch_size = 1  # each miss its own chunk: a late check would have computed some
+    # each miss its own call: a late check would have computed some
+    monkeypatch.setattr(type(smollm), "call_size", 1)
     short = chat("Is water wet?")
     cached.generate([short], GREEDY)
     prompts = [short, chat("Is fire hot?"), chat("word " * 9000), chat("Is ice cold?")]

@@ -95,27 +95,26 @@ def test_seeded_sampling_repeats_exactly_whatever_the_batch(backend, questions):
 
 def test_the_samples_of_a_prompt_share_one_batch_and_one_prefill(smollm, questions,
                                                                  monkeypatch):
-    batches, prefills = [], []
-    generate_batch, shared_prefill = smollm._generate_batch, smollm._shared_prefill
+    from labeler.llm.decoding import _Batch
 
-    def spy_generate(rows, sampling, seeds):
-        batches.append(rows)
-        return generate_batch(rows, sampling, seeds)
+    admitted, admit = [], _Batch.admit
 
-    def spy_prefill(rows):
-        prefills.append(shared_prefill(rows))
-        return prefills[-1]
+    def spy_admit(batch, rows):
+        admitted.append([row.ids for row in rows])
+        return admit(batch, rows)
 
-    monkeypatch.setattr(smollm, "_generate_batch", spy_generate)
-    monkeypatch.setattr(smollm, "_shared_prefill", spy_prefill)
+    monkeypatch.setattr(_Batch, "admit", spy_admit)
     prompts = [chat(q) for q in questions[:4]]
     sampling = Sampling(n=3, temperature=1.0, max_tokens=2, seed=3)
+    before = smollm.decoder.stats.prefill_tokens
     smollm.generate(prompts, sampling)
     assert smollm.batch_size == 8
-    assert [len(rows) for rows in batches] == [6, 6]  # two whole prompts each, not 8 + 4
-    for rows in batches:
+    assert [len(rows) for rows in admitted] == [6, 6]  # two whole prompts each, not 8 + 4
+    for rows in admitted:
         assert sorted(map(rows.count, rows)) == [3] * 6  # every prompt's 3 samples together
-    assert len(prefills) == 2 and all(cache is not None for cache in prefills)  # one each
+    # one prefill row per distinct prompt, left padded to the longest of its admission
+    widths = [max(map(len, rows)) for rows in admitted]
+    assert smollm.decoder.stats.prefill_tokens - before == 2 * sum(widths)
 
 
 def test_stop_strings_cut_the_generation(backend, questions):

@@ -1,14 +1,19 @@
 """--dtype: a backend takes only the dtypes it names (`labeler.llm.DTYPES`), checked when the
 config is made, before any model loads; the one chosen travels to the backend and into the
-manifest's llm_config (the engine's own dtype is in the call cache's key, test_vllm_engine)."""
+manifest's llm_config, and the dtype the model runs in into llm_runtime and the call cache's
+key (hf here; vllm's engine in test_vllm_engine)."""
 
 from __future__ import annotations
 
+import json
 import sys
+from pathlib import Path
 
 import pytest
+import torch
+from click.testing import CliRunner
 
-from labeler.cli import main
+from labeler.cli import cli, main
 from labeler.errors import InputError
 from labeler.llm.config import LLMConfig
 
@@ -24,9 +29,9 @@ def test_a_dtype_the_backend_does_not_take_is_refused_with_the_choices():
                                          r"'fp16': use one of auto, float16, bfloat16, "
                                          r"float32$"):
         LLMConfig("smollm2-135m", backend="vllm", dtype="fp16")
-    with pytest.raises(InputError, match="the hf backend takes no dtype 'float16'") as error:
+    with pytest.raises(InputError, match=r"the hf backend takes no dtype 'float16': use one "
+                                         r"of float32, bfloat16$"):
         LLMConfig("smollm2-135m", backend="hf", dtype="float16")
-    assert error.value.hint == "leave out --dtype, or use --backend vllm"
 
 
 def test_the_dtype_reaches_the_backend(monkeypatch):
@@ -46,8 +51,8 @@ def test_judge_refuses_a_dtype_in_one_line_before_loading(tmp_path, monkeypatch,
         main()
     assert exit_.value.code == 1
     assert capsys.readouterr().err.splitlines()[0] == (
-        "error: field 'dtype': the hf backend takes no dtype 'float16' (leave out --dtype, or "
-        "use --backend vllm)")
+        "error: field 'dtype': the hf backend takes no dtype 'float16': use one of float32, "
+        "bfloat16")
     assert not (tmp_path / "lvr.jsonl").exists()
 
 
@@ -60,3 +65,29 @@ def test_the_engine_is_asked_for_the_dtype_on_a_gpu():
     for asked, dtype in ((None, "auto"), ("float16", "float16"), ("bfloat16", "bfloat16")):
         engine.asked_dtype = asked
         assert engine._engine_options("unused", None) == {"dtype": dtype}
+
+
+def test_hf_in_bfloat16_is_in_the_manifest_and_keys_its_own_cached_answers(smollm, tmp_path):
+    from labeler.llm import Sampling, chat, load_backend
+    from labeler.llm.cache import CachedBackend
+
+    calls = tmp_path / "calls"
+    calls.mkdir()
+    # reuse the model the `smollm` fixture converted, so the time goes to the build
+    (calls / "models").symlink_to(Path(smollm.model.name_or_path).parent)
+    result = CliRunner().invoke(cli, [
+        "build", "--dataset", "nq-sample", "--llm", "smollm2-135m", "--dtype", "bfloat16",
+        "--limit", "1", "--pool", "hgp", "--max-new-tokens", "8", "--cache-dir", str(calls),
+        "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    manifest = json.loads(next((tmp_path / "out").rglob("manifest.json")).read_text())
+    assert manifest["llm_config"]["dtype"] == "bfloat16"
+    assert manifest["llm_runtime"] == {"backend": "hf", "dtype": "bfloat16", "device": "cpu"}
+
+    bf16 = load_backend("smollm2-135m", dtype="bfloat16", cache_dir=calls, use_cache=False)
+    assert (bf16.model.dtype, smollm.model.dtype) == (torch.bfloat16, torch.float32)
+    prompt, greedy = [chat("Who wrote Hamlet?")], Sampling(max_tokens=4)
+    CachedBackend(bf16, cache_dir=calls).generate(prompt, greedy)
+    fp32 = CachedBackend(smollm, cache_dir=calls)
+    fp32.generate(prompt, greedy)
+    assert fp32.backend_calls == 1  # float32 does not reuse bfloat16's answer

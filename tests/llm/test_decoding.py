@@ -1,0 +1,71 @@
+"""The hf backend's running batch: rows leave it as they end and the queue refills it, and the
+greedy answers are those of transformers' own `generate` over static padded batches (what the
+backend ran before), byte for byte, on real utility prompts of mixed lengths."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from transformers import GenerationConfig
+
+from labeler.llm import Completion, Sampling
+from labeler.llm.batching import Collator
+from labeler.llm.prompts import encode
+from labeler.sources.registry import load_source
+from labeler.tasks.utility import closed_book_prompt, passage_prompt
+
+
+@pytest.fixture(scope="module")
+def mixed_prompts() -> list:
+    """nq-sample's first six questions closed-book (~40 tokens) and with their gold passage
+    (~150-400 tokens): the two prompts of a utility build."""
+    queries = load_source("nq-sample", limit=6).queries
+    return [closed_book_prompt(q.question) for q in queries] + [
+        passage_prompt(q.question, q.gold[:1]) for q in queries]
+
+
+def static_batches(backend, prompts, sampling: Sampling) -> tuple[list[Completion], int]:
+    """Greedy answers from `generate` over the Collator's batches, each left padded and run
+    until its last row ends; and the decode slots that ran (rows x steps)."""
+    ids = encode(backend.tokenizer, [backend.render(p) for p in prompts])
+    collator = Collator(ids, sort_key=len, batch_size=backend.batch_size)
+    config = GenerationConfig(do_sample=False, max_new_tokens=sampling.max_tokens,
+                              eos_token_id=backend.eos_ids, pad_token_id=backend.pad_id)
+    answers, slots = [], 0
+    for batch in collator:
+        padded, mask = backend._pad([ids[k] for k in batch])
+        with torch.inference_mode():
+            out = backend.model.generate(input_ids=padded, attention_mask=mask,
+                                         generation_config=config)[:, padded.shape[1]:]
+        slots += len(batch) * (out.shape[1] - 1)  # the first token comes from the prefill
+        for row in out.tolist():
+            end = next((k for k, t in enumerate(row) if t in backend.eos_ids), None)
+            text = backend.tokenizer.decode(row[:end], skip_special_tokens=True)
+            answers.append(Completion(text, end is None and len(row) == sampling.max_tokens))
+    return collator.restore(answers), slots
+
+
+def test_finished_rows_leave_and_the_answers_stay_those_of_static_batches(smollm, mixed_prompts,
+                                                                          monkeypatch):
+    monkeypatch.setattr(smollm, "batch_size", 4)
+    sampling = Sampling(max_tokens=24)
+    expected, static_slots = static_batches(smollm, mixed_prompts, sampling)
+    before = smollm.decoder.stats.decode_slots, smollm.decoder.stats.tokens
+    answers = smollm.generate(mixed_prompts, sampling)
+    assert [a for [a] in answers] == expected
+    assert any(a.capped for a in expected) and not all(a.capped for a in expected)
+    slots = smollm.decoder.stats.decode_slots - before[0]
+    # every slot a live row's: each produced a token its row kept
+    assert slots == smollm.decoder.stats.tokens - before[1] - len(mixed_prompts)
+    assert slots < 0.8 * static_slots
+
+
+def test_a_row_ends_at_its_stop_string_while_its_neighbours_go_on(smollm, mixed_prompts,
+                                                                   monkeypatch):
+    monkeypatch.setattr(smollm, "batch_size", 2)  # four prompts: the queue refills the batch
+    prompts = mixed_prompts[:2] + mixed_prompts[6:8]
+    [[full]] = smollm.generate(prompts[:1], Sampling(max_tokens=16))
+    stop = Sampling(max_tokens=16, stop=(full.text.split()[1],))
+    answers = smollm.generate(prompts, stop)
+    assert answers[0] == [Completion(full.text[:full.text.index(stop.stop[0])])]
+    assert answers == [a for p in prompts for a in smollm.generate([p], stop)]
