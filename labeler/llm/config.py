@@ -42,10 +42,14 @@ class LLMConfig:
 
     def on_hf(self) -> LLMConfig:
         """The same model on the hf backend, for an operation only hf answers: vllm's batch
-        size, tensor parallelism and dtype dropped (hf keeps its own defaults)."""
+        size and tensor parallelism dropped, its dtype kept where hf has it (float32, bfloat16)
+        and else left to hf's default."""
+        from labeler.llm import DTYPES
+
         if self.backend == "hf":
             return self
-        return replace(self, backend="hf", batch_size=None, tensor_parallel=1, dtype=None)
+        dtype = self.dtype if self.dtype in DTYPES["hf"] else None
+        return replace(self, backend="hf", batch_size=None, tensor_parallel=1, dtype=dtype)
 
     @property
     def gpus(self) -> int:

@@ -24,6 +24,13 @@ def test_vllm_takes_the_papers_float16_and_records_it():
     assert LLMConfig("smollm2-135m").describe()["dtype"] is None  # the backend's default
 
 
+def test_on_hf_keeps_a_dtype_hf_takes_and_drops_one_it_does_not():
+    """perplexity and AttR read a vllm artifact on hf: its bfloat16 weights stay bfloat16,
+    the paper's float16 (which hf refuses on the CPU) falls back to hf's default."""
+    assert LLMConfig("smollm2-135m", backend="vllm", dtype="bfloat16").on_hf().dtype == "bfloat16"
+    assert LLMConfig("smollm2-135m", backend="vllm", dtype="float16").on_hf().dtype is None
+
+
 def test_a_dtype_the_backend_does_not_take_is_refused_with_the_choices():
     with pytest.raises(InputError, match=r"^field 'dtype': the vllm backend takes no dtype "
                                          r"'fp16': use one of auto, float16, bfloat16, "
