@@ -9,9 +9,10 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
-from support.hub_mirror import CONTENT, KILT_SOURCE_COMMIT, mirror_env
+from support.hub_mirror import CONTENT, FIXTURES, KILT_SOURCE_COMMIT, mirror_env
 from support.hub_server import HubServer
 
 from labeler.sources.hub_files import HUB_FILES, KILT_SOURCE_REPO
@@ -189,6 +190,23 @@ def test_an_esci_file_with_other_columns_is_one_error_line(mirror, tmp_path):
     assert "\n" not in got
     assert "shopping_queries_dataset_examples.parquet" in got
     assert "the columns are ['example_id', 'query'], not ['example_id', 'query', 'query_id'" in got
+
+
+def test_an_esci_label_outside_e_s_c_i_names_its_row(mirror, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    hub, env = mirror
+    examples = pq.read_table(FIXTURES / "hub_mirror" / "esci" / Path(ESCI_FILES["examples"]).name)
+    labels = examples["esci_label"].to_pylist()
+    labels[5] = "X"
+    path = tmp_path / "examples.parquet"
+    pq.write_table(examples.set_column(5, "esci_label", pa.array(labels)), path)
+    hub.static(f"{ESCI_REPO}/{ESCI_COMMIT}/{ESCI_FILES['examples']}", path.read_bytes())
+    got = _run(LOAD_ESCI, [], env)["error"]
+
+    assert "shopping_queries_dataset_examples.parquet:6 field 'esci_label'" in got
+    assert "unknown label 'X' (not E, S, C, I)" in got and "\n" not in got
 
 
 def test_offline_with_an_empty_cache_needs_network_on_first_use(mirror):
