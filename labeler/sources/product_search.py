@@ -84,7 +84,7 @@ def load_wands(*, limit: int | None = None) -> Source:
                              paths["labels"], row, "label")
         if qid in wanted:
             judged.setdefault(qid, {})[pid] = WANDS_GRADES[label]
-    return _source("wands", f"{WANDS_REPO}@{WANDS_COMMIT}", "mit",
+    return _source("wands", f"{WANDS_REPO}@{WANDS_COMMIT}", "mit", "en",
                    zip(queries["query_id"], queries["query"]), judged,
                    _products(paths["products"]))
 
@@ -115,7 +115,7 @@ def load_esci(*, limit: int | None = None) -> Source:
             "query_id", "product_id", "product_locale", "esci_label"))):
         judged.setdefault(str(qid), {})[f"{locale}:{pid}"] = ESCI_GRADES[label]
     queries = examples.take(pa.array(firsts))
-    return _source("esci", f"{ESCI_REPO}@{ESCI_COMMIT}", "apache-2.0",
+    return _source("esci", f"{ESCI_REPO}@{ESCI_COMMIT}", "apache-2.0", None,
                    zip(queries["query_id"].to_pylist(), queries["query"].to_pylist()), judged,
                    _esci_products(paths["products"]))
 
@@ -129,13 +129,14 @@ def _github_files(default: str, repo: str, commit: str, files: dict[str, str],
                             repo=repo) for name, path in files.items()}
 
 
-def _source(name: str, revision: str, license: str, queries, judged: dict[str, dict[str, int]],
-            corpus: Corpus) -> Source:
+def _source(name: str, revision: str, license: str, language: str | None, queries,
+            judged: dict[str, dict[str, int]], corpus: Corpus) -> Source:
     """The Source of `queries` ((qid, text) pairs) judged as `judged` says (qid -> pid ->
-    grade); a query's gold, its judged-relevant products the catalogue holds."""
+    grade); a query's gold, its judged-relevant products the catalogue holds. `language`: its ISO
+    639-1 code, None for ESCI (English, Spanish and Japanese: no one code names them)."""
     source = Source(name, revision, [
         Query(str(qid), text, [], relevance=judged.get(str(qid), {})) for qid, text in queries],
-        corpus, license=license, language="en", bm25=dict(EXPERIMENT_BM25))
+        corpus, license=license, language=language, bm25=dict(EXPERIMENT_BM25))
     for q in source.queries:
         q.gold = [corpus[pid] for pid, grade in q.relevance.items() if grade > 0 and pid in corpus]
     return source

@@ -148,7 +148,8 @@ try:
     print(json.dumps({q.qid: {"text": q.question, "relevance": q.relevance,
                               "gold": sorted(p.pid for p in q.gold),
                               "titles": {p.pid: (p.title, p.text) for p in q.gold}}
-                      for q in s.queries} | {"bm25": s.bm25, "license": s.license}))
+                      for q in s.queries} | {"bm25": s.bm25, "license": s.license,
+                                             "language": s.language}))
 except LabelerError as e:
     print(json.dumps({"error": e.line()}))
 '''
@@ -158,7 +159,7 @@ def test_esci_grades_each_judgment_as_the_experiment_does(mirror):
     _, env = mirror
     got = _run(LOAD_ESCI, [], env)
 
-    assert got["license"] == "apache-2.0"
+    assert (got["license"], got["language"]) == ("apache-2.0", None)  # en, es and ja
     assert got["bm25"] == {"fields": "title^9.4,text^4", "stemmer": "english"}
     revent, mower = got["0"], got["1"]
     assert (revent["text"], mower["text"]) == ("revent 80 cfm", "!awnmower tires without rims")
