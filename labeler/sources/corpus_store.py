@@ -89,7 +89,9 @@ class FileReader:
         raw = self._pread(buffers[1], width * (array.offset + lo), width * (hi - lo))
         return np.frombuffer(raw, array.type.to_pandas_dtype()).tolist()
 
-    def _pread(self, buffer: pa.Buffer, start: int, size: int) -> bytes:
+    def _pread(self, buffer: pa.Buffer | None, start: int, size: int) -> bytes:
+        if not size:  # a chunk of empty strings may have no data buffer (address 0)
+            return b""
         return os.pread(self._file.fileno(), size, buffer.address - self._base + start)
 
 

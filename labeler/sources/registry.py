@@ -36,6 +36,7 @@ SOURCES = {
     "hotpotqa-train": "labeler.sources.kilt:load_hotpotqa_train",
     "cisi-sample": "labeler.sources.search:load_cisi_sample",
     "wands": "labeler.sources.product_search:load_wands",
+    "esci": "labeler.sources.product_search:load_esci",
 }
 
 #: corpus name -> "module:function() -> Corpus"; the paper retrieves from `wiki-dpr` (NQ,

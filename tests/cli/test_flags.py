@@ -18,7 +18,7 @@ from labeler.cli import cli, main
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 UNKNOWN = ("error: unknown dataset 'nope'. Available: nq-sample, nq, tq, msmarco-fqa, hotpotqa, "
            "fever, 2wiki, nq-tevatron, tq-tevatron-distant, hotpotqa-distractor, nq-open-train, "
-           "tq-train, hotpotqa-train, cisi-sample, wands, jsonl:PATH, search:PATH")
+           "tq-train, hotpotqa-train, cisi-sample, wands, esci, jsonl:PATH, search:PATH")
 
 
 def _main(monkeypatch, capsys, *args) -> tuple[int, str]:

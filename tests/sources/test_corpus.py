@@ -67,6 +67,21 @@ def test_the_store_is_made_once_and_again_when_the_file_changes_or_was_cut(tmp_p
     assert len(load_corpus(path)) == len(first) + 1 and (changed / "corpus.json").exists()
 
 
+def test_a_stored_corpus_without_any_text_reads_back(tmp_path):
+    # products with titles but no description (as ESCI's often are): the text column's data
+    # buffer is empty, with no address to read from
+    passages = _records(FIXTURES / "flashrag_corpus.jsonl")[:3]
+    corpus = Corpus.stored("no-text", lambda: [{"pid": [p.pid for p in passages],
+                                                "title": [p.title for p in passages],
+                                                "text": ["" for _ in passages]}],
+                           cache_dir=tmp_path)
+    stored = Corpus.stored("no-text", list, cache_dir=tmp_path)  # mapped from disk
+
+    assert [(p.pid, p.title, p.text) for p in stored.passages] == [
+        (p.pid, p.title, "") for p in passages] == [(p.pid, p.title, p.text)
+                                                    for p in corpus.passages]
+
+
 def _folder_of(path: Path) -> Path:
     stat = path.stat()
     return corpus_folder(f"flashrag-file:{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}")

@@ -9,13 +9,14 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
-from support.hub_mirror import CONTENT, KILT_SOURCE_COMMIT, mirror_env
+from support.hub_mirror import CONTENT, FIXTURES, KILT_SOURCE_COMMIT, mirror_env
 from support.hub_server import HubServer
 
 from labeler.sources.hub_files import HUB_FILES, KILT_SOURCE_REPO
-from labeler.sources.product_search import WANDS_COMMIT
+from labeler.sources.product_search import ESCI_COMMIT, ESCI_FILES, ESCI_REPO, WANDS_COMMIT
 from labeler.sources.registry import CORPORA, SOURCES
 
 LOAD_ALL = r'''
@@ -81,7 +82,7 @@ def test_every_named_dataset_and_corpus_loads_from_the_hub(mirror):
     hub, env = mirror
     names = ["nq", "tq", "hotpotqa", "fever", "msmarco-fqa", "2wiki", "nq-tevatron",
              "tq-tevatron-distant", "hotpotqa-distractor", "nq-open-train", "tq-train",
-             "hotpotqa-train", "wands", "corpus:wiki-dpr",
+             "hotpotqa-train", "wands", "esci", "corpus:wiki-dpr",
              "corpus:msmarco-passage", "corpus:kilt-wikipedia", "corpus:kilt-w100",
              "nq+kilt-wikipedia"]
     got = _run(LOAD_ALL, names, env)
@@ -122,16 +123,91 @@ def test_every_named_dataset_and_corpus_loads_from_the_hub(mirror):
     # raw.githubusercontent.com's layout): 7 queries over the 12 served products
     assert got["wands"] == {**got["wands"], "queries": 7, "corpus": 12,
                             "revision": f"wayfair/WANDS@{WANDS_COMMIT}"}
+    # ESCI: its two Git LFS parquet files at the pinned commit (media.githubusercontent.com's
+    # layout): the 2 queries of the 32 served judgments, over the 20 served products
+    assert got["esci"] == {**got["esci"], "queries": 2, "corpus": 20,
+                           "revision": f"amazon-science/esci-data@{ESCI_COMMIT}"}
     # the served pages are those 3 of the 5 served NQ questions' provenance names
     assert got["nq+kilt-wikipedia"]["gold"]["queries_with_gold_in_corpus"] == 3
 
 
 def test_a_second_run_offline_reads_the_cache(mirror):
     _, env = mirror
-    online = _run(LOAD_ALL, ["nq-tevatron", "corpus:kilt-wikipedia", "wands"], env)
-    offline = _run(LOAD_ALL, ["nq-tevatron", "corpus:kilt-wikipedia", "wands"],
+    online = _run(LOAD_ALL, ["nq-tevatron", "corpus:kilt-wikipedia", "wands", "esci"], env)
+    offline = _run(LOAD_ALL, ["nq-tevatron", "corpus:kilt-wikipedia", "wands", "esci"],
                    {**env, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"})
     assert offline == online
+
+
+LOAD_ESCI = r'''
+import json
+from labeler.errors import LabelerError
+from labeler.sources.registry import load_source
+try:
+    s = load_source("esci", limit=2)
+    print(json.dumps({q.qid: {"text": q.question, "relevance": q.relevance,
+                              "gold": sorted(p.pid for p in q.gold),
+                              "titles": {p.pid: (p.title, p.text) for p in q.gold}}
+                      for q in s.queries} | {"bm25": s.bm25, "license": s.license,
+                                             "language": s.language}))
+except LabelerError as e:
+    print(json.dumps({"error": e.line()}))
+'''
+
+
+def test_esci_grades_each_judgment_as_the_experiment_does(mirror):
+    _, env = mirror
+    got = _run(LOAD_ESCI, [], env)
+
+    assert (got["license"], got["language"]) == ("apache-2.0", None)  # en, es and ja
+    assert got["bm25"] == {"fields": "title^9.4,text^4", "stemmer": "english"}
+    revent, mower = got["0"], got["1"]
+    assert (revent["text"], mower["text"]) == ("revent 80 cfm", "!awnmower tires without rims")
+    # E 3, S 2, C 1, I 0; a product is its locale and id
+    assert revent["relevance"]["us:B01N5Y6002"] == 3 and revent["relevance"]["us:B000MOO21W"] == 0
+    assert {mower["relevance"][f"us:{pid}"] for pid in ("B07P4CF3DP", "B01M3SJ699",
+                                                        "B075SCHMPY")} == {2, 1, 0}
+    assert (len(revent["relevance"]), len(mower["relevance"])) == (16, 16)
+    # gold: the judged-relevant products the catalogue holds (titles cut in the source: not)
+    assert revent["gold"] == sorted(f"us:{p}" for p in (
+        "B07WDM7MQQ", "B07RH6Z8KW", "B07QJ7WYFQ", "B075ZBF9HG", "B06W2LB17J", "B00XBZFWWM",
+        "B003O0MNGC", "B001E6DMKY"))
+    assert "us:B01N5Y6002" not in revent["gold"]  # judged E, but not served
+    assert len(mower["gold"]) == 8 and "us:B01M3SJ699" not in mower["gold"]
+    assert revent["titles"]["us:B003O0MNGC"] == [
+        "Delta BreezSignature VFB25ACH 80 CFM Exhaust Bath Fan with Humidity Sensor", ""]
+
+
+def test_an_esci_file_with_other_columns_is_one_error_line(mirror, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    hub, env = mirror
+    path = tmp_path / "examples.parquet"
+    pq.write_table(pa.table({"example_id": [0], "query": ["revent 80 cfm"]}), path)
+    hub.static(f"{ESCI_REPO}/{ESCI_COMMIT}/{ESCI_FILES['examples']}", path.read_bytes())
+    got = _run(LOAD_ESCI, [], env)["error"]
+
+    assert "\n" not in got
+    assert "shopping_queries_dataset_examples.parquet" in got
+    assert "the columns are ['example_id', 'query'], not ['example_id', 'query', 'query_id'" in got
+
+
+def test_an_esci_label_outside_e_s_c_i_names_its_row(mirror, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    hub, env = mirror
+    examples = pq.read_table(FIXTURES / "hub_mirror" / "esci" / Path(ESCI_FILES["examples"]).name)
+    labels = examples["esci_label"].to_pylist()
+    labels[5] = "X"
+    path = tmp_path / "examples.parquet"
+    pq.write_table(examples.set_column(5, "esci_label", pa.array(labels)), path)
+    hub.static(f"{ESCI_REPO}/{ESCI_COMMIT}/{ESCI_FILES['examples']}", path.read_bytes())
+    got = _run(LOAD_ESCI, [], env)["error"]
+
+    assert "shopping_queries_dataset_examples.parquet:6 field 'esci_label'" in got
+    assert "unknown label 'X' (not E, S, C, I)" in got and "\n" not in got
 
 
 def test_offline_with_an_empty_cache_needs_network_on_first_use(mirror):

@@ -24,7 +24,14 @@ from labeler.sources.hub_files import (
     KILT_SOURCE_REPO,
     KILT_SOURCE_SCRIPT,
 )
-from labeler.sources.product_search import WANDS_COMMIT, WANDS_FILES, WANDS_REPO
+from labeler.sources.product_search import (
+    ESCI_COMMIT,
+    ESCI_FILES,
+    ESCI_REPO,
+    WANDS_COMMIT,
+    WANDS_FILES,
+    WANDS_REPO,
+)
 from support.hub_server import HubServer
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -108,12 +115,15 @@ def seed_mirror(hub: HubServer) -> str:
 
 
 def seed_github(hub: HubServer) -> str:
-    """Serve the GitHub files the sources read (WANDS's three tab-separated files, real rows:
-    tests/fixtures/hub_mirror/wands) as raw.githubusercontent.com lays them out,
+    """Serve the GitHub files the sources read (WANDS's three tab-separated files and ESCI's
+    two Git LFS parquet files, real rows: tests/fixtures/hub_mirror/wands, .../esci) as
+    raw.githubusercontent.com and media.githubusercontent.com/media lay them out,
     `<owner>/<repo>/<commit>/<path>`; returns the base URL (for LABELER_GITHUB_RAW)."""
-    for path in WANDS_FILES.values():
-        content = (FIXTURES / "hub_mirror" / "wands" / Path(path).name).read_bytes()
-        hub.static(f"{WANDS_REPO}/{WANDS_COMMIT}/{path}", content)
+    for name, repo, commit, files in (("wands", WANDS_REPO, WANDS_COMMIT, WANDS_FILES),
+                                      ("esci", ESCI_REPO, ESCI_COMMIT, ESCI_FILES)):
+        for path in files.values():
+            content = (FIXTURES / "hub_mirror" / name / Path(path).name).read_bytes()
+            hub.static(f"{repo}/{commit}/{path}", content)
     return hub.url
 
 
