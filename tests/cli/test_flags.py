@@ -101,3 +101,21 @@ def test_quiet_silences_progress_hints_but_not_warnings(tmp_path, smollm):
     quiet_build = CliRunner().invoke(cli, ["--quiet", *build, "--out", str(tmp_path / "quiet")])
     assert quiet_build.exit_code == 0, quiet_build.output
     assert quiet_build.stderr == ""
+
+
+@pytest.mark.parametrize(("args", "line"), [
+    (["judge", "--method", "bogus"],
+     "error: invalid value for '--method': 'bogus' is not one of 'pvs', 'lvs', 'lvr', "
+     "'likelihood', 'retrieval', 'attention'. (see 'labeler judge --help')"),
+    (["judge", "--method", "lvs", "--k", "0"],
+     "error: invalid value for '--k': 0 is not in the range x>=1. (see 'labeler judge --help')"),
+    (["compare", "/nonexistent"],
+     "error: invalid value for 'ARTIFACTS...': Directory '/nonexistent' does not exist. "
+     "(see 'labeler compare --help')"),
+    (["cache", "stats", "--bogus"],
+     "error: no such option '--bogus'. (see 'labeler cache stats --help')"),
+])
+def test_a_usage_error_is_one_line_naming_the_option_and_exits_2(args, line, monkeypatch,
+                                                                  capsys):
+    code, err = _main(monkeypatch, capsys, *args)
+    assert (code, err) == (2, line + "\n")
