@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from labeler.cli.options import cache_dir_option, model_options
+from labeler.cli.output import json_option
 from labeler.errors import InputError
 from labeler.llm.config import LLMConfig
 from labeler.progress import info
@@ -74,7 +75,7 @@ RAG_ROWS = (("all candidates (artifact)", "rag_all_accuracy"),
                             "--rag: answer with this model instead of the artifact's.")
 @model_options()
 @cache_dir_option
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout.")
+@json_option
 @click.option("--per-query", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write one JSONL row of metrics per query to this file.")
 def score(submissions: tuple[Path, ...], references: tuple[str, ...], kind: str | None,

@@ -31,7 +31,7 @@ def _main(monkeypatch, capsys, *args) -> tuple[int, str]:
 
 def test_a_labeler_error_is_one_line_without_debug(monkeypatch, capsys, tmp_path):
     code, err = _main(monkeypatch, capsys, "retrieve", "--dataset", "nope",
-                      "--output", tmp_path / "run.trec")
+                      "--out", tmp_path / "run.trec")
     assert (code, err) == (1, UNKNOWN + "\n")
 
 
@@ -41,7 +41,7 @@ def test_debug_prints_the_traceback_then_the_line(how, monkeypatch, capsys, tmp_
     if how != "--debug":
         monkeypatch.setenv("LABELER_DEBUG", "1")
     code, err = _main(monkeypatch, capsys, *flags, "retrieve", "--dataset", "nope",
-                      "--output", tmp_path / "run.trec")
+                      "--out", tmp_path / "run.trec")
     assert code == 1
     assert err.startswith("Traceback (most recent call last):\n")
     assert 'labeler/sources/registry.py", line' in err  # where it was raised
@@ -58,7 +58,7 @@ def test_an_unexpected_exception_is_never_turned_into_a_line(monkeypatch, capsys
     monkeypatch.setattr(retrieve, "load_source", broken)
     for flags in ([], ["--debug"]):
         monkeypatch.setattr(sys, "argv", ["labeler", *flags, "retrieve", "--dataset", "nq-sample",
-                                          "--output", str(tmp_path / "run.trec")])
+                                          "--out", str(tmp_path / "run.trec")])
         with pytest.raises(RuntimeError, match="a bug"):  # Python prints it and exits 1
             main()
 
@@ -66,7 +66,7 @@ def test_an_unexpected_exception_is_never_turned_into_a_line(monkeypatch, capsys
 def test_python_m_labeler_debug_prints_the_traceback(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "labeler", "--debug", "retrieve", "--dataset", "nope",
-         "--output", str(tmp_path / "run.trec")],
+         "--out", str(tmp_path / "run.trec")],
         check=False, capture_output=True, text=True, timeout=120,
     )
     assert done.returncode == 1
@@ -81,7 +81,7 @@ def test_quiet_silences_progress_hints_but_not_warnings(tmp_path, smollm):
     (one per kind of LLM call) are hints: --quiet drops them and nothing else."""
     retrieve = ["retrieve", "--dataset", f"jsonl:{FIXTURES / 'flashrag_nq_test.jsonl'}",
                 "--corpus", str(FIXTURES / "flashrag_corpus.jsonl"), "--limit", "2", "--k", "2",
-                "--output", str(tmp_path / "run.trec")]
+                "--out", str(tmp_path / "run.trec")]
     build = ["build", "--dataset", "nq-sample", "--llm", "smollm2-135m", "--limit", "1",
              "--pool", "hgp", "--max-new-tokens", "4"]
     # loud first: --quiet sets LABELER_QUIET in this process for the rest of the test
