@@ -105,13 +105,13 @@ def test_quiet_silences_progress_hints_but_not_warnings(tmp_path, smollm):
 
 @pytest.mark.parametrize(("args", "line"), [
     (["judge", "--method", "bogus"],
-     "error: invalid value for '--method': 'bogus' is not one of 'pvs', 'lvs', 'lvr', "
-     "'likelihood', 'retrieval', 'attention'. (see 'labeler judge --help')"),
+     ("error: invalid value for '--method': 'bogus' is not one of 'pvs', 'lvs', 'lvr', "
+     "'likelihood', 'retrieval', 'attention'. (see 'labeler judge --help')")),
     (["judge", "--method", "lvs", "--k", "0"],
      "error: invalid value for '--k': 0 is not in the range x>=1. (see 'labeler judge --help')"),
     (["compare", "/nonexistent"],
-     "error: invalid value for 'ARTIFACTS...': Directory '/nonexistent' does not exist. "
-     "(see 'labeler compare --help')"),
+     ("error: invalid value for 'ARTIFACTS...': Directory '/nonexistent' does not exist. "
+     "(see 'labeler compare --help')")),
     (["cache", "stats", "--bogus"],
      "error: no such option '--bogus'. (see 'labeler cache stats --help')"),
 ])
