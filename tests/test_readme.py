@@ -16,6 +16,7 @@ import shlex
 import shutil
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from hub.conftest import hub  # noqa: F401  (the tests' Hub server fixture)
 
@@ -156,6 +157,14 @@ def test_the_readme_commands_run_as_written(tmp_path, monkeypatch, hub, loads,  
         assert result.exit_code == 0, f"{command}\n{result.output}"
     rubric = sorted((folders["cisi"] / "out" / "rubric").glob("*/smollm2-135m/v1"))
     assert len(rubric) == 2  # cisi-sample's and the search: files' (issue 25, item 8)
+    # the card's NDCG@10 and `labeler score` of the same --limit artifact count its 2 queries
+    folder = folders["cisi"] / "out" / "rubric" / "cisi-sample" / "smollm2-135m" / "v1"
+    card = json.loads((folder / "manifest.json").read_text())["stats"]
+    scored = CliRunner().invoke(cli, ["score", str(folder / "fused.trec"), "--against",
+                                      "qrels.txt", "--k", "10", "--json"])
+    report = json.loads(scored.stdout)
+    assert report["counts"]["queries"] == 2
+    assert report["metrics"]["ndcg@10"] == pytest.approx(card["ndcg@10_fused"], abs=1e-12)
 
 
 def _inputs(folder: Path, *, before: bool) -> None:
