@@ -1,8 +1,10 @@
-"""One progress bar for every long loop: rich on a TTY, silent otherwise or with --quiet."""
+"""One progress bar for every long loop: rich on a TTY; where stderr is a file or a pipe (a
+batch job's log) a plain line every few seconds instead; nothing with --quiet."""
 
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from functools import cache
@@ -26,8 +28,34 @@ def stderr() -> Console:
     return Console(stderr=True)
 
 
-def _enabled() -> bool:
-    return not settings.quiet() and sys.stderr.isatty()
+def _plain(description: str, total: int | None) -> Iterator[callable]:
+    """`advance(n)` that writes `DESCRIPTION: done/total (p%), Ns elapsed, eta Ns` on stderr
+    at most every `settings.progress_seconds()`, and a last line when the loop ends, if it
+    wrote any and that was not the end: a log shows that long work moves, a short loop adds
+    nothing to it."""
+    every, start = settings.progress_seconds(), time.monotonic()
+    state = {"done": 0, "said": start, "said_done": 0}
+
+    def say(now: float) -> None:
+        done, elapsed = state["done"], now - start
+        line = f"{description}: {done:,}"
+        if total:
+            line += f"/{total:,} ({done / total:.0%})"
+        line += f", {elapsed:.0f}s elapsed"
+        if total and 0 < done < total:
+            line += f", eta {elapsed / done * (total - done):.0f}s"
+        print(line, file=sys.stderr, flush=True)
+        state["said"], state["said_done"] = now, done
+
+    def advance(n: int = 1) -> None:
+        state["done"] += n
+        now = time.monotonic()
+        if now - state["said"] >= every:
+            say(now)
+
+    yield advance
+    if state["said"] > start and state["said_done"] != state["done"]:
+        say(time.monotonic())
 
 
 #: the live display while any bar is shown: a bar opened inside another (the hf backend's
@@ -39,10 +67,14 @@ _live: Progress | None = None
 def progress_bar(description: str, total: int | None) -> Iterator[callable]:
     """Yield `advance(n)`; draws done/total, rate-derived ETA and elapsed time on a TTY
     (done alone where `total` is None: not known in advance; nothing where it is 0).
-    Bars opened while another is shown stack below it and go when done."""
+    Bars opened while another is shown stack below it and go when done. Where stderr is not
+    a terminal, the same as plain lines every few seconds (`_plain`)."""
     global _live
-    if not _enabled() or total is not None and total <= 0:
+    if settings.quiet() or total is not None and total <= 0:
         yield lambda n=1: None
+        return
+    if not sys.stderr.isatty():
+        yield from _plain(description, total)
         return
     if _live is not None:
         bar, task = _live, _live.add_task(description, total=total)

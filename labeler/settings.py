@@ -27,6 +27,7 @@ __all__ = [
     "kilt_source",
     "offline",
     "passed_to_workers",
+    "progress_seconds",
     "quiet",
     "verbose",
     "vllm_compile_cache",
@@ -40,13 +41,14 @@ CACHE_DIR = "LABELER_CACHE_DIR"  # the per-user cache folder (LLM calls, embeddi
 KILT_SOURCE = "LABELER_KILT_SOURCE"  # a copy of KILT's kilt_knowledgesource.json: URL or path
 GITHUB_RAW = "LABELER_GITHUB_RAW"  # a mirror of raw.githubusercontent.com (files by repo@commit)
 HUB_BACKOFF = "LABELER_HUB_BACKOFF"  # seconds before the first Hub retry (then doubling)
+PROGRESS_SECONDS = "LABELER_PROGRESS_SECONDS"  # seconds between plain progress lines (no TTY)
 XDG_CACHE_HOME = "XDG_CACHE_HOME"  # the user cache base when LABELER_CACHE_DIR is unset
 HF_HUB_OFFLINE = "HF_HUB_OFFLINE"  # huggingface_hub's offline switch ...
 TRANSFORMERS_OFFLINE = "TRANSFORMERS_OFFLINE"  # ... which also honours transformers' one
 #: what a worker process (a Ray actor, maybe on another node) must see as this process does:
 #: the cache folder, the offline switches (datasets' too), the Hugging Face cache, the flags
 WORKER_VARIABLES = (CACHE_DIR, HF_HUB_OFFLINE, TRANSFORMERS_OFFLINE, "HF_DATASETS_OFFLINE",
-                    "HF_HOME", DEBUG, QUIET, VERBOSE)
+                    "HF_HOME", DEBUG, QUIET, VERBOSE, PROGRESS_SECONDS)
 
 VLLM_CACHE_ROOT = "VLLM_CACHE_ROOT"  # vllm's cache folder (compiled graphs) ...
 INDUCTOR_CACHE = "TORCHINDUCTOR_CACHE_DIR"  # ... torch inductor's (compiled kernels) ...
@@ -106,16 +108,27 @@ def github_raw(default: str) -> str:
     return (os.environ.get(GITHUB_RAW) or default).rstrip("/")
 
 
+def progress_seconds() -> float:
+    """Seconds between two progress lines of a loop where stderr is not a terminal
+    ($LABELER_PROGRESS_SECONDS, default 10)."""
+    return _seconds(PROGRESS_SECONDS, "10")
+
+
 def hub_backoff() -> float:
     """Seconds to wait before the first retry of a Hub call ($LABELER_HUB_BACKOFF, default 1)."""
-    raw = os.environ.get(HUB_BACKOFF) or "1"
+    return _seconds(HUB_BACKOFF, "1")
+
+
+def _seconds(name: str, default: str) -> float:
+    """The number of seconds >= 0 that variable `name` holds, else `default`."""
+    raw = os.environ.get(name) or default
     try:
         seconds = float(raw)
     except ValueError:
         seconds = -1.0
     if not seconds >= 0:  # also rejects nan
-        raise InputError(f"{HUB_BACKOFF} must be a number of seconds >= 0, not {raw!r}",
-                         hint=f"unset it or set e.g. {HUB_BACKOFF}=1")
+        raise InputError(f"{name} must be a number of seconds >= 0, not {raw!r}",
+                         hint=f"unset it or set e.g. {name}={default}")
     return seconds
 
 

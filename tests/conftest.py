@@ -71,6 +71,9 @@ def _offline_and_isolated(tmp_path, monkeypatch):
     monkeypatch.delenv("LABELER_QUIET", raising=False)
     monkeypatch.delenv("LABELER_VERBOSE", raising=False)
     monkeypatch.delenv("LABELER_DEBUG", raising=False)
+    # stderr is no terminal under pytest, so long loops would write a progress line every 10 s
+    # into outputs that tests compare exactly; tests of those lines set their own interval
+    monkeypatch.setenv("LABELER_PROGRESS_SECONDS", "3600")
 
 
 @pytest.fixture(scope="session")

@@ -68,20 +68,21 @@ def cli(quiet: bool, verbose: bool, debug: bool) -> None:
 
 def main() -> None:
     """Console entry point: every `LabelerError`, and an OSError of a full, read-only or
-    forbidden disk, becomes one line on stderr and exit 1.
+    forbidden disk, becomes one line on stderr and exit 1; a usage error (click's: an unknown
+    option or command, a bad or missing value) one line naming the option, and exit 2.
 
     With --debug (or LABELER_DEBUG=1) its full traceback comes first. Any other exception is
     a bug and is never hidden: Python prints its traceback and exits 1.
     """
     try:
-        code = cli.main(standalone_mode=False)
+        code = cli.main(prog_name="labeler", standalone_mode=False)
         if isinstance(code, int) and code:  # non-standalone click returns ctx.exit(n)'s n
             sys.exit(code)
     except click.exceptions.Abort:
         click.echo("Aborted.", err=True)
         sys.exit(130)
     except click.ClickException as exc:
-        exc.show()
+        click.echo(f"error: {usage_line(exc)}", err=True)
         sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
@@ -91,6 +92,16 @@ def main() -> None:
         if exc.errno not in STORAGE_ERRNOS:
             raise
         _fail(StorageError.from_os(exc))
+
+
+def usage_line(error: click.ClickException) -> str:
+    """Click's message as one line, with where to read the command's options for a usage
+    error: `invalid value for '--k': 0 is not in the range x>=1. (see 'labeler judge --help')`."""
+    text = " ".join(error.format_message().split())
+    if text[:2].istitle():  # click's sentences start capitalised: "Invalid value", "No such"
+        text = text[0].lower() + text[1:]
+    ctx = getattr(error, "ctx", None)
+    return f"{text} (see '{ctx.command_path} --help')" if ctx is not None else text
 
 
 def _fail(error: LabelerError) -> None:

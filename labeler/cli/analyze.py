@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from labeler.cli.options import cache_dir_option
+from labeler.cli.output import emit, json_option
 
 
 @click.group()
@@ -22,7 +22,9 @@ def analyze() -> None:
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default="out",
               show_default=True, help="Folder for perplexity.png and perplexity.csv.")
 @cache_dir_option
-def perplexity(artifacts: tuple[Path, ...], out: Path, cache_dir: Path | None) -> None:
+@json_option
+def perplexity(artifacts: tuple[Path, ...], out: Path, cache_dir: Path | None,
+               as_json: bool) -> None:
     """Perplexity of each utility ARTIFACT's LLM on its human gold passages, those it found
     gold utilitarian and the others, alone and after the query (the utility paper's Fig. 5).
     The LLM runs on the hf backend, whichever built the artifact."""
@@ -37,6 +39,5 @@ def perplexity(artifacts: tuple[Path, ...], out: Path, cache_dir: Path | None) -
     for row in result.table.rows():
         table.add_row(*(("n/a" if v is None else f"{v:.2f}" if isinstance(v, float) else str(v))
                         for v in row))
-    console = Console()
-    console.print(table)
-    console.print("\n".join(map(str, written)), soft_wrap=True, highlight=False)
+    emit({"rows": result.table.to_dicts(), "files": written}, [table], map(str, written),
+         as_json=as_json)

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from labeler.cli.options import (
@@ -17,6 +15,7 @@ from labeler.cli.options import (
     model_options,
     task_options,
 )
+from labeler.cli.output import emit, json_option
 from labeler.tasks import TASKS
 from labeler.workflows.steps import DEFAULT_SHARD_SIZE
 
@@ -47,9 +46,7 @@ if TYPE_CHECKING:
 @click.option("--dry-run", is_flag=True,
               help="Check everything and print the plan (queries, passages, embeddings, LLM "
                    "calls); load no model and write nothing.")
-@click.option("--json", "as_json", is_flag=True,
-              help="Print each LLM's version folder and statistics (its manifest's) as JSON on "
-                   "stdout instead of the table.")
+@json_option
 def build(llms, backend, batch_size, device, dtype, tensor_parallel, executor, ray_address, workers,
           artifact, out, version, shard_size, cache_dir, dry_run, as_json, **options) -> None:
     """Label the candidate passages of a dataset for each LLM, and write one artifact each.
@@ -77,29 +74,25 @@ def build(llms, backend, batch_size, device, dtype, tensor_parallel, executor, r
     if dry_run:
         from labeler.workflows.plan import plan
 
-        _print_plan(artifact, config, plan(artifact, config, models, out=out, version=version,
-                                           cache_dir=cache_dir))
+        rows = plan(artifact, config, models, out=out, version=version, cache_dir=cache_dir)
+        emit({"plan": [dict(zip(("step", "count", "how_known"), row)) for row in rows]},
+             [_plan_table(artifact, config, rows)], as_json=as_json)
         return
     runner = load_executor(executor, address=ray_address, workers=workers)
     built = build_labels(artifact, config, models, out=out, version=version,
                          shard_size=shard_size, cache_dir=cache_dir, executor=runner)
-    if as_json:
-        click.echo(json.dumps([{"llm": b.llm, "path": str(b.path), "stats": b.stats}
-                               for b in built], indent=2, ensure_ascii=False))
-        return
     table = Table(title=f"{artifact} labels: {config.dataset}, pool {config.pool}, k {config.k}")
     table.add_column("statistic")
     for b in built:
         table.add_column(b.llm, justify="right")
     for key, label, kind in task.rows:
         table.add_row(label, *(_show(b.stats.get(key), kind) for b in built))
-    console = Console()
-    console.print(table)
-    for b in built:
-        console.print(f"{b.llm}: {b.path}", soft_wrap=True, highlight=False)
+    emit({"artifact": artifact, "dataset": config.dataset, "pool": config.pool, "k": config.k,
+          "versions": [{"llm": b.llm, "path": b.path, "stats": b.stats} for b in built]},
+         [table], [f"{b.llm}: {b.path}" for b in built], as_json=as_json)
 
 
-def _print_plan(artifact: str, config: TaskConfig, rows: list[tuple[str, str, str]]) -> None:
+def _plan_table(artifact: str, config: TaskConfig, rows: list[tuple[str, str, str]]) -> Table:
     """The dry run's table: one row per step of the plan."""
     table = Table(title=f"plan: {artifact} labels of {config.dataset}, pool {config.pool}, "
                         f"k {config.k} (dry run: no model loaded, nothing written)")
@@ -107,7 +100,7 @@ def _print_plan(artifact: str, config: TaskConfig, rows: list[tuple[str, str, st
         table.add_column(column, justify="right" if column == "count" else "left")
     for row in rows:
         table.add_row(*row)
-    Console().print(table)
+    return table
 
 
 def _show(value, kind: str) -> str:

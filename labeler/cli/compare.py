@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from labeler.cli.options import cache_dir_option
+from labeler.cli.output import emit, json_option
 
 
 @click.command()
@@ -22,8 +22,9 @@ from labeler.cli.options import cache_dir_option
               help="Answer for the artifact of LLM ALIAS with MODEL instead of the model its "
                    "manifest names (repeat for several).")
 @cache_dir_option
+@json_option
 def compare(artifacts: tuple[Path, ...], out: Path, llms: tuple[str, ...],
-            cache_dir: Path | None) -> None:
+            cache_dir: Path | None, as_json: bool) -> None:
     """Compare utility ARTIFACTS of one dataset by several LLMs (version folders).
 
     For every pair (A, B): the RAG accuracy of A answering with only B's gold utilitarian
@@ -43,8 +44,14 @@ def compare(artifacts: tuple[Path, ...], out: Path, llms: tuple[str, ...],
             raise click.BadParameter(f"expected ALIAS=MODEL, got {item!r}", param_hint="--llm")
         overrides[alias] = model
     compared = run_compare(list(artifacts), out=out, llms=overrides, cache_dir=cache_dir)
-    console = Console()
-    for view in VIEWS:
+    emit({"path": compared.path} | {view.name: getattr(compared, view.name).to_dicts()
+                                    for view in VIEWS},
+         _tables(compared, VIEWS, cell_text), [str(compared.path)], as_json=as_json)
+
+
+def _tables(compared, views, cell_text):
+    """One table per view of the comparison."""
+    for view in views:
         frame = getattr(compared, view.name)
         table = Table(title=view.title, title_justify="left")
         for name, dtype in frame.schema.items():  # names whole; numbers' headers may wrap
@@ -54,5 +61,4 @@ def compare(artifacts: tuple[Path, ...], out: Path, llms: tuple[str, ...],
         for row in frame.iter_rows():
             table.add_row(*(cell_text(v, view.scale) if isinstance(v, float) or v is None
                             else str(v) for v in row))
-        console.print(table)
-    console.print(str(compared.path), soft_wrap=True, highlight=False)
+        yield table

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.table import Table
+
+from labeler.cli.output import emit, json_option
 
 
 @click.command()
@@ -23,7 +24,8 @@ from rich.table import Table
 @click.option(
     "--dry-run", is_flag=True, help="Show the operations and the card diff; send nothing."
 )
-def push(folders, repo, out, private, dry_run) -> None:
+@json_option
+def push(folders, repo, out, private, dry_run, as_json) -> None:
     """Publish artifact versions to a Hugging Face dataset repo.
 
     FOLDERS are version folders (<out>/<artifact>/<dataset>/<llm>/v<N>/) or folders holding
@@ -34,40 +36,51 @@ def push(folders, repo, out, private, dry_run) -> None:
     root card's diff is shown too.
     """
     from labeler.hub import push as push_versions
-    from labeler.settings import verbose
 
     result = push_versions(
         list(folders) or None, repo=repo, out=out, private=private, dry_run=dry_run
     )
-    console = Console()
+    data = {"repo": repo, "url": result.url, "dry_run": dry_run,
+            "versions": [{"folder": p.version.prefix, "config": p.version.config,
+                          "tag": p.version.tag, "status": p.status, "commit": p.commit}
+                         for p in result.versions],
+            "operations": [{"step": op.step, "action": op.action, "target": op.target,
+                            "detail": op.detail} for op in result.operations],
+            "card_diff": result.card_diff}
     if not result.versions:
-        console.print(
-            f"nothing to push to {repo}: every version under {out} is published", highlight=False
-        )
+        emit(data, (), [f"nothing to push to {repo}: every version under {out} is published"],
+             as_json=as_json)
         return
+    emit(data, _push_tables(result, dry_run), _push_lines(result, repo, dry_run),
+         as_json=as_json)
+
+
+def _push_tables(result, dry_run: bool):
+    """The versions pushed, then (dry run) the operations not sent."""
     table = Table(title=f"{'dry run: ' if dry_run else ''}{result.url}")
     for column in ("version folder", "tag (config.vN)", "status", "commit"):
         table.add_column(column, overflow="fold")
     for p in result.versions:
         table.add_row(p.version.prefix, p.version.tag, p.status, (p.commit or "")[:8])
-    console.print(table)
-    for p in result.versions:
-        if p.status in ("pushed", "tagged"):
-            console.print(
-                f'load_dataset("{repo}", "{p.version.config}", revision="{p.version.tag}")',
-                soft_wrap=True,
-                highlight=False,
-                markup=False,
-            )
+    yield table
     if dry_run:
         ops = Table(title="operations (not sent)")
         for column in ("step", "action", "target", "detail"):
             ops.add_column(column, overflow="fold")
         for op in result.operations:
             ops.add_row(op.step, op.action, op.target, op.detail)
-        console.print(ops)
+        yield ops
+
+
+def _push_lines(result, repo: str, dry_run: bool) -> list[str]:
+    """How to load each version pushed, then the card's diff (dry run or --verbose)."""
+    from labeler.settings import verbose
+
+    lines = [f'load_dataset("{repo}", "{p.version.config}", revision="{p.version.tag}")'
+             for p in result.versions if p.status in ("pushed", "tagged")]
     if result.card_diff and (dry_run or verbose()):
-        console.print(result.card_diff, markup=False, highlight=False, soft_wrap=True, end="")
+        lines.append(result.card_diff.rstrip("\n"))
+    return lines
 
 
 @click.command()
@@ -80,7 +93,8 @@ def push(folders, repo, out, private, dry_run) -> None:
     help="Put the version under OUT/<artifact>/<dataset>/<llm>/v<N>/ "
     "(default: the Hugging Face cache).",
 )
-def pull(repo, config, revision, out) -> None:
+@json_option
+def pull(repo, config, revision, out, as_json) -> None:
     """Download one artifact version from a Hub dataset repo and check its sha256 sums.
 
     Every data file is checked against the version's manifest.json; a mismatch is refused.
@@ -89,4 +103,4 @@ def pull(repo, config, revision, out) -> None:
     from labeler.hub import pull as pull_version
 
     path = pull_version(repo, config=config, revision=revision, out=out)
-    Console().print(str(path), soft_wrap=True, highlight=False)
+    emit({"path": path}, (), [str(path)], as_json=as_json)

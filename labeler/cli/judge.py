@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from labeler.cli.options import cache_dir_option, config_options, data_options, model_options
+from labeler.cli.output import emit, json_option
 from labeler.judge_methods import METHODS, Judge, JudgeConfig
 from labeler.workflows.steps import DEFAULT_SHARD_SIZE
 
@@ -29,7 +29,9 @@ from labeler.workflows.steps import DEFAULT_SHARD_SIZE
 @click.option("--shard-size", type=click.IntRange(min=1), default=DEFAULT_SHARD_SIZE,
               show_default=True, help="Queries per batch of judgments.")
 @cache_dir_option
-def judge(llm, backend, batch_size, device, dtype, out, shard_size, cache_dir, **options) -> None:
+@json_option
+def judge(llm, backend, batch_size, device, dtype, out, shard_size, cache_dir, as_json,
+          **options) -> None:
     """Judge the candidate passages of a dataset with one method, and write a submission.
 
     The pools are those `labeler build` labels for the same options; score the submission
@@ -51,6 +53,7 @@ def judge(llm, backend, batch_size, device, dtype, out, shard_size, cache_dir, *
         value = judged.stats.get(key)
         if value is not None:
             table.add_row(label, f"{value:.2f}" if kind == "mean" else str(value))
-    console = Console()
-    console.print(table)
-    console.print(f"{judged.path}\n{judged.manifest_path}", soft_wrap=True, highlight=False)
+    emit({"method": config.method, "with_answer": config.with_answer,
+          "dataset": config.dataset, "pool": config.pool, "kind": judged.kind,
+          "stats": judged.stats, "path": judged.path, "manifest": judged.manifest_path},
+         [table], [str(judged.path), str(judged.manifest_path)], as_json=as_json)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from labeler.cli.options import INDEX_HELP, cache_dir_option, executor_options, model_options
+from labeler.cli.output import emit, json_option
 from labeler.report.paper import DATASETS, LLMS
 from labeler.workflows.reproduce_steps import MAX_NEW_TOKENS
 
@@ -46,8 +46,10 @@ def reproduce() -> None:
 @click.option("--dry-run", is_flag=True,
               help="Check everything and print the plan (steps, LLM calls, tokens); load no "
                    "model and write nothing.")
+@json_option
 def utility_paper(datasets, llms, backend, batch_size, device, dtype, tensor_parallel, executor,
-                  ray_address, workers, out, shard_size, cache_dir, dry_run, **options) -> None:
+                  ray_address, workers, out, shard_size, cache_dir, dry_run, as_json,
+                  **options) -> None:
     """The utility paper (Zhang et al., LLM-specific utility): build the utility labels
     (rp, and hgp and mcp where the paper has them), run every judge method with and
     without the pseudo-answer, score them, compare the LLMs, and write one report version:
@@ -60,17 +62,18 @@ def utility_paper(datasets, llms, backend, batch_size, device, dtype, tensor_par
         k: (str(v) if k == "run" and v is not None else v) for k, v in options.items()})
     models = [LLMConfig(name, backend=backend, batch_size=batch_size, device=device,
                         tensor_parallel=tensor_parallel, dtype=dtype) for name in llms]
-    console = Console()
     if dry_run:
         from labeler.workflows.reproduce_plan import plan_rows
 
+        rows = plan_rows(config, models, out=out, cache_dir=cache_dir)
         table = Table(title="plan: reproduce utility-paper (dry run: no model loaded, "
                             "nothing written)", title_justify="left")
         for column in ("step", "count", "how known"):
             table.add_column(column)
-        for row in plan_rows(config, models, out=out, cache_dir=cache_dir):
+        for row in rows:
             table.add_row(*row)
-        console.print(table)
+        emit({"plan": [dict(zip(("step", "count", "how_known"), row)) for row in rows]},
+             [table], as_json=as_json)
         return
     from labeler.executors import load_executor
     from labeler.workflows.reproduce import reproduce as run_reproduce
@@ -82,9 +85,12 @@ def utility_paper(datasets, llms, backend, batch_size, device, dtype, tensor_par
                   title_justify="left")
     for column in ("item", "cells", "ours", "with the paper's"):
         table.add_column(column, justify="left" if column == "item" else "right")
+    items = []
     for item in sorted({r["item"] for r in done.records}):
         mine = [r for r in done.records if r["item"] == item]
-        table.add_row(item, str(len(mine)), str(sum(r["ours"] is not None for r in mine)),
-                      str(sum(r["paper"] is not None for r in mine)))
-    console.print(table)
-    console.print(str(done.path), soft_wrap=True, highlight=False)
+        items.append({"item": item, "cells": len(mine),
+                      "ours": sum(r["ours"] is not None for r in mine),
+                      "with_paper": sum(r["paper"] is not None for r in mine)})
+        table.add_row(*(str(v) for v in items[-1].values()))
+    emit({"ran": len(done.ran), "skipped": len(done.skipped), "items": items, "path": done.path},
+         [table], [str(done.path)], as_json=as_json)

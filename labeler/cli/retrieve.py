@@ -5,20 +5,21 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from labeler.cli.options import cache_dir_option, data_options, executor_options
+from labeler.cli.output import emit, json_option
 
 
 @click.command()
 @data_options()
 @executor_options("the corpus's missing shards are encoded", "encoder")
-@click.option("--output", required=True, type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="TREC run file to write.")
 @cache_dir_option
+@json_option
 def retrieve(dataset, corpus, limit, k, encoder, index, bm25_fields, bm25_stemmer, bm25_k1,
-             bm25_b, executor, ray_address, workers, output, cache_dir) -> None:
+             bm25_b, executor, ray_address, workers, out, cache_dir, as_json) -> None:
     """Retrieve the top-k passages for every query of a dataset into a TREC run file: dense,
     or BM25 with --encoder bm25.
 
@@ -31,8 +32,12 @@ def retrieve(dataset, corpus, limit, k, encoder, index, bm25_fields, bm25_stemme
 
     runner = load_executor(executor, address=ray_address, workers=workers)
     bm25 = {"fields": bm25_fields, "stemmer": bm25_stemmer, "k1": bm25_k1, "b": bm25_b}
-    stats = retrieve_run(dataset, output, corpus=corpus, limit=limit, k=k, encoder=encoder,
+    stats = retrieve_run(dataset, out, corpus=corpus, limit=limit, k=k, encoder=encoder,
                          index=index, cache_dir=cache_dir, executor=runner, bm25=bm25)
+    emit(stats, [_table(stats)], [f"run written to {stats['output']}"], as_json=as_json)
+
+
+def _table(stats: dict) -> Table:
     table = Table(title=f"retrieve {stats['dataset']}", show_header=False)
     table.add_column(style="bold")
     table.add_column()
@@ -56,5 +61,4 @@ def retrieve(dataset, corpus, limit, k, encoder, index, bm25_fields, bm25_stemme
         ("source revision", stats["revision"][:16]),
     ):
         table.add_row(label, value)
-    Console().print(table)
-    click.echo(f"run written to {stats['output']}")
+    return table

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from labeler.cli.options import cache_dir_option, model_options
+from labeler.cli.output import json_option
 from labeler.errors import InputError
 from labeler.llm.config import LLMConfig
 from labeler.progress import info
@@ -44,8 +45,10 @@ RAG_ROWS = (("all candidates (artifact)", "rag_all_accuracy"),
 @click.option("--kind", type=click.Choice(KINDS), help="Submission kind [default: from fields].")
 @click.option("--k", "ks", type=click.IntRange(min=1), multiple=True, default=(5, 10),
               show_default=True, help="Ranking cut-offs (repeat the option).")
-@click.option("--missing", type=click.Choice(MISSING), default="zero", show_default=True,
-              help="Reference queries absent from the submission: score 0, or leave out.")
+@click.option("--missing", type=click.Choice(MISSING),
+              help="Reference queries absent from the submission: score 0, or leave out "
+                   "[default: zero against an artifact, which lists the queries it labelled; "
+                   "skip against qrels, as trec_eval does without -c].")
 @click.option("--include-empty", is_flag=True,
               help="Rankings against a utility artifact: also average over the queries with no "
                    "gold utilitarian passage (0 on every metric) [default: leave them out, as "
@@ -74,11 +77,11 @@ RAG_ROWS = (("all candidates (artifact)", "rag_all_accuracy"),
                             "--rag: answer with this model instead of the artifact's.")
 @model_options()
 @cache_dir_option
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout.")
+@json_option
 @click.option("--per-query", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write one JSONL row of metrics per query to this file.")
 def score(submissions: tuple[Path, ...], references: tuple[str, ...], kind: str | None,
-          ks: tuple[int, ...], missing: str, include_empty: bool, baselines: tuple[Path, ...],
+          ks: tuple[int, ...], missing: str | None, include_empty: bool, baselines: tuple[Path, ...],
           lenient: bool, llm: str | None, backend: str, batch_size: int | None,
           device: str | None, dtype: str | None,
           cache_dir: Path | None, as_json: bool, per_query: Path | None,
@@ -191,7 +194,7 @@ def _metrics_table(report: Report) -> Table:
 
     base = report.baseline
     table = Table(title=f"{report.kind}: {report.submission} vs {report.reference}",
-                  title_justify="left")
+                  title_justify="left", caption=_missing_caption(report))
     table.add_column("metric")
     table.add_column("value", justify="right")
     if base is not None:
@@ -204,6 +207,17 @@ def _metrics_table(report: Report) -> Table:
         extra = [str(base.counts.get(name, ""))] if base is not None else []
         table.add_row(name.replace("_", " "), str(count), *extra, style="dim")
     return table
+
+
+def _missing_caption(report: Report) -> str:
+    """Which queries the means are over, and how the reference's absent ones counted."""
+    absent = len(report.missing)
+    if report.missing_rule == "zero":
+        how = f"{absent} not in the submission scored 0 (--missing skip: left out)"
+    else:
+        how = (f"{absent} of the reference's not in the submission left out, as trec_eval "
+               "does (--missing zero: scored 0)")
+    return f"means over {report.counts['queries']} queries; {how}"
 
 
 def _paper_table(report: Report) -> Table:

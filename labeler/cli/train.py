@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from labeler.cli.options import cache_dir_option
+from labeler.cli.output import emit, json_option
 from labeler.train.config import TrainConfig
 
 #: the options' defaults: SEER's settings
@@ -48,8 +48,9 @@ SEER = TrainConfig()
               default=SEER.gradient_checkpointing, show_default=True,
               help="Recompute activations in the backward pass: far less memory, slower.")
 @cache_dir_option
+@json_option
 def train_extractor(artifact: Path, out: Path, model: str | None, cache_dir: Path | None,
-                    **options) -> None:
+                    as_json: bool, **options) -> None:
     """Train the extractor of a seer artifact on its preference pairs, each pair's DPO loss
     weighted by its λ (SEER's LPO), and write the trained model to --out.
 
@@ -64,6 +65,6 @@ def train_extractor(artifact: Path, out: Path, model: str | None, cache_dir: Pat
         table.add_column(column, justify="left" if column == "model" else "right")
     table.add_row(trained.alias, str(trained.pairs), str(trained.steps),
                   f"{trained.final_loss:.4f}")
-    console = Console()
-    console.print(table)
-    console.print(f"model: {trained.path}", soft_wrap=True, highlight=False)
+    emit({"model": trained.alias, "pairs": trained.pairs, "steps": trained.steps,
+          "final_loss": trained.final_loss, "path": trained.path}, [table],
+         [f"model: {trained.path}"], as_json=as_json)

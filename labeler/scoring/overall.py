@@ -54,7 +54,8 @@ def overall(reports: Sequence[Report], *, name: str = OVERALL) -> Report:
         [f"{where}/{q}" for where, r in zip(label, reports) for q in r.qids],
         [f"{where}/{q}" for where, r in zip(label, reports) for q in r.missing],
         per_query, summarize(first.kind, per_query) | summarize(first.kind, given), counts,
-        [e for r in reports for e in r.skipped], reference_per_query=given, dataset=name)
+        [e for r in reports for e in r.skipped], reference_per_query=given, dataset=name,
+        missing_rule=first.missing_rule)
     if all(r.baseline is not None for r in reports):
         pooled.baseline = overall([r.baseline for r in reports], name=name)
         pooled.tests = paired_tests(pooled, pooled.baseline)

@@ -36,6 +36,14 @@ class Reference:
     def qids(self) -> list[str]:
         return list(self.qrels)
 
+    @property
+    def default_missing(self) -> str:
+        """How its queries absent from a submission count unless `--missing` says: against
+        qrels "skip", as trec_eval does (its -c is "zero"), so a run of some queries (a
+        --limit build's) scores over those, as its card does; against an artifact "zero":
+        it lists the queries it labelled, a submission must answer each."""
+        return "skip" if self.artifact is None else "zero"
+
     @cached_property
     def records(self) -> dict[str, dict]:
         """qid -> the artifact's record ({} for qrels), read again when first asked for: only

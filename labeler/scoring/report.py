@@ -51,6 +51,7 @@ class Report:
     #: against a baseline's (--rag: the artifact's `rag_all_accuracy`, ...)
     reference_per_query: dict[str, np.ndarray] = field(default_factory=dict)
     dataset: str | None = None  # the reference artifact's dataset, when it names one
+    missing_rule: str = "zero"  # how `missing` counted: "zero" (scored 0) or "skip" (left out)
 
     def as_dict(self) -> dict:
         """JSON-ready: NaN becomes null."""
@@ -59,6 +60,7 @@ class Report:
             "submission": self.submission,
             "reference": self.reference,
             "dataset": self.dataset,
+            "missing_rule": self.missing_rule,
             "counts": self.counts,
             "metrics": _clean(self.summary),
         }

@@ -42,7 +42,7 @@ def score(
     *,
     kind: str | None = None,
     ks: Sequence[int] = (5, 10),
-    missing: str = "zero",
+    missing: str | None = None,
     lenient: bool = False,
     baseline: str | Path | None = None,
     include_empty: bool = False,
@@ -57,7 +57,8 @@ def score(
     """Read, check and score `submission` (and `baseline`, paired) against `against`.
 
     `missing`: "zero" scores reference queries absent from the submission 0 on every metric
-    (trec_eval -c); "skip" leaves them out. A ranking against a reference that averages over
+    (trec_eval -c); "skip" leaves them out; None: the reference's `default_missing` ("skip"
+    against qrels, as trec_eval; "zero" against an artifact). A ranking against a reference that averages over
     non-empty gold (a utility artifact) leaves out the queries with empty gold, counted as
     `empty_gold_left_out`, unless `include_empty`; against qrels every query counts. `llm`
     (extraction only) loads that model to count tokens and run SEER's three experts with it
@@ -111,12 +112,13 @@ class _Plan:
 
 def _read(submission: str | Path, against: str | Path | Reference,
           baseline: str | Path | None, *, kind: str | None = None, ks: Sequence[int] = (5, 10),
-          missing: str = "zero", lenient: bool = False, include_empty: bool = False,
+          missing: str | None = None, lenient: bool = False, include_empty: bool = False,
           llm: LLMConfig | None = None, rag: bool = False, rag_k: int | None = None,
           max_new_tokens: int | None = None) -> _Plan:
-    if missing not in MISSING:
+    if missing is not None and missing not in MISSING:
         raise UnknownNameError("--missing policy", missing, list(MISSING))
     reference = against if isinstance(against, Reference) else load_reference(against)
+    missing = missing or reference.default_missing
     known = set(reference.qrels)
     top = (rag_k or RAG_K) if rag else None
     ranked = _Ranked(reference.qrels, ks, top)
@@ -323,7 +325,7 @@ def _report(sub: Submission, ref: Reference, ranked: _Ranked, *, missing: str,
         )
     return Report(sub.kind, sub.path, ref.source, qids, absent, per_query,
                   summarize(sub.kind, per_query), counts, sub.skipped,
-                  dataset=(ref.manifest or {}).get("dataset"))
+                  dataset=(ref.manifest or {}).get("dataset"), missing_rule=missing)
 
 
 def _rankable(sub: Submission, ref: Reference, include_empty: bool):

@@ -51,6 +51,7 @@ def load_search(path: str | Path, *, limit: int | None = None, name: str | None 
 def with_qrels(source: Source, qrels: str | Path) -> Source:
     """`source` with each query's graded judgments from TREC qrels: `Query.relevance`, and
     as gold the judged-relevant (label > 0) passages its corpus holds."""
+    qrels = Path(qrels)
     judged = Qrels.from_file(qrels)
     if not {q.qid for q in source.queries} & set(judged):
         raise InputError(f"the qrels judge none of the queries of '{source.name}'", str(qrels),

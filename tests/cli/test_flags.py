@@ -31,7 +31,7 @@ def _main(monkeypatch, capsys, *args) -> tuple[int, str]:
 
 def test_a_labeler_error_is_one_line_without_debug(monkeypatch, capsys, tmp_path):
     code, err = _main(monkeypatch, capsys, "retrieve", "--dataset", "nope",
-                      "--output", tmp_path / "run.trec")
+                      "--out", tmp_path / "run.trec")
     assert (code, err) == (1, UNKNOWN + "\n")
 
 
@@ -41,7 +41,7 @@ def test_debug_prints_the_traceback_then_the_line(how, monkeypatch, capsys, tmp_
     if how != "--debug":
         monkeypatch.setenv("LABELER_DEBUG", "1")
     code, err = _main(monkeypatch, capsys, *flags, "retrieve", "--dataset", "nope",
-                      "--output", tmp_path / "run.trec")
+                      "--out", tmp_path / "run.trec")
     assert code == 1
     assert err.startswith("Traceback (most recent call last):\n")
     assert 'labeler/sources/registry.py", line' in err  # where it was raised
@@ -58,7 +58,7 @@ def test_an_unexpected_exception_is_never_turned_into_a_line(monkeypatch, capsys
     monkeypatch.setattr(retrieve, "load_source", broken)
     for flags in ([], ["--debug"]):
         monkeypatch.setattr(sys, "argv", ["labeler", *flags, "retrieve", "--dataset", "nq-sample",
-                                          "--output", str(tmp_path / "run.trec")])
+                                          "--out", str(tmp_path / "run.trec")])
         with pytest.raises(RuntimeError, match="a bug"):  # Python prints it and exits 1
             main()
 
@@ -66,7 +66,7 @@ def test_an_unexpected_exception_is_never_turned_into_a_line(monkeypatch, capsys
 def test_python_m_labeler_debug_prints_the_traceback(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "labeler", "--debug", "retrieve", "--dataset", "nope",
-         "--output", str(tmp_path / "run.trec")],
+         "--out", str(tmp_path / "run.trec")],
         check=False, capture_output=True, text=True, timeout=120,
     )
     assert done.returncode == 1
@@ -81,7 +81,7 @@ def test_quiet_silences_progress_hints_but_not_warnings(tmp_path, smollm):
     (one per kind of LLM call) are hints: --quiet drops them and nothing else."""
     retrieve = ["retrieve", "--dataset", f"jsonl:{FIXTURES / 'flashrag_nq_test.jsonl'}",
                 "--corpus", str(FIXTURES / "flashrag_corpus.jsonl"), "--limit", "2", "--k", "2",
-                "--output", str(tmp_path / "run.trec")]
+                "--out", str(tmp_path / "run.trec")]
     build = ["build", "--dataset", "nq-sample", "--llm", "smollm2-135m", "--limit", "1",
              "--pool", "hgp", "--max-new-tokens", "4"]
     # loud first: --quiet sets LABELER_QUIET in this process for the rest of the test
@@ -101,3 +101,21 @@ def test_quiet_silences_progress_hints_but_not_warnings(tmp_path, smollm):
     quiet_build = CliRunner().invoke(cli, ["--quiet", *build, "--out", str(tmp_path / "quiet")])
     assert quiet_build.exit_code == 0, quiet_build.output
     assert quiet_build.stderr == ""
+
+
+@pytest.mark.parametrize(("args", "line"), [
+    (["judge", "--method", "bogus"],
+     ("error: invalid value for '--method': 'bogus' is not one of 'pvs', 'lvs', 'lvr', "
+     "'likelihood', 'retrieval', 'attention'. (see 'labeler judge --help')")),
+    (["judge", "--method", "lvs", "--k", "0"],
+     "error: invalid value for '--k': 0 is not in the range x>=1. (see 'labeler judge --help')"),
+    (["compare", "/nonexistent"],
+     ("error: invalid value for 'ARTIFACTS...': Directory '/nonexistent' does not exist. "
+     "(see 'labeler compare --help')")),
+    (["cache", "stats", "--bogus"],
+     "error: no such option '--bogus'. (see 'labeler cache stats --help')"),
+])
+def test_a_usage_error_is_one_line_naming_the_option_and_exits_2(args, line, monkeypatch,
+                                                                  capsys):
+    code, err = _main(monkeypatch, capsys, *args)
+    assert (code, err) == (2, line + "\n")

@@ -19,7 +19,7 @@ def _run(*args):
 def test_retrieve_writes_a_trec_run_and_a_summary(tmp_path):
     out = tmp_path / "run.trec"
     result = _run("--dataset", DATASET, "--corpus", FIXTURES / "flashrag_corpus.jsonl",
-                  "--limit", 4, "--k", 3, "--encoder", "minilm", "--output", out)
+                  "--limit", 4, "--k", 3, "--encoder", "minilm", "--out", out)
     assert result.exit_code == 0, result.output
     lines = out.read_text().splitlines()
     assert len(lines) == 4 * 3
@@ -32,7 +32,7 @@ def test_retrieve_writes_a_trec_run_and_a_summary(tmp_path):
 
 def test_missing_corpus_fails_with_one_line_and_writes_nothing(tmp_path):
     out = tmp_path / "run.trec"
-    result = _run("--dataset", DATASET, "--output", out)
+    result = _run("--dataset", DATASET, "--out", out)
     assert result.exit_code == 1
     assert result.exception.line() == (
         f"field 'corpus': dataset '{DATASET}' has no passage corpus to retrieve from "
@@ -42,7 +42,7 @@ def test_missing_corpus_fails_with_one_line_and_writes_nothing(tmp_path):
 
 
 def test_unknown_dataset(tmp_path):
-    result = _run("--dataset", "hotpot", "--output", tmp_path / "run.trec")
+    result = _run("--dataset", "hotpot", "--out", tmp_path / "run.trec")
     assert result.exit_code == 1
     assert str(result.exception).startswith("unknown dataset 'hotpot'. Did you mean 'hotpotqa'?")
 
@@ -51,7 +51,7 @@ def test_an_ann_index_reports_its_recall_against_exact_search(tmp_path):
     out = tmp_path / "run.trec"
     result = _run("--dataset", DATASET, "--corpus", FIXTURES / "flashrag_corpus.jsonl",
                   "--k", 3, "--encoder", "minilm", "--index", "ivf:nlist=4,nprobe=2",
-                  "--output", out, "--cache-dir", tmp_path / "cache")
+                  "--out", out, "--cache-dir", tmp_path / "cache")
     assert result.exit_code == 0, result.output
     said = " ".join(result.output.split())
     assert ("warning: ivf-nlist4 search (nlist=4, nprobe=2, refine=1): recall@3 against exact "
@@ -67,7 +67,7 @@ def test_an_ann_index_reports_its_recall_against_exact_search(tmp_path):
 def test_a_bad_index_fails_in_one_line_before_any_encoding(tmp_path):
     out = tmp_path / "run.trec"
     result = _run("--dataset", DATASET, "--corpus", FIXTURES / "flashrag_corpus.jsonl",
-                  "--index", "hnsw:efsearch=fast", "--output", out)
+                  "--index", "hnsw:efsearch=fast", "--out", out)
     assert result.exit_code == 1
     assert result.exception.line() == (
         "field 'index': efSearch must be a positive integer, got 'fast' (use flat, "
@@ -98,13 +98,13 @@ def test_bm25_retrieval_takes_its_fields_stemmer_k1_and_b(tmp_path):
     out = tmp_path / "run.trec"
     result = _run("--dataset", DATASET, "--corpus", FIXTURES / "flashrag_corpus.jsonl",
                   "--limit", 2, "--k", 3, "--encoder", "bm25", "--bm25-fields", "title^3,text",
-                  "--bm25-stemmer", "english", "--bm25-k1", 0.9, "--output", out)
+                  "--bm25-stemmer", "english", "--bm25-k1", 0.9, "--out", out)
     assert result.exit_code == 0, result.output
     for text in ("k1=0.9 b=0.75 fields=title^3,text^1", "stemmer=english"):
         assert text in result.output
     assert "│ index" not in result.output  # no dense index to describe
     assert out.read_text().splitlines()[0].endswith("labeler-bm25")
     refused = _run("--dataset", DATASET, "--corpus", FIXTURES / "flashrag_corpus.jsonl",
-                   "--encoder", "minilm", "--bm25-stemmer", "english", "--output", out)
+                   "--encoder", "minilm", "--bm25-stemmer", "english", "--out", out)
     assert refused.exit_code == 1
     assert "--bm25-stemmer set BM25 retrieval" in refused.exception.line()

@@ -48,7 +48,7 @@ def test_retrieve_refuses_ray_options_for_the_local_executor_before_any_work(tmp
                                                                             field):
     out = tmp_path / "run.trec"
     result = CliRunner().invoke(cli, ["retrieve", "--dataset", ARGS["dataset"], "--corpus",
-                                      str(ARGS["corpus"]), "--output", str(out),
+                                      str(ARGS["corpus"]), "--out", str(out),
                                       "--cache-dir", str(tmp_path), *map(str, args)])
     assert result.exit_code == 1
     assert result.exception.line() == (f"field '{field}': does not apply to the local executor "

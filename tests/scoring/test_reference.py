@@ -153,9 +153,9 @@ def test_include_empty_averages_over_every_query_as_before(tmp_path):
                                 "empty_rankings_left_out": 0}
     assert report["metrics"]["ndcg@10"] == pytest.approx(
         np.mean([want[q]["ndcg@10"] for q in run] + [0.0]), abs=1e-12)
-    # the same labels as TREC qrels: trec_eval's average over every judged query, unchanged
+    # the same labels as TREC qrels: trec_eval -c's average over every judged query, unchanged
     qrels_file = _write_qrels(tmp_path / "utility.qrels", qrels)
-    against_qrels = _json(sub, "--against", qrels_file)
+    against_qrels = _json(sub, "--against", qrels_file, "--missing", "zero")
     assert against_qrels["metrics"] == report["metrics"]
     assert against_qrels["counts"] == report["counts"]
 

@@ -85,13 +85,29 @@ def test_ranking_jsonl_and_trec_run_match_pytrec_eval(tmp_path):
                                           for d, s in docs.items()])
     want = _pytrec_means(run, qrels)
     for path in (sub, trec):
-        skip = _json(path, "--against", QRELS, "--missing", "skip")
-        zero = _json(path, "--against", QRELS)  # absent queries count 0, as trec_eval -c
+        skip = _json(path, "--against", QRELS)  # judged queries not run are left out, as
+        zero = _json(path, "--against", QRELS, "--missing", "zero")  # trec_eval; -c: 0
         assert skip["counts"]["queries"] == len(run) and zero["counts"]["queries"] == len(qrels)
-        assert zero["counts"]["missing"] == len(qrels) - len(run) > 0
+        assert zero["counts"]["missing"] == skip["counts"]["missing"] == len(qrels) - len(run) > 0
+        assert (skip["missing_rule"], zero["missing_rule"]) == ("skip", "zero")
         for name, values in want.items():
             assert skip["metrics"][name] == pytest.approx(values.mean(), abs=1e-12), name
             assert zero["metrics"][name] == pytest.approx(values.sum() / len(qrels), abs=1e-12)
+
+
+def test_the_table_says_which_queries_its_means_are_over(tmp_path):
+    """A run of two CISI queries (a --limit build's) against all of CISI's qrels: means over
+    its two, as trec_eval's and the build's card; the table says so, and how to count 0."""
+    run = dict(list(_run(seed=3, share=1.0).items())[:2])
+    trec = _write(tmp_path / "run.trec", [f"{q} Q0 {d} 0 {s} tag" for q, docs in run.items()
+                                          for d, s in docs.items()])
+    shown = " ".join(_score(trec, "--against", QRELS).stdout.split())
+    others = len(_qrels()) - 2
+    assert (f"means over 2 queries; {others} of the reference's not in the submission left "
+            "out, as trec_eval does (--missing zero: scored 0)") in shown
+    shown = " ".join(_score(trec, "--against", QRELS, "--missing", "zero").stdout.split())
+    assert (f"means over {others + 2} queries; {others} not in the submission scored 0 "
+            "(--missing skip: left out)") in shown
 
 
 def test_selection_against_qrels_and_per_query_file(tmp_path):

@@ -30,8 +30,8 @@ def test_tsv_and_jsonl_queries_with_graded_qrels(tmp_path):
                      '{"qid": 6, "query": "How are libraries used?"}\n', encoding="utf-8")
     qrels = tmp_path / "graded.qrels"
     qrels.write_text("3 0 2 2\n3 0 6 0\n6 0 2 1\n6 0 999999 1\n", encoding="utf-8")
-    for path in (tsv, jsonl):
-        source = load_source(f"search:{path}", corpus=CORPUS, qrels=qrels)
+    for path, judged in ((tsv, qrels), (jsonl, str(qrels))):  # a str, as --qrels passes it
+        source = load_source(f"search:{path}", corpus=CORPUS, qrels=judged)
         assert [(q.qid, q.question) for q in source.queries] == [
             ("3", "What is information science?"), ("6", "How are libraries used?")]
         first, second = source.queries

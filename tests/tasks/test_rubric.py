@@ -82,7 +82,7 @@ def test_rubric_build_on_cisi_sample(loads, tmp_path, request):
         "--single-question", "--threshold", "0.5", "--json", "--out", str(out),
         "--cache-dir", str(tmp_path / "calls")])
     assert result.exit_code == 0, result.output
-    [built] = json.loads(result.stdout)
+    [built] = json.loads(result.stdout)["versions"]
     [version] = (out / "rubric" / "cisi-sample" / "smollm2-135m").iterdir()
     assert validate_path(version) == []
     manifest = json.loads((version / "manifest.json").read_text())

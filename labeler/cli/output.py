@@ -1,0 +1,34 @@
+"""One output sink for every command: rich tables for people, `--json` for machines.
+
+Every command that prints a result table takes `--json` (`json_option`) and hands `emit` both
+renderings: the tables (and closing lines, e.g. the folder written) or the same result as one
+JSON document on stdout, nothing else there.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+import click
+
+#: the `--json` flag, the same on every command
+json_option = click.option("--json", "as_json", is_flag=True,
+                           help="Print the result as one JSON document on stdout, no table.")
+
+
+def emit(data: Any, tables: Iterable = (), lines: Iterable[str] = (), *,
+         as_json: bool) -> None:
+    """Print `data` as JSON (paths and other objects as their text), or `tables` then `lines`
+    through rich; `tables` may be a generator, built only when they are shown."""
+    if as_json:
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+        return
+    from rich.console import Console
+
+    console = Console()
+    for table in tables:
+        console.print(table)
+    for line in lines:
+        console.print(line, soft_wrap=True, highlight=False, markup=False)

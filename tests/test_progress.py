@@ -1,0 +1,53 @@
+"""Progress where stderr is not a terminal (a batch job's log): plain lines every few seconds,
+nothing for a loop shorter than that, nothing with --quiet."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+from labeler.progress import progress_bar, track
+
+
+def test_a_log_gets_a_plain_line_every_interval_and_a_last_one(monkeypatch, capsys):
+    monkeypatch.setenv("LABELER_PROGRESS_SECONDS", "0")  # every step is past the interval
+    assert list(track(range(3), "encoding corpus")) == [0, 1, 2]
+    lines = capsys.readouterr().err.splitlines()
+    assert [re.sub(r"\d+s", "Ns", line) for line in lines] == [
+        "encoding corpus: 1/3 (33%), Ns elapsed, eta Ns",
+        "encoding corpus: 2/3 (67%), Ns elapsed, eta Ns",
+        "encoding corpus: 3/3 (100%), Ns elapsed",  # once, though the loop ends here
+    ]
+    with progress_bar("reading", None) as advance:  # no total known in advance
+        advance(5)
+        advance(2)
+    assert [line.split(",")[0] for line in capsys.readouterr().err.splitlines()] == [
+        "reading: 5", "reading: 7"]
+
+
+def test_a_short_loop_or_quiet_writes_nothing(monkeypatch, capsys):
+    monkeypatch.setenv("LABELER_PROGRESS_SECONDS", "10")
+    assert list(track(range(3), "encoding corpus")) == [0, 1, 2]
+    monkeypatch.setenv("LABELER_PROGRESS_SECONDS", "0")
+    monkeypatch.setenv("LABELER_QUIET", "1")
+    assert list(track(range(3), "encoding corpus")) == [0, 1, 2]
+    assert capsys.readouterr().err == ""
+
+
+def test_a_build_with_stderr_to_a_file_says_where_it_is(tmp_path):
+    """The bundled model answering one query, stderr to a file, as a batch job runs it."""
+    log = tmp_path / "build.log"
+    with log.open("w") as stderr:
+        done = subprocess.run(
+            [sys.executable, "-m", "labeler", "build", "--dataset", "nq-sample", "--llm",
+             "smollm2-135m", "--limit", "1", "--pool", "hgp", "--max-new-tokens", "4",
+             "--out", str(tmp_path / "out")], cwd=tmp_path, stdout=subprocess.PIPE,
+            stderr=stderr, text=True, timeout=600, check=False,
+            env={**os.environ, "LABELER_PROGRESS_SECONDS": "0"})
+    text = log.read_text()
+    assert done.returncode == 0, text
+    assert re.search(r"^generate smollm2-135m: 1/1 \(100%\), \d+s elapsed$", text, re.MULTILINE), text
+    assert re.search(r"^utility shards for smollm2-135m: 1/1 \(100%\), \d+s elapsed$", text,
+                     re.MULTILINE), text
