@@ -37,8 +37,9 @@ from rich.console import Console
 from rich.table import Table
 
 from labeler.retrieval.ann import AnnIndex, IndexSpec, recall_at_k
-from labeler.retrieval.dense import BATCH, MAX_LENGTH, cpu_threads, load_encoder
+from labeler.retrieval.dense import BATCH, MAX_LENGTH, load_encoder
 from labeler.retrieval.index import SHARD_SIZE, EmbeddingIndex
+from labeler.settings import cpu_threads
 from labeler.sources.registry import load_source
 
 #: the corpus scale the README extrapolates to, and BGE-M3's dimension

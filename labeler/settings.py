@@ -20,6 +20,7 @@ from labeler.errors import InputError
 __all__ = [
     "apply_flags",
     "cache_dir",
+    "cpu_threads",
     "debug",
     "github_raw",
     "hub_backoff",
@@ -42,6 +43,7 @@ KILT_SOURCE = "LABELER_KILT_SOURCE"  # a copy of KILT's kilt_knowledgesource.jso
 GITHUB_RAW = "LABELER_GITHUB_RAW"  # a mirror of raw.githubusercontent.com (files by repo@commit)
 HUB_BACKOFF = "LABELER_HUB_BACKOFF"  # seconds before the first Hub retry (then doubling)
 PROGRESS_SECONDS = "LABELER_PROGRESS_SECONDS"  # seconds between plain progress lines (no TTY)
+OMP_NUM_THREADS = "OMP_NUM_THREADS"  # threads a process may run (Ray sets an actor's CPUs)
 XDG_CACHE_HOME = "XDG_CACHE_HOME"  # the user cache base when LABELER_CACHE_DIR is unset
 HF_HUB_OFFLINE = "HF_HUB_OFFLINE"  # huggingface_hub's offline switch ...
 TRANSFORMERS_OFFLINE = "TRANSFORMERS_OFFLINE"  # ... which also honours transformers' one
@@ -163,3 +165,10 @@ def apply_flags(*, debug: bool = False, quiet: bool = False, verbose: bool = Fal
     for name, on in ((DEBUG, debug), (QUIET, quiet), (VERBOSE, verbose)):
         if on:
             os.environ[name] = "1"
+
+
+def cpu_threads() -> int:
+    """Threads a CPU-bound pass may run: OMP_NUM_THREADS where set (Ray sets it to an actor's
+    CPUs), else every CPU this process may run on."""
+    value = os.environ.get(OMP_NUM_THREADS, "")
+    return int(value) if value.isdigit() and int(value) > 0 else len(os.sched_getaffinity(0))

@@ -65,6 +65,12 @@ SKIPPED = {
     "labeler reproduce utility-paper --backend vllm --dtype float16": "vllm, GPU",
     "labeler reproduce utility-paper --dataset nq --llm qwen3-8b --limit 500":
         "network (KILT NQ, Qwen3-8B)",
+    "labeler build --artifact rubric --dataset wands --llm qwen3-8b --limit 50":
+        "network (WANDS from GitHub, Qwen3-8B): tests/tasks/test_rubric_wands.py builds wands "
+        "with SmolLM2 from the tests' mirror of its GitHub files",
+    "labeler build --artifact rubric --dataset esci --llm qwen3-8b --limit 50":
+        "network (ESCI from GitHub, Qwen3-8B): tests/sources/test_hub_mirror.py loads esci from "
+        "the tests' mirror of its GitHub files",
     "labeler train-extractor out/seer/nq-sample/smollm2-135m/v1 --out seer-extractor":
         "TRL (the `train` extra): tests/train/test_extractor.py trains on a seer artifact",
     "labeler build --artifact seer --dataset nq-sample --llm smollm2-135m --extractor "
@@ -105,12 +111,16 @@ RUN = [
     ("cisi", ("labeler build --artifact rubric --dataset cisi-sample --llm smollm2-135m --limit 5 "
              "--k 20 --single-question"), (*TINY, "--rerank-k", "5"), {}),
     ("cisi", ("labeler build --artifact rubric --dataset search:queries.tsv --corpus corpus.jsonl "
-             "--qrels qrels.txt --llm qwen3-8b"), (*TINY, "--rerank-k", "5"),
-     {"qwen3-8b": "smollm2-135m"}),
+             "--qrels qrels.txt --llm qwen3-8b --backend vllm"), (*TINY, "--rerank-k", "5"),
+     {"qwen3-8b --backend vllm": "smollm2-135m"}),
     ("cisi", ("labeler score out/rubric/cisi-sample/smollm2-135m/v1/fused.trec --against qrels.txt "
              "--k 10"), (), {}),
     ("cisi", "labeler score my_run.trec --against qrels.txt --k 5 --k 10 --baseline bm25.trec",
      (), {}),
+    ("cisi", ("labeler build --artifact rubric --dataset cisi-sample --llm smollm2-135m --limit 5 "
+             "--threshold 0.7 --json"), (*TINY, "--rerank-k", "5"), {}),
+    ("cisi", ("labeler build --artifact rubric --dataset cisi-sample --llm smollm2-135m "
+             "--bm25-stemmer english --bm25-k1 0.9"), (*TINY, "--rerank-k", "5"), {}),
 ]
 
 

@@ -9,7 +9,6 @@ fallback), or any HF repo id / local folder FlagEmbedding can load.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
@@ -73,13 +72,13 @@ class Encoder:
     def embed(self, texts: list[str], advance=lambda n: None, *, batch: int = BATCH
               ) -> np.ndarray:
         """`encode` without its own progress bar: `advance(n)` after each batch; on the CPU
-        with `cpu_threads()` torch threads. The texts are tokenised once and batched by
+        with `settings.cpu_threads()` torch threads. The texts are tokenised once and batched by
         token count, longest first, each batch padded to its own longest (as the library's
         `encode` does)."""
         tokens = self.embedder.tokenizer(texts, truncation=True, max_length=MAX_LENGTH)
         order = np.argsort([-len(ids) for ids in tokens["input_ids"]], kind="stable")
         chunks = []
-        with _threads(cpu_threads() if self.device == "cpu" else None):
+        with _threads(settings.cpu_threads() if self.device == "cpu" else None):
             for start in range(0, len(texts), batch):
                 rows = order[start : start + batch]
                 chunks.append(self._embed({key: [column[i] for i in rows]
@@ -120,14 +119,6 @@ class Encoder:
                 vectors = e.pooling(hidden, inputs["attention_mask"])
             vectors = F.normalize(vectors.float(), dim=-1)
         return vectors.cpu().numpy()
-
-
-def cpu_threads() -> int:
-    """Torch threads an encoding on the CPU runs: OMP_NUM_THREADS where set (Ray sets it to
-    an actor's CPUs), else every CPU this process may run on, whatever another part of the
-    process set before (the hf backend runs its operations on one)."""
-    value = os.environ.get("OMP_NUM_THREADS", "")
-    return int(value) if value.isdigit() and int(value) > 0 else len(os.sched_getaffinity(0))
 
 
 @contextmanager

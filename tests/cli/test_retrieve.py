@@ -61,7 +61,7 @@ def test_an_ann_index_reports_its_recall_against_exact_search(tmp_path):
     assert "recall@3 vs exact" in result.output and "(17 queries)" in result.output
     assert len(out.read_text().splitlines()) == 17 * 3
     assert sorted(p.name for p in (tmp_path / "cache" / "embeddings").glob("*/*/ivf-*")) == [
-        "ivf-nlist4.index", "ivf-nlist4.ivfdata", "ivf-nlist4.json"]
+        "ivf-nlist4.index", "ivf-nlist4.ivfdata", "ivf-nlist4.json", "ivf-nlist4.seen.json"]
 
 
 def test_a_bad_index_fails_in_one_line_before_any_encoding(tmp_path):

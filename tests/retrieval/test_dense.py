@@ -15,10 +15,10 @@ from labeler.retrieval.dense import (
     BATCH,
     MAX_LENGTH,
     corpus_index,
-    cpu_threads,
     load_encoder,
     search,
 )
+from labeler.settings import cpu_threads
 
 
 def test_each_question_finds_its_gold_chunk_at_the_top(minilm, small_sample):
