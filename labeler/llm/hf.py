@@ -4,11 +4,12 @@ otherwise, batched with left padding.
 Rows are batched by the shared Collator: longest first, `batch_size` rows at a time, the n samples
 of a prompt always in one batch. Left padding with an attention mask and position ids from the
 mask gives each row the same answer alone or in any batch. `generate` runs one running batch
-(`labeler.llm.decoding`): a row leaves it as soon as its answer ends and the next prompts take
-its place; sampling is seeded per row (see `prompts.row_seed`), so a sample is a pure function
-of (prompt, sampling) and safe to cache. The n samples of a prompt share one prefill of it, and
-`choice_probs` chats that continue one conversation (`chat_prefix`: a document, then each of
-its questions) share one prefill of their common tokens, each row then running only its tail.
+(`labeler.llm.decoding`), shortest prompt first: a row leaves it as soon as its answer ends and
+the next prompts take its place; sampling is seeded per row (see `prompts.row_seed`), so a sample
+is a pure function of (prompt, sampling) and safe to cache. The n samples of a prompt share one
+prefill of it, and `choice_probs` chats that continue one conversation (`chat_prefix`: a
+document, then each of its questions) share one prefill of their common tokens, each row then
+running only its tail.
 """
 
 from __future__ import annotations
@@ -178,8 +179,10 @@ class HFBackend(Backend):
         ids = encode(self.tokenizer, texts)
         check_lengths([len(x) for x in ids], self.max_context, reserved=sampling.max_tokens)
         rows = [(i, j) for i in range(len(prompts)) for j in range(sampling.n)]
-        # grouped by prompt: its n samples join the batch together and share one prefill
-        collator = Collator(rows, sort_key=lambda r: len(ids[r[0]]), group_key=lambda r: r[0],
+        # grouped by prompt: its n samples join the batch together and share one prefill;
+        # shortest prompt first: a prompt with little context (closed-book) is the likelier
+        # to run to the cap, and starting it first lets the queue refill beside it
+        collator = Collator(rows, sort_key=lambda r: -len(ids[r[0]]), group_key=lambda r: r[0],
                             batch_size=self.batch_size)
         groups = [[(ids[i], None if sampling.greedy else row_seed(sampling.seed, texts[i], j))
                    for i, j in (rows[k] for k in group)] for group in collator.groups]

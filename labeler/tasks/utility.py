@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import accumulate
 from typing import ClassVar
 
 from labeler.errors import InputError
@@ -155,18 +156,21 @@ class UtilityTask(Task):
                                  field_name="answers")
 
     def label(self, calls: Mapping[str, Calls], shard: Shard) -> list[dict]:
-        """Closed-book, one-passage, all-passage, utilitarian and human-gold answers, each kind
-        in one batched call; with `with_likelihood`, log P(first gold answer | q, d) too."""
+        """Closed-book, one-passage, all-passage, utilitarian and human-gold answers; all but
+        the utilitarian ones (which need the others) in one batched call; with
+        `with_likelihood`, log P(first gold answer | q, d) too."""
         llm, queries, pools, kind = calls[LLM], shard.queries, shard.pools, shard.kind
         qids = [q.qid for q in queries]
-        closed = _answers(llm, self.answer,
-                          [closed_book_prompt(q.question, kind) for q in queries], qids,
-                          "closed-book answers")
         pairs = [(q, c) for q in queries for c in pools[q.qid]]
         named = [f"{q.qid}, passage {c.passage.pid}" for q, c in pairs]
-        one = _answers(llm, self.answer,
-                       [passage_prompt(q.question, [c.passage], kind) for q, c in pairs], named,
-                       "one-passage answers")
+        gold = [q for q in queries if q.gold]
+        closed, one, every, human = _answer_all(llm, self.answer, [
+            ([closed_book_prompt(q.question, kind) for q in queries], qids),
+            ([passage_prompt(q.question, [c.passage], kind) for q, c in pairs], named),
+            ([evidence_prompt(q.question, [c.passage for c in pools[q.qid]], kind)
+              for q in queries], qids),
+            ([passage_prompt(q.question, q.gold, kind) for q in gold], [q.qid for q in gold]),
+        ], "closed-book, passage, all-passage and human-gold answers")
         likelihoods = None
         if self.config.with_likelihood:
             likelihoods = llm.loglikelihood(
@@ -179,7 +183,9 @@ class UtilityTask(Task):
             records.append(_record(q, closed_answer, pools[q.qid], one[span],
                                    None if likelihoods is None else likelihoods[span],
                                    llm=llm.alias, pool=self.config.pool))
-        _add_rag(llm, self.answer, queries, pools, records, kind)
+        _add_rag(llm, self.answer, queries, pools, records, kind, {
+            "all": dict(zip(qids, every)),
+            "human_gold": dict(zip((q.qid for q in gold), human))})
         return records
 
     @staticmethod
@@ -313,6 +319,17 @@ def _answers(llm: Calls, sampling: Sampling, prompts: list[Chat], names: list[st
             for out in llm.generate(prompts, sampling, what, names)]
 
 
+def _answer_all(llm: Calls, sampling: Sampling, parts: list[tuple[list[Chat], list[str]]],
+                what: str) -> list[list[Completion]]:
+    """Each part's (prompts, names) answers, all from one generate call: the backend's running
+    batch then refills from one queue, so a long answer decodes beside the rest, not alone at
+    the end of its own call."""
+    flat = _answers(llm, sampling, [p for prompts, _ in parts for p in prompts],
+                    [n for _, names in parts for n in names], what)
+    ends = list(accumulate(len(prompts) for prompts, _ in parts))
+    return [flat[end - len(prompts):end] for (prompts, _), end in zip(parts, ends)]
+
+
 def _record(q: Query, closed: Completion, candidates: list[Candidate], answers: list[Completion],
             likelihoods: list[float] | None, *, llm: str, pool: str) -> dict:
     known = has_answer(closed.text, q.answers)
@@ -349,27 +366,20 @@ def _record(q: Query, closed: Completion, candidates: list[Candidate], answers: 
 
 
 def _add_rag(llm: Calls, sampling: Sampling, queries: Sequence[Query],
-             pools: dict[str, list[Candidate]], records: list[dict], kind: str) -> None:
+             pools: dict[str, list[Candidate]], records: list[dict], kind: str,
+             asked: dict[str, dict[str, Completion]]) -> None:
     """`rag` of each record: the answer and its correctness with all candidates, with the
-    utilitarian ones, and with the human gold ones (null for a query without)."""
-    all_prompts, util_prompts = [], []
+    utilitarian ones, and with the human gold ones (null for a query without); `asked` holds
+    the all-passage and human-gold answers by qid, asked beside the closed-book ones."""
+    util_prompts = []
     for q, r in zip(queries, records):
-        passages = [c.passage for c in pools[q.qid]]
         useful = set(r["utility_pids"])
-        all_prompts.append(evidence_prompt(q.question, passages, kind))
-        util_prompts.append(evidence_prompt(q.question, [p for p in passages if p.pid in useful],
-                                            kind))
+        util_prompts.append(evidence_prompt(
+            q.question, [c.passage for c in pools[q.qid] if c.passage.pid in useful], kind))
     qids = [q.qid for q in queries]
-    gold = [q for q in queries if q.gold]
-    answers = {
-        "all": dict(zip(qids, _answers(llm, sampling, all_prompts, qids,
-                                       "all-passage answers"))),
-        "utilitarian": dict(zip(qids, _answers(llm, sampling, util_prompts, qids,
-                                               "utilitarian-passage answers"))),
-        "human_gold": dict(zip((q.qid for q in gold), _answers(
-            llm, sampling, [passage_prompt(q.question, q.gold, kind) for q in gold],
-            [q.qid for q in gold], "human-gold answers"))),
-    }
+    useful = _answers(llm, sampling, util_prompts, qids, "utilitarian-passage answers")
+    answers = {"all": asked["all"], "utilitarian": dict(zip(qids, useful)),
+               "human_gold": asked["human_gold"]}
     for q, r in zip(queries, records):
         r["rag"] = {
             setting: {"answer": by_qid[q.qid].text, "capped": by_qid[q.qid].capped,

@@ -106,14 +106,35 @@ def test_a_correctness_flip_makes_a_passage_utilitarian(labelled):
     assert nobel["candidates"][0]["source"] == "retrieved" and nobel["candidates"][0]["rank"] == 1
 
 
-def test_one_batched_call_per_kind_and_no_prompt_asked_twice(labelled):
+def test_one_generate_call_holds_every_kind_and_no_prompt_asked_twice(labelled):
     llm, _ = labelled
-    # closed-book (2 queries), one passage (4 pairs), all candidates (2 queries); the
-    # utilitarian and human-gold prompts repeat one-passage or closed-book prompts: not resent.
+    # closed-book (2 queries), one passage (4 pairs), all candidates (2 queries) in one call,
+    # so the backend refills its running batch from one queue; the utilitarian and human-gold
+    # prompts repeat one-passage or closed-book prompts: not resent.
     batches = llm.batches("generate")
-    assert [len(b) for b in batches] == [2, 4, 2]
-    assert batches[2][0] == utility.passage_prompt(NOBEL.question, [NOBEL_GOLD, DISTRACTOR])
+    assert [len(b) for b in batches] == [8]
+    assert batches[0][:2] == [utility.closed_book_prompt(q.question) for q in (NOBEL, DEADPOOL)]
+    assert batches[0][2:6] == [utility.passage_prompt(q.question, [c.passage])
+                               for q in (NOBEL, DEADPOOL) for c in POOLS[q.qid]]
+    assert batches[0][6] == utility.passage_prompt(NOBEL.question, [NOBEL_GOLD, DISTRACTOR])
     assert llm.batches("loglikelihood") == []
+
+
+def test_utilitarian_answers_follow_in_a_second_call_when_they_are_new():
+    nobel = Query(NOBEL.qid, NOBEL.question, NOBEL.answers, [NOBEL_GOLD, DEADPOOL_GOLD])
+    llm = ScriptedBackend(answer=lambda text: " Wilhelm Conrad Röntgen\n"
+                          if "Röntgen" in text else " unknown\n")
+    task = UtilityTask(UtilityConfig(dataset="nq-sample"))
+    pool = [Candidate(NOBEL_GOLD, "retrieved", 1, gold=True),
+            Candidate(DEADPOOL_GOLD, "retrieved", 2, gold=True),
+            Candidate(DISTRACTOR, "retrieved", 3)]
+    (record,) = task.label(task.calls(llm), Shard(0, (nobel,), {nobel.qid: pool}))
+    # closed-book, 3 one-passage, all 3 passages, both gold passages; then the one utilitarian
+    # passage alone, which is already asked: one call in all
+    assert [len(b) for b in llm.batches("generate")] == [6]
+    assert record["utility_pids"] == ["nq-oracle-0"]
+    assert record["rag"]["human_gold"]["correct"] is True
+    assert record["rag"]["utilitarian"]["answer"] == "Wilhelm Conrad Röntgen"
 
 
 def test_records_keep_the_rag_answers_their_statistics_need(labelled):
@@ -218,14 +239,15 @@ def test_a_prompt_longer_than_the_window_fails_before_the_batch_naming_its_query
     from labeler.errors import PromptTooLongError
 
     # tokens are words here: closed-book prompts (27 words) + 32 answer tokens fit 60; the
-    # one-passage prompts (59 to 67 words) do not
+    # one-passage prompts (59 to 67 words) and the all-passage ones do not
     llm = ScriptedBackend(answer=_answer, max_context=60)
     with pytest.raises(PromptTooLongError) as error:
         _label(llm, max_new_tokens=32)
     assert error.value.line().startswith(
         "the prompt for 'q-nobel, passage nq-oracle-0' has 67 tokens + 32 for the answer, more "
-        "than the model's 60-token context window (3 more are too long)")
-    assert [len(b) for b in llm.batches("generate")] == [2]  # closed-book ran; the next did not
+        "than the model's 60-token context window (5 more are too long)")
+    # one call: the too-long prompts are all found before any answer is decoded
+    assert llm.batches("generate") == []
 
 
 def test_answers_are_capped_at_max_new_tokens_and_each_record_says_which_were_cut():
