@@ -2,13 +2,13 @@
 
 A row ends at an end-of-sequence token, at a stop string or at its new-token cap; it leaves
 the batch at once, its key/value cache with it, and the next prompts of the queue (the
-Collator's groups: longest first, a prompt's n samples together) take the freed slots. Their
-prefill runs on its own, each distinct prompt once, and its cache joins the running one, left
-padded to a common width; the cache's leading columns that no live row reads are cut, so it is
-as wide as its longest live row. Left padding with an attention mask and position ids from
-the mask gives each row the same answer alone or beside any other rows. Sampling draws per
-row from its own generator (the exponential race, i.e. Gumbel-max), so a sample is a pure
-function of (prompt, sampling). `DecodeStats` counts what ran.
+Collator's groups in the backend's order, a prompt's n samples together) take the freed
+slots. Their prefill runs on its own, each distinct prompt once, and its cache joins the
+running one, left padded to a common width; the cache's leading columns that no live row
+reads are cut, so it is as wide as its longest live row. Left padding with an attention mask
+and position ids from the mask gives each row the same answer alone or beside any other rows.
+Sampling draws per row from its own generator (the exponential race, i.e. Gumbel-max), so a
+sample is a pure function of (prompt, sampling). `DecodeStats` counts what ran.
 """
 
 from __future__ import annotations
