@@ -48,6 +48,6 @@ def test_a_build_with_stderr_to_a_file_says_where_it_is(tmp_path):
             env={**os.environ, "LABELER_PROGRESS_SECONDS": "0"})
     text = log.read_text()
     assert done.returncode == 0, text
-    assert re.search(r"^generate smollm2-135m: 1/1 \(100%\), \d+s elapsed$", text, re.MULTILINE), text
+    assert re.search(r"^generate smollm2-135m: 2/2 \(100%\), \d+s elapsed$", text, re.MULTILINE), text
     assert re.search(r"^utility shards for smollm2-135m: 1/1 \(100%\), \d+s elapsed$", text,
                      re.MULTILINE), text
