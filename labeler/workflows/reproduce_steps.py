@@ -64,8 +64,9 @@ class ReproduceConfig:
         return ("rp",) if dataset in RP_ONLY else ("rp", "hgp", "mcp")
 
     def _data(self, dataset: str, pool: str) -> dict:
+        """The data options of `dataset` on `pool` (`--run` ranks the retrieved pools only)."""
         return {"dataset": dataset, "limit": self.limit, "pool": pool, "k": self.k,
-                "run": self.run, "encoder": self.encoder,
+                "run": None if pool == "hgp" else self.run, "encoder": self.encoder,
                 "corpus": self.corpus or CORPUS.get(dataset), "index": self.index,
                 "max_new_tokens": self.max_new_tokens}
 
