@@ -47,7 +47,7 @@ import numpy as np
 from labeler.errors import InputError
 from labeler.paths import atomic_file
 from labeler.progress import info, progress_bar, warning
-from labeler.retrieval.checksums import describe, remember, verify
+from labeler.retrieval.checksums import commit, damage
 from labeler.retrieval.index import QUERY_BLOCK, EmbeddingIndex, exact_scores, merge_top
 
 __all__ = ["KINDS", "AnnIndex", "IndexSpec", "recall_at_k"]
@@ -188,12 +188,8 @@ class AnnIndex:
             self._build_ivf()
         else:
             self._build_hnsw()
-        files = describe(self.files())
-        with atomic_file(self.record) as f:
-            json.dump({"kind": self.kind, "params": self.params, "vectors": self.embeddings.size,
-                       "bytes": {name: r["bytes"] for name, r in files.items()},
-                       "files": files}, f, indent=1)
-        remember(self.embeddings.folder, files, self.seen)
+        commit(self.record, self.seen, self.files(),
+               {"kind": self.kind, "params": self.params, "vectors": self.embeddings.size})
         return self.load()
 
     def load(self):
@@ -258,12 +254,8 @@ class AnnIndex:
             sizes = {p.name: p.stat().st_size if p.is_file() else None for p in self.files()}
             if record.get("bytes") != sizes or record.get("vectors") != self.embeddings.size:
                 return f"incomplete (files {sizes}, recorded {record.get('bytes')})", None
-            if not isinstance(record.get("files"), dict):
-                return "unverifiable (its record has no checksums)", None
-            damaged = verify(self.embeddings.folder, record["files"], self.seen)
-            if damaged:
-                return "damaged (" + "; ".join(f"{name}: {why}" for name, why
-                                               in sorted(damaged.items())) + ")", None
+            if problem := damage(self.embeddings.folder, record, self.seen):
+                return problem, None
             index = self.load()
         except (OSError, ValueError, RuntimeError) as error:
             return f"unreadable ({str(error).splitlines()[0][:160]})", None

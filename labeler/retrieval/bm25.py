@@ -59,7 +59,7 @@ from labeler.retrieval.bm25_config import (
     tokenizer,
     vocabulary,
 )
-from labeler.retrieval.checksums import describe, remember, verify
+from labeler.retrieval.checksums import commit, damage
 from labeler.sources.corpus import Corpus
 from labeler.sources.types import Query, Source
 
@@ -232,12 +232,8 @@ def _check(folder: Path, passages: int) -> tuple[str | None, SparseIndex | None]
         sizes = {p.name: p.stat().st_size if p.is_file() else None for p in _files(folder)}
         if recorded.get("bytes") != sizes or recorded.get("passages") != passages:
             return f"incomplete (files {sizes}, recorded {recorded.get('bytes')})", None
-        if not isinstance(recorded.get("files"), dict):
-            return "unverifiable (its record has no checksums)", None
-        damaged = verify(folder, recorded["files"], folder / SEEN)
-        if damaged:
-            return "damaged (" + "; ".join(f"{name}: {why}" for name, why
-                                           in sorted(damaged.items())) + ")", None
+        if problem := damage(folder, recorded, folder / SEEN):
+            return problem, None
         model = _bm25s().BM25.load(folder, mmap=True)
     except (OSError, ValueError) as error:
         return f"unreadable ({str(error).splitlines()[0][:160]})", None
@@ -286,12 +282,8 @@ def _build(corpus: Corpus, bm25: BM25, field: str, folder: Path, *, batch: int, 
                    "idf_method": METHOD, "dtype": "float32", "int_dtype": "int32",
                    "num_docs": size, "version": _bm25s().__version__, "backend": "numpy"},
                   f, indent=4)
-    files = describe(_files(folder))
-    with atomic_file(folder / RECORD) as f:
-        json.dump({"passages": size, "terms": len(df), "postings": int(df.sum()),
-                   "bytes": {name: r["bytes"] for name, r in files.items()},
-                   "files": files}, f, indent=1)
-    remember(folder, files, folder / SEEN)
+    commit(folder / RECORD, folder / SEEN, _files(folder),
+           {"passages": size, "terms": len(df), "postings": int(df.sum())})
 
 
 def _write_postings(folder: Path, spill: Path, batches: int, df: np.ndarray,

@@ -17,7 +17,7 @@ from pathlib import Path
 from labeler.paths import atomic_file
 from labeler.progress import progress_bar
 
-__all__ = ["HashingWriter", "describe", "remember", "verify"]
+__all__ = ["HashingWriter", "commit", "damage", "describe", "remember", "said", "verify"]
 
 
 class HashingWriter:
@@ -76,6 +76,31 @@ def remember(folder: Path, recorded: Mapping[str, dict], seen: Path) -> None:
     with atomic_file(seen) as f:
         json.dump({name: [*_stamp(folder / name), want["sha256"]]
                    for name, want in recorded.items()}, f)
+
+
+def commit(record: Path, seen: Path, paths: Iterable[Path], fields: Mapping) -> None:
+    """Write an index's commit record `record` last and atomically: `fields`, each file's size
+    (`bytes`) and its size and sha256 (`files`); then mark the files verified as they are."""
+    files = describe(paths)
+    with atomic_file(record) as f:
+        json.dump({**fields, "bytes": {name: r["bytes"] for name, r in files.items()},
+                   "files": files}, f, indent=1)
+    remember(record.parent, files, seen)
+
+
+def damage(folder: Path, record: Mapping, seen: Path) -> str | None:
+    """What is wrong with the bytes of the files a commit `record` lists in `folder` (a
+    record without checksums cannot be verified), or None when they all hold."""
+    files = record.get("files")
+    if not isinstance(files, dict):
+        return "unverifiable (its record has no checksums)"
+    problems = verify(folder, files, seen)
+    return f"damaged ({said(problems)})" if problems else None
+
+
+def said(problems: Mapping[str, str]) -> str:
+    """`verify`'s problems in one line: "name: why; ..."."""
+    return "; ".join(f"{name}: {why}" for name, why in sorted(problems.items()))
 
 
 def _stamp(path: Path) -> list[int]:

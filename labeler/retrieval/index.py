@@ -31,7 +31,7 @@ import numpy as np
 from labeler.errors import InputError
 from labeler.paths import atomic_file, cache_root
 from labeler.progress import progress_bar, warning
-from labeler.retrieval.checksums import HashingWriter, describe, remember, verify
+from labeler.retrieval.checksums import HashingWriter, describe, remember, said, verify
 
 __all__ = ["SHARD_SIZE", "EmbeddingIndex", "open_index"]
 
@@ -78,9 +78,8 @@ class EmbeddingIndex:
         damaged = {name: why for name, why in verify(self.folder, recorded, self.folder / SEEN)
                    .items() if why != "missing"} if recorded else {}
         if damaged:
-            warning(f"the embedding index {self.folder} has damaged shards ("
-                    + "; ".join(f"{name}: {why}" for name, why in sorted(damaged.items()))
-                    + "); deleting and encoding them again")
+            warning(f"the embedding index {self.folder} has damaged shards ({said(damaged)}); "
+                    "deleting and encoding them again")
             for name in damaged:
                 (self.folder / name).unlink()
         todo = self.missing()
