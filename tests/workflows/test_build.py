@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -302,8 +301,10 @@ def test_manifest_records_how_the_pools_were_made_and_the_default_cap(tmp_path, 
 
 def test_a_build_killed_in_its_third_shard_resumes_to_the_same_data(tmp_path, loads,
                                                                     session_cache):
-    """SIGKILL while shard 3 of 4 is being labelled (two shards written, one of its calls in
-    the cache); the rerun writes only the missing shards and recomputes no finished call."""
+    """SIGKILL once two shards of 4 are written, while shard 3 is being labelled; the rerun
+    writes only the missing shards and computes no call twice. (A shard asks all its calls in
+    one cache chunk, so a kill between two of its calls cannot be timed here: test_cache's
+    killed run covers the calls a killed chunk loop had committed.)"""
     cache = tmp_path / "calls"
     cache.mkdir()
     (cache / "models").symlink_to(Path(session_cache) / "models")  # the converted SmolLM2
@@ -314,15 +315,8 @@ def test_a_build_killed_in_its_third_shard_resumes_to_the_same_data(tmp_path, lo
     job = [sys.executable, "-m", "labeler", *args]
     llm_dir = out / "utility" / "nq-sample" / "smollm2-135m"
 
-    at_two = None  # calls cached once two shards were written
-
-    def third_shard_asked() -> bool:
-        nonlocal at_two
-        if at_two is None and len(list(llm_dir.glob(".v1.*.partial/data-*.jsonl"))) == 2:
-            at_two = _cached_calls(cache)
-        return at_two is not None and _cached_calls(cache) > at_two  # shard 3 has asked its first call
-
-    killed = kill_when(job, third_shard_asked, "the build")
+    killed = kill_when(job, lambda: len(list(llm_dir.glob(".v1.*.partial/data-*.jsonl"))) >= 2,
+                       "the build")
     [partial] = llm_dir.glob(".v1.*.partial")
     assert sorted(p.name for p in partial.glob("data-*.jsonl")) == [
         "data-00000.jsonl", "data-00001.jsonl"]
@@ -339,26 +333,12 @@ def test_a_build_killed_in_its_third_shard_resumes_to_the_same_data(tmp_path, lo
     assert "resuming" in said and "2 of 4 shards already written" in said
     stats = cache_stats(cache)
     assert stats.misses == stats.entries == 8  # 4 queries x (closed-book, one passage): once each
-    assert stats.hits >= 1  # the killed shard's first call came from the cache
 
     whole = tmp_path / "whole"  # the same build, uninterrupted (its calls are all cached now)
     result = _build(whole, *args[1:-4], "--cache-dir", cache)
     assert result.exit_code == 0, result.output
     assert _data(llm_dir / "v1") == _data(whole / "utility" / "nq-sample" / "smollm2-135m" / "v1")
     assert validate_path(llm_dir / "v1") == []
-
-
-def _cached_calls(cache: Path) -> int:
-    """The calls the cache under `cache` holds so far (0 before its table exists)."""
-    if not (cache / "calls.sqlite").exists():
-        return 0
-    db = sqlite3.connect(cache / "calls.sqlite")
-    try:
-        return db.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
-    except sqlite3.OperationalError:  # not created yet
-        return 0
-    finally:
-        db.close()
 
 
 #: imported only to load a model: none may be in sys.modules after a build that fails its checks
