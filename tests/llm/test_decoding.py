@@ -69,3 +69,25 @@ def test_a_row_ends_at_its_stop_string_while_its_neighbours_go_on(smollm, mixed_
     answers = smollm.generate(prompts, stop)
     assert answers[0] == [Completion(full.text[:full.text.index(stop.stop[0])])]
     assert answers == [a for p in prompts for a in smollm.generate([p], stop)]
+
+
+def test_the_queue_takes_the_shortest_prompt_first_with_its_samples_together(smollm,
+                                                                           mixed_prompts,
+                                                                           monkeypatch):
+    """A closed-book prompt (the likeliest to run to the cap) starts before the passage ones,
+    and a prompt's n samples join the batch together (one prefill)."""
+    queued = []
+    real_run = smollm.decoder.run
+
+    def run(groups, *args, **kwargs):
+        queued.extend(groups)
+        return real_run(groups, *args, **kwargs)
+
+    monkeypatch.setattr(smollm.decoder, "run", run)
+    prompts = [mixed_prompts[6], mixed_prompts[0], mixed_prompts[7], mixed_prompts[1]]
+    answers = smollm.generate(prompts, Sampling(max_tokens=2, n=2, temperature=1.0, seed=7))
+    assert [len(a) for a in answers] == [2, 2, 2, 2]
+    lengths = [[len(ids) for ids, _ in group] for group in queued]
+    assert all(len(group) == 2 and len(set(group)) == 1 for group in lengths)
+    assert [group[0] for group in lengths] == sorted(group[0] for group in lengths)
+    assert lengths[0][0] < 100 < lengths[-1][0]  # closed-book first, a passage prompt last
