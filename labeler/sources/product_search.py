@@ -28,7 +28,6 @@ import pyarrow as pa
 
 from labeler import settings
 from labeler.errors import InputError
-from labeler.paths import file_sha256
 from labeler.sources.corpus import Corpus
 from labeler.sources.hubload import fetch_url
 from labeler.sources.types import Query, Source
@@ -129,6 +128,13 @@ def _github_files(default: str, repo: str, commit: str, files: dict[str, str],
                             repo=repo) for name, path in files.items()}
 
 
+def _download_key(path: str) -> str:
+    """What keys a downloaded file's stored corpus without reading its bytes (ESCI's products
+    are over a gigabyte): its cache name, which hashes the URL and so the pinned commit and
+    any mirror, and its size."""
+    return f"{Path(path).name}:{Path(path).stat().st_size}"
+
+
 def _source(name: str, revision: str, license: str, language: str | None, queries,
             judged: dict[str, dict[str, int]], corpus: Corpus) -> Source:
     """The Source of `queries` ((qid, text) pairs) judged as `judged` says (qid -> pid ->
@@ -167,7 +173,7 @@ def _products(path: str) -> Corpus:
                    "title": [name or "" for name in batch["product_name"]],
                    "text": [text or "" for text in batch["product_description"]]}
 
-    return Corpus.stored(f"wands-products:{file_sha256(Path(path))}", batches, name="wands-products",
+    return Corpus.stored(f"wands-products:{_download_key(path)}", batches, name="wands-products",
                          revision=WANDS_COMMIT, license="mit", what="WANDS products",
                          total=len(table))
 
@@ -204,6 +210,6 @@ def _esci_products(path: str) -> Corpus:
                    "text": [" ".join(html.unescape(t).split())
                             for t in pc.fill_null(text, "").to_pylist()]}
 
-    return Corpus.stored(f"esci-products:{file_sha256(Path(path))}", batches,
+    return Corpus.stored(f"esci-products:{_download_key(path)}", batches,
                          name="esci-products", revision=ESCI_COMMIT, license="apache-2.0",
                          what="ESCI products", total=parquet.metadata.num_rows)
