@@ -42,3 +42,13 @@ def test_a_pin_other_than_the_installed_version_is_a_problem(tmp_path):
                                                                        '"click>=8.5.0"'))
     assert lock.problems(pyproject=pyproject, lock=pinned) == \
         ["click 8.5.1 is installed; the lock pins 8.5.0"]
+
+
+def test_packages_an_import_left_on_sys_path_are_not_the_environment(tmp_path, monkeypatch):
+    # setuptools' `_vendor` folder on sys.path once setuptools is imported: the dist-info of an
+    # older packaging than the one installed and locked
+    vendored = tmp_path / "packaging-24.2.dist-info"
+    vendored.mkdir()
+    (vendored / "METADATA").write_text("Metadata-Version: 2.1\nName: packaging\nVersion: 24.2\n")
+    monkeypatch.setattr(sys, "path", [*sys.path, str(tmp_path)])
+    assert lock.problems() == []
