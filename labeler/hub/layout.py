@@ -8,7 +8,8 @@ path in the dataset repo. Its config and tag are
 
 An artifact with a second table (SEER's pairs) has one more config per table, named
 "<artifact>-<table>.<dataset>.<llm>" (seer-pairs.nq.llama3.1-8b), each pointing at its own
-files of the same folder, so `load_dataset(repo, config)` loads one table.
+files of the same folder, so `load_dataset(repo, config)` loads one table; the version's one
+tag pins them all (`revision="seer.nq.llama3.1-8b.v1"` for seer-pairs.nq.llama3.1-8b).
 
 Dots separate the parts because the names themselves may hold "-" (msmarco-fqa, llama3.1-8b).
 The Hub takes dots in config names (wikimedia/wikipedia has "20231101.en"); `datasets` refuses
