@@ -23,6 +23,21 @@ WRITER_KEYS = ("tool_version", "artifact", "dataset", "llm", "version", "schema_
 
 #: the table every artifact has: its records, one per query
 DATA = "data"
+#: what git (and so the Hub) refuses in a ref name, as a version's tag is one
+_BAD_REF = re.compile(r"^[-.]|\.\.|[\x00-\x20\x7f~^:?*\[\\]|@\{|\.lock$|[./]$|//")
+
+
+def version_tag(artifact: str, dataset: str, llm: str, version: str) -> str:
+    """The Hub tag of a version: `<artifact>.<dataset>.<llm>.v<version>`."""
+    return f"{artifact}.{dataset}.{llm}.v{version}"
+
+
+def tag_problem(tag: str) -> str | None:
+    """Why `tag` cannot be a Hub tag (a git ref name, git check-ref-format), or None."""
+    if _BAD_REF.search(tag):
+        return (f"'{tag}' cannot be a Hub tag (a git ref name: no '..', no leading '-' or '.', "
+                "no trailing '.' or '.lock')")
+    return None
 
 
 def data_file(shard: int, table: str = DATA) -> str:

@@ -38,6 +38,8 @@ from labeler.artifacts.manifest import (
     data_files,
     table_of,
     table_schema,
+    tag_problem,
+    version_tag,
 )
 from labeler.artifacts.staging import OWNER, PARTIAL, abandoned_partials, hold, partial_of
 from labeler.errors import ArtifactError, InputError
@@ -236,7 +238,7 @@ def artifact_dir(
     """The version folder of `kind` a write would create; raises before any work if it cannot.
 
     UnknownNameError for a kind without a card template or schema, InputError for a name
-    that cannot be one folder, ArtifactError if the version exists. `version` None -> the next integer not taken
+    that cannot be one folder or whose Hub tag git refuses, ArtifactError if the version exists. `version` None -> the next integer not taken
     by a version or an unfinished build; a leading "v" before a digit is dropped ("v2" and
     "2" both mean v2/).
     """
@@ -249,6 +251,11 @@ def artifact_dir(
         version = str(_next_version(parent))
     version = re.sub(r"^v(?=\d)", "", str(version))
     _check_segment("version", version)
+    problem = tag_problem(version_tag(kind.name, dataset, llm, version))
+    if problem:  # a folder push could never publish
+        if tag_problem(version_tag(kind.name, dataset, llm, "1")) is None:
+            raise InputError(problem, field_name="version", hint="pass another --version")
+        raise InputError(problem, hint="name the dataset or the LLM otherwise")
     target = parent / f"v{version}"
     if target.exists():
         raise _exists(target)

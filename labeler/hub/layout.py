@@ -14,7 +14,7 @@ tag pins them all (`revision="seer.nq.llama3.1-8b.v1"` for seer-pairs.nq.llama3.
 Dots separate the parts because the names themselves may hold "-" (msmarco-fqa, llama3.1-8b).
 The Hub takes dots in config names (wikimedia/wikipedia has "20231101.en"); `datasets` refuses
 only ``<>:/\\|?*``, and the folder-name rule (letters, digits, '.', '_', '+', '-') excludes those.
-A tag must also be a valid git ref name (git check-ref-format), which `check_tag` enforces.
+A tag must also be a valid git ref name (git check-ref-format): `tag_problem` says why not.
 """
 
 from __future__ import annotations
@@ -26,11 +26,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from labeler.artifacts import verify_artifact
-from labeler.artifacts.manifest import DATA, MANIFEST, read_manifest, table_of
+from labeler.artifacts.manifest import (
+    DATA,
+    MANIFEST,
+    read_manifest,
+    table_of,
+    tag_problem,
+    version_tag,
+)
 from labeler.errors import ArtifactError, HubError
-
-#: what git (and so the Hub) refuses in a ref name
-_BAD_REF = re.compile(r"^[-.]|\.\.|[\x00-\x20\x7f~^:?*\[\\]|@\{|\.lock$|[./]$|//")
 
 
 @dataclass(frozen=True)
@@ -57,7 +61,9 @@ class Version:
             str(manifest["version"]),
             tuple(sorted(manifest["files"])),
         )
-        check_tag(version.tag)
+        problem = tag_problem(version.tag)
+        if problem:
+            raise HubError(f"{folder}: {problem}", hint="rename the dataset, llm or version")
         return version
 
     def verify(self) -> None:
@@ -90,7 +96,7 @@ class Version:
 
     @property
     def tag(self) -> str:
-        return f"{self.config}.v{self.version}"
+        return version_tag(self.artifact, self.dataset, self.llm, self.version)
 
     @property
     def prefix(self) -> str:
@@ -127,16 +133,6 @@ def version_key(version: str) -> tuple:
     return tuple(
         (0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.findall(r"\d+|\D+", version)
     )
-
-
-def check_tag(tag: str) -> None:
-    """HubError if `tag` is not a name git and the Hub accept as a tag."""
-    if _BAD_REF.search(tag):
-        raise HubError(
-            f"'{tag}' cannot be a Hub tag (a git ref name: no '..', no leading '-' or '.', "
-            "no trailing '.' or '.lock')",
-            hint="rename the dataset, llm or version",
-        )
 
 
 def git_blob_oid(path: Path) -> str:

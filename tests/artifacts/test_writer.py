@@ -156,6 +156,17 @@ def test_names_that_cannot_be_folders_or_unknown_artifacts_are_refused(write, tm
         load_kind("utilty")
 
 
+@pytest.mark.parametrize("version", ["a..b", "1.lock", "1."])
+def test_a_version_no_hub_tag_can_name_is_refused_before_any_record(write, version, tmp_path):
+    with pytest.raises(InputError) as error:
+        write(_exploding(), version=version)
+    assert str(error.value) == (
+        f"field 'version': 'utility.nq-sample.smollm2-135m.v{version}' cannot be a Hub tag (a "
+        "git ref name: no '..', no leading '-' or '.', no trailing '.' or '.lock')")
+    assert error.value.hint == "pass another --version"
+    assert _tree(tmp_path / "out") == []
+
+
 def test_non_json_numbers_are_refused(write, records, tmp_path):
     bad = copy.deepcopy(records)
     bad[0]["candidates"][0]["loglikelihood"] = float("nan")

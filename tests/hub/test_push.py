@@ -227,6 +227,21 @@ def test_an_edited_card_is_not_pushed(hub, write):
     assert hub.request_count == 0
 
 
+def test_a_version_folder_no_hub_tag_can_name_is_named(hub, write, tmp_path):
+    v1 = write()  # written before versions were checked: renamed to what git refuses
+    bad = v1.with_name("v1.lock")
+    v1.rename(bad)
+    manifest = json.loads((bad / "manifest.json").read_text())
+    (bad / "manifest.json").write_text(json.dumps({**manifest, "version": "1.lock"}))
+
+    result = CliRunner().invoke(cli, ["push", "--out", str(tmp_path / "out"), "--repo", REPO])
+
+    assert str(result.exception) == (
+        f"{bad}: 'utility.nq-sample.smollm2-135m.v1.lock' cannot be a Hub tag (a git ref name: "
+        "no '..', no leading '-' or '.', no trailing '.' or '.lock')")
+    assert hub.request_count == 0
+
+
 def test_a_repo_id_without_namespace_is_refused(hub, write):
     result = CliRunner().invoke(cli, ["push", str(write()), "--repo", "labels"])
 
