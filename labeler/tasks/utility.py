@@ -27,6 +27,7 @@ from labeler.retrieval import Candidate
 from labeler.sources.passage import Passage
 from labeler.sources.types import Query, Source
 from labeler.tasks.base import LLM, Shard, Task, TaskConfig
+from labeler.tasks.utility_record import record_of, with_flags
 
 #: The paper's closed-book prompt, L(q, ∅).
 CLOSED_BOOK = (
@@ -180,7 +181,7 @@ class UtilityTask(Task):
         for q, closed_answer in zip(queries, closed):
             span = slice(start, start + len(pools[q.qid]))
             start = span.stop
-            records.append(_record(q, closed_answer, pools[q.qid], one[span],
+            records.append(record_of(q, closed_answer, pools[q.qid], one[span],
                                    None if likelihoods is None else likelihoods[span],
                                    llm=llm.alias, pool=self.config.pool))
         _add_rag(llm, self.answer, queries, pools, records, kind, {
@@ -243,6 +244,11 @@ class UtilityTask(Task):
         """`departures`: where this build departs from the paper's setting (the card's
         "Setting" section)."""
         return {"departures": departures(manifest)}
+
+    @classmethod
+    def rederive(cls, manifest: dict, tables: Mapping[str, list[dict]]) -> dict[str, list[dict]]:
+        """Every flag derived again from the record's own answers (`with_flags`)."""
+        return {"data": [with_flags(record) for record in tables["data"]]}
 
     @staticmethod
     def reference(record: dict) -> tuple[dict[str, int], list[str]]:
@@ -328,41 +334,6 @@ def _answer_all(llm: Calls, sampling: Sampling, parts: list[tuple[list[Chat], li
                     [n for _, names in parts for n in names], what)
     ends = list(accumulate(len(prompts) for prompts, _ in parts))
     return [flat[end - len(prompts):end] for (prompts, _), end in zip(parts, ends)]
-
-
-def _record(q: Query, closed: Completion, candidates: list[Candidate], answers: list[Completion],
-            likelihoods: list[float] | None, *, llm: str, pool: str) -> dict:
-    known = has_answer(closed.text, q.answers)
-    rows = []
-    for i, (c, answer) in enumerate(zip(candidates, answers)):
-        correct = has_answer(answer.text, q.answers)
-        row = {
-            "pid": c.passage.pid,
-            "title": c.passage.title,
-            "text": c.passage.text,
-            "source": c.source,
-            "rank": c.rank,
-            "gold": c.gold,
-            "answer": answer.text,
-            "capped": answer.capped,
-            "correct": correct,
-            "utility": int(correct and not known),
-        }
-        if likelihoods is not None:
-            row["loglikelihood"] = likelihoods[i]
-        rows.append(row)
-    return {
-        "qid": q.qid,
-        "question": q.question,
-        "answers": list(q.answers),
-        "llm": llm,
-        "pool": pool,
-        "known": known,
-        "closed_book_answer": closed.text,
-        "closed_book_capped": closed.capped,
-        "candidates": rows,
-        "utility_pids": [r["pid"] for r in rows if r["utility"]],
-    }
 
 
 def _add_rag(llm: Calls, sampling: Sampling, queries: Sequence[Query],

@@ -126,6 +126,20 @@ def test_utility_schema_catches_inconsistent_records(records, change, expected):
     assert all(part in message for (_, message), (_, part) in zip(found, expected))
 
 
+def test_utility_flags_that_contradict_the_records_own_answers_are_named(write, records):
+    # schema-consistent flags (known, so no utility) that its wrong closed-book answer denies
+    lying = copy.deepcopy(records)
+    assert not lying[0]["known"] and lying[0]["utility_pids"]
+    lying[0].update(known=True, utility_pids=[])
+    for candidate in lying[0]["candidates"]:
+        candidate["utility"] = 0
+    path = write(lying)
+
+    assert validate_path(path) == [
+        "data-00000.jsonl:1: field 'known' is True but its labels and manifest give False"]
+    assert validate_path(write(records)) == []
+
+
 def test_real_records_and_optional_loglikelihood_are_valid(records):
     record = copy.deepcopy(records[0])
     record["candidates"][0]["loglikelihood"] = -3.25
@@ -169,7 +183,9 @@ def test_data_edited_with_its_sha256_updated_still_disagrees_with_the_statistics
     problems = validate_path(path)
     assert problems[0] == ("manifest.json: stats.accuracy_all is 0.6666666666666666 but the "
                            "records give 0.3333333333333333")
-    assert problems[1].startswith("README.md: the statistics differ from the records: expected "
+    assert problems[1] == ("data-00000.jsonl:1: field 'rag.all.correct' is False but its labels "
+                           "and manifest give True")  # its answer is right
+    assert problems[2].startswith("README.md: the statistics differ from the records: expected "
                                   "the row '| all candidate passages of the pool together | 33.3% |")
 
 
