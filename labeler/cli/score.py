@@ -58,6 +58,9 @@ RAG_ROWS = (("all candidates (artifact)", "rag_all_accuracy"),
               help="Another submission of the same kind: paired t-test and win/tie/loss "
                    "(several SUBMISSIONS: one each, in order).")
 @click.option("--lenient", is_flag=True, help="Skip bad lines (and count them) instead of failing.")
+@click.option("--drop-invalid-pids", "drop_invalid", is_flag=True,
+              help="Selections: drop pids outside their query's candidates and repeated ones "
+                   "(and count them) instead of failing.")
 @click.option("--rag", is_flag=True,
               help="Selection or ranking against a utility artifact: the artifact's LLM "
                    "answers with only the selected passages, or the ranking's top --rag-k in "
@@ -82,7 +85,7 @@ RAG_ROWS = (("all candidates (artifact)", "rag_all_accuracy"),
               help="Also write one JSONL row of metrics per query to this file.")
 def score(submissions: tuple[Path, ...], references: tuple[str, ...], kind: str | None,
           ks: tuple[int, ...], missing: str | None, include_empty: bool, baselines: tuple[Path, ...],
-          lenient: bool, llm: str | None, backend: str, batch_size: int | None,
+          lenient: bool, drop_invalid: bool, llm: str | None, backend: str, batch_size: int | None,
           device: str | None, dtype: str | None,
           cache_dir: Path | None, as_json: bool, per_query: Path | None,
           rag: bool, rag_k: int | None, max_new_tokens: int | None) -> None:
@@ -110,7 +113,8 @@ def score(submissions: tuple[Path, ...], references: tuple[str, ...], kind: str 
     reports = score_datasets(
         list(zip(submissions, references, baselines or [None] * len(submissions))),
         kind=kind, ks=ks, missing=missing, lenient=lenient, include_empty=include_empty,
-        cache_dir=cache_dir, rag=rag, rag_k=rag_k, max_new_tokens=max_new_tokens,
+        drop_invalid=drop_invalid, cache_dir=cache_dir, rag=rag, rag_k=rag_k,
+        max_new_tokens=max_new_tokens,
         llm=None if llm is None else LLMConfig(llm, backend=backend, batch_size=batch_size,
                                                device=device, dtype=dtype),
     )
@@ -122,6 +126,9 @@ def score(submissions: tuple[Path, ...], references: tuple[str, ...], kind: str 
             first = "; ".join(e.line() for e in run.skipped[:3])
             info(f"[yellow]skipped {run.counts['skipped_lines']} bad lines in {run.submission}"
                  f"[/]: {first}")
+        if run.counts.get("dropped_pids"):
+            info(f"[yellow]dropped {run.counts['dropped_pids']} selected pids in "
+                 f"{run.submission}[/]: outside their query's candidates or repeated")
     if as_json:
         out = report.as_dict() if len(reports) == 1 else {
             "datasets": [r.as_dict() for r in reports], "overall": report.as_dict()}

@@ -44,6 +44,7 @@ def score(
     ks: Sequence[int] = (5, 10),
     missing: str | None = None,
     lenient: bool = False,
+    drop_invalid: bool = False,
     baseline: str | Path | None = None,
     include_empty: bool = False,
     llm: LLMConfig | None = None,
@@ -73,10 +74,13 @@ def score(
     (`labeler.scoring.report` names the rows; `labeler.scoring.rag`); an extraction
     against a utility or SEER artifact: SEER's Table 1 in `report.qa` and `rag_em` (`rag_f1`)
     per query (`labeler.scoring.evidence_qa`), answers capped at `max_new_tokens`.
-    Every input is read and checked before any model is loaded.
+    A selection's pids must each be one of its query's candidates (against an artifact) and
+    selected once, else InputError at its line; `drop_invalid` drops them instead, counted
+    as `dropped_pids`. Every input is read and checked before any model is loaded.
     """
     [report] = score_datasets(
         [(submission, against, baseline)], kind=kind, ks=ks, missing=missing, lenient=lenient,
+        drop_invalid=drop_invalid,
         include_empty=include_empty, llm=llm, faithfulness=faithfulness, sbert=sbert,
         cache_dir=cache_dir, rag=rag, rag_k=rag_k, max_new_tokens=max_new_tokens)
     return report
@@ -95,7 +99,7 @@ def score_datasets(pairs: Sequence[tuple[str | Path, str | Path | Reference, str
 
 #: the options of `score` that reading and checking take (`_read`); the others score (`_scored`)
 _READING = ("kind", "ks", "missing", "lenient", "include_empty", "llm", "rag", "rag_k",
-            "max_new_tokens")
+            "max_new_tokens", "drop_invalid")
 
 
 @dataclass
@@ -114,7 +118,7 @@ def _read(submission: str | Path, against: str | Path | Reference,
           baseline: str | Path | None, *, kind: str | None = None, ks: Sequence[int] = (5, 10),
           missing: str | None = None, lenient: bool = False, include_empty: bool = False,
           llm: LLMConfig | None = None, rag: bool = False, rag_k: int | None = None,
-          max_new_tokens: int | None = None) -> _Plan:
+          max_new_tokens: int | None = None, drop_invalid: bool = False) -> _Plan:
     if missing is not None and missing not in MISSING:
         raise UnknownNameError("--missing policy", missing, list(MISSING))
     reference = against if isinstance(against, Reference) else load_reference(against)
@@ -122,12 +126,14 @@ def _read(submission: str | Path, against: str | Path | Reference,
     known = set(reference.qrels)
     top = (rag_k or RAG_K) if rag else None
     ranked = _Ranked(reference.qrels, ks, top)
-    sub = read_submission(submission, kind=kind, known=known, lenient=lenient, consume=ranked)
+    pools = reference.qrels if reference.artifact is not None else None  # its candidates
+    sub = read_submission(submission, kind=kind, known=known, lenient=lenient, consume=ranked,
+                          pools=pools, drop_invalid=drop_invalid)
     base = base_ranked = None
     if baseline is not None:
         base_ranked = _Ranked(reference.qrels, ks, top)
         base = read_submission(baseline, kind=sub.kind, known=known, lenient=lenient,
-                               consume=base_ranked)
+                               consume=base_ranked, pools=pools, drop_invalid=drop_invalid)
     setting = _check_request(sub, reference, llm=llm, rag=rag, include_empty=include_empty,
                              max_new_tokens=max_new_tokens, rag_k=rag_k)
     return _Plan(reference, [(sub, ranked), (base, base_ranked)], setting, llm,
@@ -295,6 +301,8 @@ def _report(sub: Submission, ref: Reference, ranked: _Ranked, *, missing: str,
     absent = [q for q in considered if q not in sub.entries]
     qids = considered if missing == "zero" else [q for q in considered if q in sub.entries]
     counts = {"queries": len(qids), "missing": len(absent), "skipped_lines": len(sub.skipped)}
+    if sub.dropped is not None:
+        counts["dropped_pids"] = sub.dropped
     if sub.kind == "selection":
         scores = selection_metrics(sub.entries, ref.gold, qids=qids)
         per_query = scores.per_query()

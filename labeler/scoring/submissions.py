@@ -9,7 +9,7 @@ TREC) are read as `labeler.formats.Run`s.
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import chain, islice
@@ -40,6 +40,9 @@ class Submission:
     entries: dict[str, object] = field(default_factory=dict)
     #: bad lines skipped under `lenient`, each as the error it would have raised
     skipped: list[InputError] = field(default_factory=list)
+    #: selected pids dropped under `drop_invalid` (outside their query's pool, or repeated);
+    #: None when not dropping
+    dropped: int | None = None
 
 
 @contextmanager
@@ -63,6 +66,8 @@ def read_submission(
     known: Collection[str] | None = None,
     lenient: bool = False,
     consume: Callable[[Run], None] | None = None,
+    pools: Mapping[str, Collection[str]] | None = None,
+    drop_invalid: bool = False,
 ) -> Submission:
     """Parse a submission; the kind comes from the fields of its lines unless `kind` is given.
 
@@ -75,6 +80,10 @@ def read_submission(
     time, as they are read; `entries` then maps each qid to None, so that at most one chunk's
     documents are held at once (a TREC run is read whole first: its lines of one query need
     not be together).
+
+    A selection names each pid once and, where `pools` (qid -> its candidates) is given, only
+    pids of its query's pool: the first that does not is a bad line, unless `drop_invalid`,
+    which drops such pids and counts them (`Submission.dropped`).
     """
     if kind is not None and kind not in KINDS:
         raise UnknownNameError("submission kind", kind, list(KINDS))
@@ -85,7 +94,9 @@ def read_submission(
         pairs, kinds = iter_run(path, qids=known, problems=problems), _Kinds("ranking")
     else:
         kinds = _Kinds(kind)
-        pairs = iter_query_records(path, kinds.parse, qids=known, problems=problems)
+        selections = _Selections(pools, drop_invalid)
+        pairs = iter_query_records(path, lambda record: selections.check(kinds, record),
+                                   qids=known, problems=problems)
     head = list(islice(pairs, 1))  # its first good line fixes the kind
     pairs = chain(head, pairs)
     if consume is not None and kinds.kind == "ranking":
@@ -94,6 +105,8 @@ def read_submission(
         entries = Run(pairs) if kinds.kind == "ranking" else dict(pairs)
     sub = Submission(str(path), kinds.kind, entries)
     sub.skipped = skipped
+    if drop_invalid and kinds.kind == "selection":
+        sub.dropped = selections.dropped
     if not sub.entries:
         if not skipped:
             raise InputError("empty submission: no records", str(path))
@@ -115,6 +128,35 @@ def _consumed(pairs: Iterator[tuple[str, dict[str, float]]],
     if chunk:
         consume(chunk)
     return entries
+
+
+class _Selections:
+    """Checks each selection's pids: each once, each in its query's pool (where pools are
+    known); with `drop`, drops the others and counts them instead of raising."""
+
+    def __init__(self, pools: Mapping[str, Collection[str]] | None, drop: bool) -> None:
+        self.pools, self.drop, self.dropped = pools, drop, 0
+
+    def check(self, kinds: _Kinds, record: dict) -> tuple[str, object]:
+        """(qid, entry) of `record` as `kinds` parses it, a selection's pids checked."""
+        qid, entry = kinds.parse(record)
+        if kinds.kind != "selection":
+            return qid, entry
+        pool = None if self.pools is None else self.pools.get(qid)
+        kept: dict[str, None] = {}
+        for pid in entry:
+            problem = f"pid '{pid}' selected twice" if pid in kept else None
+            if problem is None and pool is not None and pid not in pool:
+                problem = f"pid '{pid}' is not one of query '{qid}''s {len(pool)} candidates"
+            if problem is None:
+                kept[pid] = None
+            elif self.drop:
+                self.dropped += 1
+            else:
+                raise InputError(problem, field_name="selected",
+                                 hint="select from the query's candidates, each once, or pass "
+                                      "--drop-invalid-pids to drop such pids and count them")
+        return qid, list(kept)
 
 
 class _Kinds:

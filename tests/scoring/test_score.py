@@ -252,3 +252,26 @@ def test_hub_spec(spec, parsed):
 def test_bad_hub_spec(spec):
     with pytest.raises(InputError, match="expected hub:REPO"):
         parse_hub_spec(spec)
+
+
+def test_a_selection_outside_the_pool_or_repeating_a_pid_is_named_or_dropped(tmp_path):
+    artifact = FIXTURES / "utility-v1"
+    gold = "nq-oracle:64aaafc597c5"  # query 0's one utilitarian candidate
+    sub = _write(tmp_path / "sel.jsonl", [
+        {"qid": "nq-open-dev-oracle-0", "selected": [gold, "../../etc/passwd"]},
+        {"qid": "nq-open-dev-oracle-1", "selected": ["nq-oracle:fcd918e70be9"] * 2}])
+
+    result = _score(sub, "--against", artifact)
+    assert result.exit_code == 1
+    assert result.exception.line().startswith(
+        f"{sub}:1 field 'selected': pid '../../etc/passwd' is not one of query "
+        "'nq-open-dev-oracle-0''s 4 candidates (select from the query's candidates, each once, "
+        "or pass --drop-invalid-pids")
+    second = _write(tmp_path / "second.jsonl", sub.read_text().splitlines()[1:])
+    assert _score(second, "--against", artifact).exception.line().startswith(
+        f"{second}:1 field 'selected': pid 'nq-oracle:fcd918e70be9' selected twice (")
+
+    report = _json(sub, "--against", artifact, "--drop-invalid-pids", "--missing", "skip")
+    assert report["counts"]["dropped_pids"] == 2 and report["counts"]["queries"] == 2
+    assert _score(sub, "--against", artifact, "--drop-invalid-pids").stderr.count(
+        "dropped 2 selected pids") == 1
