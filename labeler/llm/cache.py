@@ -39,9 +39,11 @@ from labeler.llm.base import (
 )
 from labeler.llm.batching import Collator, chat_prefix
 from labeler.paths import cache_root
-from labeler.progress import progress_bar
+from labeler.progress import progress_bar, warning
 
 FILE = "calls.sqlite"
+#: the caches whose damaged answers this process has said (once a run)
+_DAMAGE_SAID: set[Path] = set()
 
 #: database changes in the order they apply; never edit or reorder one, append a new one
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = []
@@ -74,6 +76,20 @@ def m002_generate_says_whether_capped(db: sqlite3.Connection) -> None:
     old = [key for key, value in db.execute("SELECT key, value FROM calls WHERE op = 'generate'")
            if not all(isinstance(sample, dict) for sample in json.loads(value))]
     db.executemany("DELETE FROM calls WHERE key = ?", [(key,) for key in old])
+
+
+@_migration
+def m003_value_checksums(db: sqlite3.Connection) -> None:
+    """Each answer's checksum (`value_checksum`), so that an answer damaged or edited in place
+    is asked again instead of served; the answers already stored get theirs now, once."""
+    db.execute("ALTER TABLE calls ADD COLUMN checksum TEXT")
+    db.create_function("value_checksum", 1, value_checksum, deterministic=True)
+    db.execute("UPDATE calls SET checksum = value_checksum(value)")
+
+
+def value_checksum(value: str) -> str:
+    """The checksum stored beside an answer's JSON: 64 bits of its blake2b."""
+    return hashlib.blake2b(value.encode(), digest_size=8).hexdigest()
 
 
 def migrate(db: sqlite3.Connection) -> list[str]:
@@ -197,23 +213,38 @@ class CachedBackend(Backend):
                 found.update(zip(chunk, values))
                 now = time.time()
                 # one transaction per chunk: committed as soon as it is done
+                texts = [json.dumps(v) for v in values]
                 with _database(self.path), self.db:
                     self.db.executemany(
-                        "INSERT OR REPLACE INTO calls VALUES (?, ?, ?, ?, ?)",
-                        [(k, op, self.alias, json.dumps(v), now) for k, v in zip(chunk, values)])
+                        "INSERT OR REPLACE INTO calls (key, op, model, value, created, checksum) "
+                        "VALUES (?, ?, ?, ?, ?, ?)",
+                        [(k, op, self.alias, t, now, value_checksum(t))
+                         for k, t in zip(chunk, texts)])
                     _add(self.db, "misses", len(chunk))
                 advance(len(chunk))
         return [found[k] for k in keys]
 
     def _lookup(self, keys: set[str]) -> dict[str, Any]:
-        found, keys = {}, list(keys)
+        """The answers the cache holds for `keys`; one that does not parse or whose checksum
+        does not match is a miss (asked again and replaced), said once a run."""
+        found, keys, damaged = {}, list(keys), 0
         with _database(self.path):
             for start in range(0, len(keys), 500):
                 part = keys[start:start + 500]
                 rows = self.db.execute(
-                    f"SELECT key, value FROM calls WHERE key IN ({','.join('?' * len(part))})",
-                    part)
-                found.update((k, json.loads(v)) for k, v in rows)
+                    "SELECT key, value, checksum FROM calls "
+                    f"WHERE key IN ({','.join('?' * len(part))})", part)
+                for key, text, checksum in rows:
+                    try:
+                        if not isinstance(text, str) or checksum != value_checksum(text):
+                            raise ValueError(checksum)
+                        found[key] = json.loads(text)
+                    except ValueError:  # json.JSONDecodeError included
+                        damaged += 1
+        if damaged and self.path not in _DAMAGE_SAID:
+            _DAMAGE_SAID.add(self.path)
+            warning(f"the call cache {self.path} holds {damaged} damaged answers (not JSON, or "
+                    "not matching their checksum): they are asked again")
         return found
 
     def _count(self, hits: int) -> None:

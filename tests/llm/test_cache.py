@@ -57,6 +57,24 @@ def test_every_operation_is_cached_under_everything_that_changes_its_answer(smol
     assert cached.backend_calls == 3 + 5
 
 
+def test_an_answer_not_json_or_edited_in_place_is_asked_again_and_said_once(smollm, tmp_path,
+                                                                           capsys):
+    france = chat("What is the capital of France?")
+    requests = [LoglikelihoodRequest(france, " Paris"), LoglikelihoodRequest(france, " Lyon")]
+    first = CachedBackend(smollm, cache_dir=tmp_path).loglikelihood(requests)
+    with sqlite3.connect(tmp_path / cache.FILE) as db:
+        [paris, lyon] = [k for (k,) in db.execute("SELECT key FROM calls ORDER BY key")]
+        db.execute("UPDATE calls SET value = '{not json' WHERE key = ?", (paris,))
+        db.execute("UPDATE calls SET value = '0.0' WHERE key = ?", (lyon,))  # a likelier answer
+
+    again = CachedBackend(smollm, cache_dir=tmp_path)
+    assert again.loglikelihood(requests) == first and again.backend_calls == 2
+    assert again.loglikelihood(requests) == first and again.backend_calls == 2  # replaced
+    said = capsys.readouterr().err
+    assert said.count(f"warning: the call cache {tmp_path / cache.FILE} holds 2 damaged "
+                      "answers (not JSON, or not matching their checksum)") == 1
+
+
 def test_cache_stats_prints_entries_size_and_hit_rate(smollm, questions, tmp_path):
     runner = CliRunner()
     empty = runner.invoke(cli, ["cache", "stats", "--cache-dir", str(tmp_path)])
@@ -171,7 +189,7 @@ def test_a_cache_made_before_migrations_is_upgraded_keeping_every_answer_it_can(
     stats = cache_stats(tmp_path)  # opening it migrates
     assert (stats.entries, stats.hits, stats.misses) == (3, 5, 2)
     assert [name for _, name, _ in _migrations(path)] == [
-        "m001_calls_and_counters", "m002_generate_says_whether_capped"]
+        "m001_calls_and_counters", "m002_generate_says_whether_capped", "m003_value_checksums"]
     with sqlite3.connect(path) as db:
         assert [k for (k,) in db.execute("SELECT key FROM calls ORDER BY key")] == [
             "k1", "k2", "k4"]
@@ -186,11 +204,11 @@ def test_a_new_migration_applies_once_to_an_existing_cache(tmp_path, monkeypatch
     with sqlite3.connect(path) as db:
         assert migrate(db) == [f.__name__ for f in MIGRATIONS]
 
-    def m003_calls_note(db):  # ALTER TABLE ADD COLUMN fails if it runs twice
+    def m004_calls_note(db):  # ALTER TABLE ADD COLUMN fails if it runs twice
         time.sleep(0.2)  # long enough for the other process to try at the same time
         db.execute("ALTER TABLE calls ADD COLUMN note TEXT")
 
-    monkeypatch.setattr(cache, "MIGRATIONS", [*MIGRATIONS, m003_calls_note])
+    monkeypatch.setattr(cache, "MIGRATIONS", [*MIGRATIONS, m004_calls_note])
     done, errors = [], []
 
     def open_cache():  # two processes opening one cache at once
@@ -206,7 +224,7 @@ def test_a_new_migration_applies_once_to_an_existing_cache(tmp_path, monkeypatch
     for thread in threads:
         thread.join()
     assert errors == []
-    assert sorted(done) == [[], ["m003_calls_note"]]
+    assert sorted(done) == [[], ["m004_calls_note"]]
     assert [(n, name) for n, name, _ in _migrations(path)] == [
         (1, "m001_calls_and_counters"), (2, "m002_generate_says_whether_capped"),
-        (3, "m003_calls_note")]
+        (3, "m003_value_checksums"), (4, "m004_calls_note")]
