@@ -51,7 +51,7 @@ def test_selection_against_the_folder(tmp_path):
         {"qid": Q[2], "selected": []},  # empty gold, nothing selected: right
         {"qid": Q[3], "selected": ["nq-oracle:ef873355e878"]},  # empty gold, a pick: wrong
     ])  # Q[4] (empty gold) is missing
-    zero = _json(sub, "--against", ARTIFACT)
+    zero = _json(sub, "--against", ARTIFACT, "--drop-invalid-pids")  # Q[5]'s repeat, counted
     p, r = (0.5 + 0 + 1) / 3, (1 + 0 + 1) / 3
     assert zero["metrics"]["precision"] == pytest.approx(p)
     assert zero["metrics"]["recall"] == pytest.approx(r)
@@ -60,8 +60,8 @@ def test_selection_against_the_folder(tmp_path):
     assert zero["metrics"]["empty_gold_accuracy"] == pytest.approx(1 / 3)  # missing Q[4]: 0
     assert zero["counts"] | {"queries_with_gold": 3} == {
         "queries": 6, "missing": 1, "skipped_lines": 0, "queries_with_gold": 3,
-        "queries_empty_gold": 3}
-    skip = _json(sub, "--against", DATA, "--missing", "skip")
+        "queries_empty_gold": 3, "dropped_pids": 1}
+    skip = _json(sub, "--against", DATA, "--missing", "skip", "--drop-invalid-pids")
     assert skip["metrics"]["empty_gold_accuracy"] == 0.5 and skip["counts"]["queries"] == 5
 
 

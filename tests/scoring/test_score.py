@@ -116,7 +116,9 @@ def test_selection_against_qrels_and_per_query_file(tmp_path):
         {"qid": 2, "selected": []},  # integer qid is compared as a string; empty selection
     ])
     out = tmp_path / "deep" / "rows.jsonl"
-    report = _json(sub, "--against", QRELS, "--missing", "skip", "--per-query", out)
+    report = _json(sub, "--against", QRELS, "--missing", "skip", "--per-query", out,
+                   "--drop-invalid-pids")  # the repeated '35' dropped, counted
+    assert report["counts"]["dropped_pids"] == 1
     n1 = sum(1 for line in QRELS.read_text().splitlines() if line.startswith("1 "))
     p, r = (2 / 3 + 0) / 2, (2 / n1 + 0) / 2
     assert report["kind"] == "selection"
