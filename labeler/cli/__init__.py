@@ -33,6 +33,7 @@ COMMANDS = {
     "analyze": "labeler.cli.analyze:analyze",
     "reproduce": "labeler.cli.reproduce:reproduce",
     "train-extractor": "labeler.cli.train:train_extractor",
+    "view": "labeler.cli.view:view",
 }
 
 
