@@ -76,7 +76,7 @@ def measure(folders: list[Path], tmp: Path) -> dict:
     start = time.perf_counter()
     process = subprocess.Popen(
         [sys.executable, "-c", "from labeler.cli import main; main()", "view",
-         *map(str, folders), "--reviews", str(tmp / "reviews"), "--reviewer", "bench"],
+         *map(str, folders), "--out", str(tmp / "reviews"), "--reviewer", "bench"],
         stdout=subprocess.PIPE, text=True,
         env=os.environ | {"LABELER_CACHE_DIR": str(tmp / "cache")})
     try:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import getpass
+import json
 import webbrowser
 from pathlib import Path
 
 import click
+
+from labeler.cli.output import json_option
 
 
 @click.command()
@@ -17,25 +20,26 @@ import click
 @click.option("--open", "open_browser", is_flag=True, help="Open the page in a web browser.")
 @click.option("--reviewer", default=getpass.getuser, show_default="your user name",
               help="Reviewer id the verdicts are saved under.")
-@click.option("--reviews", "reviews_out", type=click.Path(file_okay=False, path_type=Path),
-              help="Artifacts root of the review versions (default: the labels' own, "
-                   "<out> of <out>/utility/<dataset>/<llm>/v<N>).")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+              help="Artifacts root of the review versions: <out>/review/<dataset>/<llm>/v<N>/ "
+                   "(default: the labels' own <out>, beside <out>/utility/).")
+@json_option
 def view(folders: tuple[Path, ...], port: int, open_browser: bool, reviewer: str,
-         reviews_out: Path | None) -> None:
+         out: Path | None, as_json: bool) -> None:
     """Look at artifact version FOLDERS in a local web page, side by side across LLMs.
 
-    Prints the page's address; Ctrl-C stops. Verdicts (agree / disagree / unsure and a note)
+    Prints the page's address (--json: {"url": ...} on one line); Ctrl-C stops. Verdicts (agree / disagree / unsure and a note)
     on a utility label are saved the moment they are made, and written as the next `review`
     version beside the labels when the server stops (a killed server's are written by the
     next). Serves 127.0.0.1 only, and no file outside FOLDERS.
     """
     from labeler.view import make_server, open_viewing, serve_until_stopped
 
-    viewing = open_viewing(list(folders), reviewer=reviewer, out=reviews_out)
+    viewing = open_viewing(list(folders), reviewer=reviewer, out=out)
     server = make_server(viewing, port=port)
     url = f"http://127.0.0.1:{server.server_address[1]}/"
-    click.echo(url)
+    click.echo(json.dumps({"url": url}) if as_json else url)
     if open_browser:
         webbrowser.open(url)
     for folder in serve_until_stopped(server, viewing):
-        click.echo(f"verdicts written: {folder}", err=True)
+        click.echo(f"verdicts written: {folder}", err=as_json)
