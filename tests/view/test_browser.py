@@ -47,6 +47,7 @@ def test_filter_open_mark_reload_and_the_verdict_is_kept(browser, site, tmp_path
     page.wait_for_selector("button.on[data-filter=disagree]")
     page.screenshot(path=tmp_path / "list.png", full_page=True)
     assert sorted(page.locator("#queries a").all_inner_texts()) == disagree
+    assert page.locator("#stats th").all_inner_texts()[1:3] == ["smollm2-135m v1", "scripted v1"]
 
     page.click(f"#queries a:text-is('{disagree[0]}')")
     page.wait_for_selector("#candidates")

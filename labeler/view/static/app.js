@@ -20,6 +20,9 @@ function el(tag, attrs = {}, ...children) {
   return node;
 }
 
+// Replace the page's content with `nodes` (arrays of them flattened).
+function show(...nodes) { main.replaceChildren(...nodes.flat(Infinity)); }
+
 async function api(path, body) {
   const response = await fetch(path, body === undefined ? {} : {
     method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
@@ -65,7 +68,7 @@ function statsTables(versions) {
 }
 
 async function showViews() {
-  main.replaceChildren(el("h1", {}, "Versions being viewed"),
+  show(el("h1", {}, "Versions being viewed"),
     views.map((view, i) => el("section", {},
       el("h2", {}, el("a", {href: `#/v/${i}`}, `${view.kind} · ${view.dataset}`)),
       el("table", {}, el("tr", {}, el("th", {}, "llm"), el("th", {}, "version"),
@@ -90,7 +93,7 @@ async function showList(index, params) {
   searchBox.onchange = () => go({q: searchBox.value});
   const flagCells = row => Object.keys(view.filters).filter(f => f !== "all" && f in row)
     .map(f => el("td", {}, row[f] ? tag(f, f === "disagree" ? "wrong" : "gold") : ""));
-  main.replaceChildren(
+  show(
     el("h1", {}, `${view.kind} · ${view.dataset}: `,
       view.versions.map(v => `${v.llm} v${v.version}`).join(", ")),
     el("div", {class: "bar"}, Object.entries(view.filters).map(([name, help]) =>
@@ -180,7 +183,7 @@ function recordPage(index, page) {
 async function showQuery(index, key) {
   const page = await api(`/api/views/${index}/query/${encodeURIComponent(key)}`);
   const body = views[index].kind === "utility" ? utilityPage(index, page) : recordPage(index, page);
-  main.replaceChildren(el("p", {}, el("a", {href: `#/v/${index}`}, "‹ all queries")), ...body);
+  show(el("p", {}, el("a", {href: `#/v/${index}`}, "‹ all queries")), ...body);
 }
 
 async function route() {
@@ -193,7 +196,7 @@ async function route() {
     else if (views.length === 1) await showList(0, new URLSearchParams());
     else await showViews();
   } catch (error) {
-    main.replaceChildren(el("p", {class: "wrong"}, `error: ${error.message}`));
+    show(el("p", {class: "wrong"}, `error: ${error.message}`));
   }
 }
 
