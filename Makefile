@@ -44,6 +44,7 @@ demo: install
 bench: install-vllm
 	$(BIN)/python benchmarks/bench_llm.py
 	$(BIN)/python benchmarks/bench_score.py
+	$(BIN)/python benchmarks/bench_startup.py
 	$(BIN)/python benchmarks/bench_load.py
 	$(BIN)/python benchmarks/bench_memory.py
 	$(BIN)/python benchmarks/bench_build.py
