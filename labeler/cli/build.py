@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 @cache_dir_option
 @click.option("--dry-run", is_flag=True,
               help="Check everything and print the plan (queries, passages, embeddings, LLM "
-                   "calls); load no model and write nothing.")
+                   "calls); load no model, download no corpus, write nothing.")
 @json_option
 def build(llms, backend, batch_size, device, dtype, tensor_parallel, executor, ray_address, workers,
           artifact, out, version, shard_size, cache_dir, dry_run, as_json, **options) -> None:
