@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from labeler.artifacts import load_artifact
 from labeler.artifacts.manifest import read_manifest
 from labeler.cli import cli
-from labeler.errors import InputError
+from labeler.errors import ArtifactError, InputError
 from labeler.view.verdicts import Verdicts, merge_reviews
 
 
@@ -85,3 +85,24 @@ def test_a_journal_line_cut_by_a_kill_is_left_out(labels):
         f.write(json.dumps(record)[:20])
 
     assert len(_verdicts(labels).of("q1")) == 1
+
+
+def test_score_reports_each_reviewers_agreement_and_refuses_other_labels(labels, tmp_path):
+    records = load_artifact(labels).records
+    ann = _verdicts(labels, "ann")
+    ann.add(qid=records[0]["qid"], pid=None, verdict="agree")
+    ann.add(qid=records[1]["qid"], pid=None, verdict="disagree")
+    ann.add(qid=records[2]["qid"], pid=None, verdict="unsure")
+    review = ann.seal()
+
+    result = CliRunner().invoke(cli, ["score", str(review), "--against", str(labels), "--json"])
+
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    assert rows[0] == {"reviewer": "ann", "verdicts": 3, "agree": 1, "disagree": 1,
+                       "unsure": 1, "agreement": 0.5}
+    assert rows[-1]["reviewer"] == "all"
+    refused = CliRunner().invoke(cli, ["score", str(review), "--against", str(review)])
+    assert isinstance(refused.exception, ArtifactError)
+    assert "these verdicts are on utility v1 of nq-sample × smollm2-135m" in str(
+        refused.exception)
