@@ -52,7 +52,7 @@ def reproduce() -> None:
 @cache_dir_option
 @click.option("--dry-run", is_flag=True,
               help="Check everything and print the plan (steps, LLM calls, tokens); load no "
-                   "model and write nothing.")
+                   "model, download no corpus, write nothing.")
 @json_option
 def utility_paper(datasets, llms, backend, batch_size, device, dtype, tensor_parallel, executor,
                   ray_address, workers, out, shard_size, cache_dir, dry_run, as_json,

@@ -29,6 +29,7 @@ from labeler.sources.corpus import (
     Corpus,
     corpus_folder,
     in_batches,
+    storing,
 )
 
 NAME = "kilt-w100"
@@ -75,7 +76,8 @@ def load_kilt_w100() -> Corpus:
 
     revision = f"{kilt_revision()}:cut{CUT}"
     key = f"{NAME}@{kilt_source()}:cut{CUT}"
-    if not (corpus_folder(key) / "corpus.json").exists() and not settings.offline():
+    first_use = not (corpus_folder(key) / "corpus.json").exists()
+    if first_use and storing() and not settings.offline():  # a dry run downloads nothing
         _first_use_notice(kilt_source())  # offline, the download's error says enough
     return Corpus.stored(key, lambda: cut(kilt_pages(NAME)), name=NAME, revision=revision,
                          license=LICENSE[NAME], what=f"corpus '{NAME}'")
