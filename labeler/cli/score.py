@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from labeler.cli.options import cache_dir_option, model_options
-from labeler.cli.output import emit, json_option
+from labeler.cli.output import emit, json_option, results_console
 from labeler.errors import InputError
 from labeler.llm.config import LLMConfig
 from labeler.progress import info
@@ -157,9 +157,7 @@ def _agreement(review: Path, labels: Path, as_json: bool) -> None:
 
 def _print(reports: list[Report], report: Report) -> None:
     """The rich tables of one report, or of several datasets' and their Overall `report`."""
-    from rich.console import Console
-
-    console = Console()
+    console = results_console()
     if len(reports) > 1:
         console.print(_datasets_table(reports, report))
     else:
