@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import shutil
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
@@ -277,7 +279,7 @@ def cache_stats(cache_dir: str | Path | None = None) -> CacheStats:
     path = cache_root(cache_dir) / FILE
     if not path.exists():
         return CacheStats(path, 0, 0, 0, 0, [])
-    db = _connect(path)
+    db = _connect(path, read_only=True)  # a read-only cache can be listed
     try:
         with _database(path):
             entries = db.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
@@ -291,8 +293,17 @@ def cache_stats(cache_dir: str | Path | None = None) -> CacheStats:
                       [tuple(row) for row in by_model])
 
 
-def _connect(path: Path) -> sqlite3.Connection:
+def _connect(path: Path, *, read_only: bool = False) -> sqlite3.Connection:
+    """The cache's database, migrated; `read_only`: opened for reading only, as it is (no
+    journal mode set, no migration), so that a cache on a read-only disk can be read: where
+    its folder cannot be written, SQLite cannot make the -shm file a WAL database is read
+    with, and nothing can change it, so it is opened as immutable."""
     with _database(path):
+        if read_only:
+            frozen = not os.access(path.parent, os.W_OK)
+            return sqlite3.connect(f"{path.resolve().as_uri()}?"
+                                   f"{'immutable=1' if frozen else 'mode=ro'}", uri=True,
+                                   timeout=60)
         db = sqlite3.connect(path, timeout=60)  # writes open a transaction; `with db` commits it
         try:
             db.execute("PRAGMA journal_mode=WAL")
@@ -311,6 +322,10 @@ def _database(path: Path) -> Iterator[None]:
     try:
         yield
     except sqlite3.OperationalError as error:  # locked, disk full, I/O, read-only
+        if _disk_full(error, path):  # SQLite says "disk I/O error" where its -shm cannot grow
+            raise CacheError(str(path), "the call cache cannot be used: No space left on device",
+                             hint="free some space or pass another --cache-dir, then run the "
+                                  "same command again") from error
         raise CacheError(str(path), f"the call cache cannot be used: {error}") from error
     except sqlite3.DatabaseError as error:  # not a database, or a malformed one
         raise CacheError(
@@ -318,6 +333,18 @@ def _database(path: Path) -> Iterator[None]:
             hint=f"move it and any -wal and -shm file beside it aside, e.g. mv {path} "
                  f"{path}.corrupt, then run again with a new, empty cache",
         ) from error
+
+
+def _disk_full(error: sqlite3.OperationalError, path: Path) -> bool:
+    """Whether `error` comes of the disk under the cache being full: SQLite's "full", or an
+    I/O error with less than a MiB left there."""
+    code = getattr(error, "sqlite_errorcode", 0) & 0xFF  # the primary code of an extended one
+    if code == sqlite3.SQLITE_FULL:
+        return True
+    try:
+        return code == sqlite3.SQLITE_IOERR and shutil.disk_usage(path.parent).free < 2**20
+    except OSError:
+        return False
 
 
 def _add(db: sqlite3.Connection, name: str, amount: int) -> None:

@@ -10,14 +10,17 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+import sqlite3
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 
 from labeler.cli import main
-from labeler.llm.cache import FILE, cache_stats
+from labeler.llm.cache import FILE, cache_stats, migrate, value_checksum
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 SCORE_FIXTURES = Path(__file__).parents[1] / "scoring" / "fixtures"
@@ -291,6 +294,43 @@ def test_a_corrupt_cache_database_is_one_line_in_cache_stats_and_build(
     assert (code, err) == (1, line)
     assert not out.exists()
     assert (cache / FILE).read_bytes() == damage  # left as it was, for the user to move
+
+
+def _cache_of_three(folder: Path) -> Path:
+    """A call cache in `folder` holding three answers, closed (no -wal or -shm file left)."""
+    folder.mkdir()
+    with closing(sqlite3.connect(folder / FILE)) as db:
+        db.execute("PRAGMA journal_mode=WAL")
+        migrate(db)
+        with db:
+            db.executemany("INSERT INTO calls (key, op, model, value, created, checksum) "
+                           "VALUES (?, ?, ?, ?, ?, ?)",
+                           [(f"k{i}", "loglikelihood", "smollm2-135m", "-1.5", 1.0,
+                             value_checksum("-1.5")) for i in range(3)])
+    return folder
+
+
+def test_cache_stats_reads_a_cache_on_a_read_only_disk(monkeypatch, capsys, disk):
+    where = disk(64)
+    cache = _cache_of_three(where / "cache")
+    subprocess.run(["mount", "-o", "remount,ro", str(where)], check=True)
+
+    code, out, err = _main(monkeypatch, capsys, "cache", "stats", "--cache-dir", cache)
+
+    assert (code, err) == (0, "")
+    assert re.search(r"entries\s*│\s*3\s", out), out
+
+
+def test_a_full_disk_under_the_cache_says_no_space_left(monkeypatch, capsys, disk):
+    where = disk(64)
+    cache = _cache_of_three(where / "cache")
+    (where / "filler").write_bytes(bytes(shutil.disk_usage(where).free))  # not a page left
+
+    code, _, err = _main(monkeypatch, capsys, "cache", "stats", "--cache-dir", cache)
+
+    said = (f"error: {cache / FILE}: the call cache cannot be used: No space left on device "
+            "(free some space or pass another --cache-dir, then run the same command again)\n")
+    assert (code, err) == (1, said)
 
 
 # ---- 7. a ranking scored chunk by chunk scores as a whole -------------------------------------
