@@ -1,5 +1,5 @@
-"""Content checksums of an on-disk index's files: recorded in its commit record when it is
-written, verified before it is used.
+"""Content checksums of an on-disk store's files (an index, a stored corpus): recorded in its
+commit record when it is written, verified before it is used.
 
 A record lists each file's size and sha256 (`describe`). `verify` re-hashes a file only when
 its (size, mtime, ctime, inode) differ from the last time it was verified, kept in a `seen`

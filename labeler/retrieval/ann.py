@@ -22,7 +22,7 @@ corpus must fit while it grows), read back with its vectors memory-mapped
 Each is built once under the embedding folder, named by the parameters that shape the file
 (`ivf-nlist128.index` + `.ivfdata`, `hnsw-M32-efc80.index`); `<name>.json`, written last
 and atomically, commits it with each file's size and sha256. A file without its record, of
-another size or other bytes than recorded (labeler.retrieval.checksums: hashed again only
+another size or other bytes than recorded (labeler.checksums: hashed again only
 after it changed), or that FAISS cannot read is reported on stderr, deleted and rebuilt.
 The top k an ANN index returns are re-scored exactly, as flat search scores them, and
 recall@k against flat search is measured on up to `RECALL_QUERIES` of the queries searched
@@ -44,10 +44,10 @@ from pathlib import Path
 
 import numpy as np
 
+from labeler.checksums import commit, damage
 from labeler.errors import InputError
 from labeler.paths import atomic_file
 from labeler.progress import info, progress_bar, warning
-from labeler.retrieval.checksums import commit, damage
 from labeler.retrieval.index import QUERY_BLOCK, EmbeddingIndex, exact_scores, merge_top
 
 __all__ = ["KINDS", "AnnIndex", "IndexSpec", "recall_at_k"]

@@ -21,7 +21,7 @@ bounded memory: the corpus is tokenised `BATCH` passages at a time with one grow
 frequency) postings spilled to disk; then the postings are written term range by term range,
 `CHUNK` at a time, as the CSC arrays bm25s builds, with the same float32 weights. `index.json`
 is written last, with each file's size and sha256; a folder without it (a cut build), whose
-files differ from it (labeler.retrieval.checksums) or unreadable is said on stderr and
+files differ from it (labeler.checksums) or unreadable is said on stderr and
 rebuilt from the start, which costs one pass over the corpus.
 
 A query is scored in each field as bm25s scores it (its terms' postings summed in float32),
@@ -42,6 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
+from labeler.checksums import commit, damage
 from labeler.errors import InputError, MissingDependencyError
 from labeler.formats import Run
 from labeler.paths import atomic_file, cache_root, locked
@@ -59,7 +60,6 @@ from labeler.retrieval.bm25_config import (
     tokenizer,
     vocabulary,
 )
-from labeler.retrieval.checksums import commit, damage
 from labeler.sources.corpus import Corpus
 from labeler.sources.types import Query, Source
 

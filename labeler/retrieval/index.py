@@ -5,7 +5,7 @@ An index is one folder per (encoder, corpus fingerprint, shard size) under the c
 embeddings of `shard_size` consecutive corpus passages (the last one fewer). Each shard is
 written atomically, so an encoding killed part-way resumes at the shards it had not
 written; `index.json` is written last and records what the folder holds, each shard's size
-and sha256 among it, verified before the index is used (labeler.retrieval.checksums). A
+and sha256 among it, verified before the index is used (labeler.checksums). A
 shard's vectors are a function of (index, shard number) alone, so the missing shards are
 encoded anywhere and in any order (on Ray workers too) and this process writes each as it
 comes.
@@ -28,10 +28,10 @@ from pathlib import Path
 
 import numpy as np
 
+from labeler.checksums import HashingWriter, describe, remember, said, verify
 from labeler.errors import InputError
 from labeler.paths import atomic_file, cache_root
 from labeler.progress import progress_bar, warning
-from labeler.retrieval.checksums import HashingWriter, describe, remember, said, verify
 
 __all__ = ["SHARD_SIZE", "EmbeddingIndex", "open_index"]
 
@@ -39,7 +39,7 @@ __all__ = ["SHARD_SIZE", "EmbeddingIndex", "open_index"]
 SHARD_SIZE = 16_384
 #: queries scored together against one shard
 QUERY_BLOCK = 256
-#: the commit record, and the files' last verified state (labeler.retrieval.checksums)
+#: the commit record, and the files' last verified state (labeler.checksums)
 RECORD, SEEN = "index.json", "index.seen.json"
 
 

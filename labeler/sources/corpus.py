@@ -11,8 +11,10 @@ with `pread` (`FileReader`), the key files are memory-mapped:
   so `corpus[pid]` is a binary search, not a dict of every pid;
 - `text.u64` / `text-rows.i64`: the same for (title, text), so gold passages known only by
   their text map onto the corpus;
-- `corpus.json`: passages, fingerprint and format, written last: a folder without it is a
-  cut write and is made again.
+- `corpus.json`: passages, fingerprint, format and each file's size and sha256, written
+  last: a folder without it is a cut write and is made again;
+- `corpus.seen.json`: each file as last verified (labeler.checksums), so an open stats the
+  files and hashes only one changed since: a damaged file is said and the corpus stored again.
 
 Storing holds one batch and 16 bytes of hashes a passage; reading holds almost nothing a
 passage (benchmarks/bench_corpus_load.py: 58 and 24 B at 1M), against ~1.1 KB as Python
@@ -33,8 +35,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from labeler.checksums import describe, remember, said, verify
 from labeler.errors import InputError
 from labeler.paths import cache_root, locked
+from labeler.progress import warning
 from labeler.sources.corpus_store import (
     Batch,
     FileReader,
@@ -56,9 +60,12 @@ COLUMNS = ("pid", "title", "text")
 #: optional columns of a corpus cut from pages: the page id and the first and last paragraph
 #: (inclusive, KILT's counting) a passage's words come from
 SPAN_COLUMNS = ("page", "start_paragraph", "end_paragraph")
-#: bumped when the stored layout changes, so an older folder is written again
-FORMAT = 1
+#: bumped when the stored layout changes, so an older folder is written again (2: checksums)
+FORMAT = 2
 _META = "corpus.json"
+#: the files' last verified state (labeler.checksums), and the files a stored corpus holds
+_SEEN = "corpus.seen.json"
+_FILES = ("passages.arrow", "pid.u64", "pid-rows.i64", "text.u64", "text-rows.i64")
 #: rows hashed and written per step while a corpus is stored: a batch's Python strings (up to
 #: ~3 KB a 100-word passage) are what a store holds in memory
 BATCH = 8_192
@@ -120,7 +127,7 @@ class Corpus:
         occurrence), by default an InputError naming it; `total`, the passages expected where
         known (None: not known), sizes the progress bar."""
         folder = corpus_folder(key, cache_dir)
-        corpus = cls._read(folder)
+        corpus = cls._read(folder, what)
         if corpus is None and not storing():
             raise NotStored(what)
         if corpus is None:
@@ -131,12 +138,21 @@ class Corpus:
         return corpus
 
     @classmethod
-    def _read(cls, folder: Path) -> Corpus | None:
+    def _read(cls, folder: Path, what: str | None = None) -> Corpus | None:
+        """The corpus stored in `folder`, or None where there is none, of an older format, or
+        whose files differ from their recorded checksums (hashed again only when changed since
+        last verified): damage is said (when `what` names the corpus) and the corpus is to be
+        stored again."""
         try:
             meta = json.loads((folder / _META).read_text())
         except (OSError, ValueError):
             return None
         if meta.get("format") != FORMAT:
+            return None
+        problems = verify(folder, meta["files"], folder / _SEEN)
+        if problems:
+            if what:
+                warning(f"the stored {what} is damaged ({said(problems)}): storing it again")
             return None
         corpus = cls.__new__(cls)
         path = folder / "passages.arrow"
@@ -182,10 +198,13 @@ class Corpus:
             for name, keys in (("pid", pid_keys), ("text", text_keys)):
                 keys.hashes.astype(np.uint64).tofile(staging / f"{name}.u64")
                 keys.rows.astype(np.int64).tofile(staging / f"{name}-rows.i64")
+            files = describe(staging / name for name in _FILES)
             (staging / _META).write_text(json.dumps(
-                {"format": FORMAT, "passages": hasher.count, "fingerprint": hasher.fingerprint()}))
+                {"format": FORMAT, "passages": hasher.count, "fingerprint": hasher.fingerprint(),
+                 "files": files}))
             shutil.rmtree(folder, ignore_errors=True)
             staging.rename(folder)
+            remember(folder, files, folder / _SEEN)  # just hashed: the first read reads none
         except BaseException:
             if writer is not None:
                 writer.close()

@@ -11,8 +11,9 @@ import faiss
 import numpy as np
 import pytest
 
+from labeler import checksums
 from labeler.errors import InputError
-from labeler.retrieval import ann, build_pools, checksums
+from labeler.retrieval import ann, build_pools
 from labeler.retrieval import index as index_module
 from labeler.retrieval.ann import AnnIndex, IndexSpec, recall_at_k
 from labeler.retrieval.dense import search

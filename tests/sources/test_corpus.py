@@ -67,6 +67,26 @@ def test_the_store_is_made_once_and_again_when_the_file_changes_or_was_cut(tmp_p
     assert len(load_corpus(path)) == len(first) + 1 and (changed / "corpus.json").exists()
 
 
+def test_a_damaged_stored_corpus_is_said_and_stored_again(tmp_path, capsys):
+    passages = _records(FIXTURES / "flashrag_corpus.jsonl")
+    batches = lambda: [{c: [getattr(p, c) for p in passages] for c in ("pid", "title", "text")}]
+    Corpus.stored("damaged", batches, cache_dir=tmp_path, what="corpus 'x'")
+    arrow = corpus_folder("damaged", tmp_path) / "passages.arrow"
+    data = bytearray(arrow.read_bytes())
+    at = data.index(passages[0].text.encode())
+    data[at:at + 5] = b"XXXXX"  # the first passage's text, flipped in place
+    arrow.write_bytes(bytes(data))
+
+    stored = Corpus.stored("damaged", batches, cache_dir=tmp_path, what="corpus 'x'")
+
+    assert list(stored.passages) == passages  # stored again from its source
+    assert capsys.readouterr().err.count(
+        "the stored corpus 'x' is damaged (passages.arrow: its bytes differ from its recorded "
+        "sha256): storing it again") == 1
+    Corpus.stored("damaged", list, cache_dir=tmp_path)  # whole again: read, not stored
+    assert "damaged" not in capsys.readouterr().err
+
+
 def test_a_stored_corpus_without_any_text_reads_back(tmp_path):
     # products with titles but no description (as ESCI's often are): the text column's data
     # buffer is empty, with no address to read from
