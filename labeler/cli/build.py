@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 @data_options(pools=True, qrels=True, task_defaults=True)
 @click.option("--llm", "llms", multiple=True, required=True,
               help="Model alias, HF repo id, local folder or .gguf; repeat to label for several.")
-@model_options(tensor_parallel=True)
+@model_options(tensor_parallel=True, served=True)
 @executor_options("the shards are labelled", "model")
 @click.option("--artifact", default="utility", show_default=True,
               help=f"What to label: {', '.join(TASKS)}.")
@@ -47,8 +47,9 @@ if TYPE_CHECKING:
               help="Check everything and print the plan (queries, passages, embeddings, LLM "
                    "calls); load no model and write nothing.")
 @json_option
-def build(llms, backend, batch_size, device, dtype, tensor_parallel, executor, ray_address, workers,
-          artifact, out, version, shard_size, cache_dir, dry_run, as_json, **options) -> None:
+def build(llms, backend, batch_size, device, dtype, tensor_parallel, base_url, prompt_format,
+          concurrency, executor, ray_address, workers, artifact, out, version, shard_size,
+          cache_dir, dry_run, as_json, **options) -> None:
     """Label the candidate passages of a dataset for each LLM, and write one artifact each.
 
     utility (the default): a passage is gold utilitarian for an LLM on a query iff the LLM
@@ -70,7 +71,8 @@ def build(llms, backend, batch_size, device, dtype, tensor_parallel, executor, r
     task = load_task(artifact)
     config = task.Config.from_options(**options)
     models = [LLMConfig(name, backend=backend, batch_size=batch_size, device=device,
-                        tensor_parallel=tensor_parallel, dtype=dtype) for name in llms]
+                        tensor_parallel=tensor_parallel, dtype=dtype, base_url=base_url,
+                        prompt_format=prompt_format, concurrency=concurrency) for name in llms]
     if dry_run:
         from labeler.workflows.plan import plan
 
