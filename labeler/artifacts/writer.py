@@ -171,11 +171,12 @@ class VersionWriter:
         final = build_manifest({**manifest, "counts": {**manifest.get("counts", {}), **counts}},
                                **names, records=records,
                                files={f.name: file_sha256(f) for f in listed}, stats=stats)
-        _write_file(self.staging / MANIFEST, json.dumps(final, indent=2, ensure_ascii=False) + "\n")
         typed = {table: features(table_schema(self.artifact, table), shape)
                  for table, shape in shapes.items() if data_files(self.staging, table)}
         _write_file(self.staging / CARD, render_card(final, kind.metadata,
                                                       kind.card_context(final), typed))
+        final["card_sha256"] = file_sha256(self.staging / CARD)  # push checks the card too
+        _write_file(self.staging / MANIFEST, json.dumps(final, indent=2, ensure_ascii=False) + "\n")
         _fsync(self.staging)
         if self.target.exists():
             raise _exists(self.target, passed=self._passed)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import traceback
+from difflib import get_close_matches
 
 import click
 
@@ -46,6 +47,18 @@ class LazyGroup(click.Group):
         if name not in COMMANDS:
             return None
         return load_entry(COMMANDS[name])
+
+    def resolve_command(self, ctx: click.Context, args: list[str]
+                        ) -> tuple[str | None, click.Command | None, list[str]]:
+        """click's, with "Did you mean" for an unknown command: one the name begins
+        (`train` -> `train-extractor`), else the closest spelling (`biuld` -> `build`)."""
+        name = args[0] if args else ""
+        if name in COMMANDS or name.startswith("-"):
+            return super().resolve_command(ctx, args)
+        close = ([c for c in sorted(COMMANDS) if c.startswith(name)] if name else []) \
+            or get_close_matches(name, sorted(COMMANDS), n=1)
+        maybe = f" Did you mean '{close[0]}'?" if close else ""
+        ctx.fail(f"No such command '{name}'.{maybe}")
 
 
 def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:

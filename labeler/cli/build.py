@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 @cache_dir_option
 @click.option("--dry-run", is_flag=True,
               help="Check everything and print the plan (queries, passages, embeddings, LLM "
-                   "calls); load no model and write nothing.")
+                   "calls); load no model, download no corpus, write nothing.")
 @json_option
 def build(llms, backend, batch_size, device, dtype, tensor_parallel, base_url, prompt_format,
           concurrency, executor, ray_address, workers, artifact, out, version, shard_size,

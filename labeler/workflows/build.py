@@ -153,7 +153,7 @@ def _write_version(task: Task, writer: VersionWriter, manifest: dict, job: Job,
 
 
 def check_build(artifact: str, config: TaskConfig, llms: Sequence[LLMConfig], *,
-                out: str | Path = "out", version: str | None = None
+                out: str | Path = "out", version: str | None = None, stored_only: bool = False
                 ) -> tuple[Task, Source, dict]:
     """Every check of a build that needs no model, in the order a user meets them: the task,
     the LLM names, --out, the dataset and corpus, the pools (`check_pools`), the versions to
@@ -178,7 +178,7 @@ def check_build(artifact: str, config: TaskConfig, llms: Sequence[LLMConfig], *,
         if name:
             check_access(resolve_model(name))
     check_writable(out)  # a read-only or full --out fails now, not after the LLM phase
-    source = config_source(config)
+    source = config_source(config, stored_only=stored_only)
     task.check(source)
     answer_extraction.check(source, config.answer_extractor)
     task_manifest = task.manifest(source.kind)  # a kind of query the task cannot label fails here

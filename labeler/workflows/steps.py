@@ -21,10 +21,11 @@ from labeler.tasks.base import TaskConfig
 DEFAULT_SHARD_SIZE = 256
 
 
-def config_source(config: TaskConfig) -> Source:
-    """The queries and corpus `config` names: the first step of `build` and `judge`."""
+def config_source(config: TaskConfig, *, stored_only: bool = False) -> Source:
+    """The queries and corpus `config` names: the first step of `build` and `judge`;
+    `stored_only` (a dry run) downloads no named corpus (`load_source`)."""
     return load_source(config.dataset, corpus=config.corpus, limit=config.limit,
-                       qrels=config.qrels)
+                       qrels=config.qrels, stored_only=stored_only)
 
 
 def config_pools(source: Source, config: TaskConfig, cache_dir: str | Path | None = None,
