@@ -1,4 +1,4 @@
-"""`labeler validate`: parse, call `labeler.artifacts.check_path`, render."""
+"""`labeler validate`: parse, call `labeler.workflows.validate.check_path`, render."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from labeler.artifacts import check_path
 from labeler.cli.output import emit, json_option
+from labeler.workflows.validate import check_path
 
 
 @click.command()
