@@ -153,6 +153,9 @@ class Task(ArtifactKind):
     prompts: ClassVar[dict[str, str]] = {}
     #: what it labels, a paragraph of `labeler build --help` (its first words: the method)
     summary: ClassVar[str] = ""
+    #: the optional backend operations its `label` asks (`labeler.llm.OPTIONAL_OPERATIONS`):
+    #: a build on a backend lacking one is refused before any model loads
+    operations: ClassVar[tuple[str, ...]] = ()
     #: whether `derive` needs `settle`'s values from the whole build (then every shard is
     #: labelled and staged before any table is written)
     settles: ClassVar[bool] = False

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import accumulate
 from typing import ClassVar
 
 from labeler.errors import InputError, LabelerError
@@ -136,6 +137,7 @@ class SeerTask(Task):
                "experts, ranked by their CoV-weighted sum and paired with lambda weights for "
                "preference training (SEER).")
     Config = SeerConfig
+    operations = ("count_tokens",)  # evidence and passage lengths in the generator's tokens
     answers_from = True
     prompts: ClassVar[dict[str, str]] = {"extract": EXTRACT, **experts.TEMPLATES}
     tables = ("pairs",)
@@ -385,11 +387,8 @@ class SeerTask(Task):
 def _per_query(queries: Sequence[Query], values: Sequence, runs: Mapping[str, Sequence]
                ) -> dict[str, list]:
     """`values` cut into each query's run, in order: as many as `runs[qid]` holds."""
-    out, at = {}, 0
-    for q in queries:
-        out[q.qid] = list(values[at:at + len(runs[q.qid])])
-        at += len(runs[q.qid])
-    return out
+    ends = accumulate(len(runs[q.qid]) for q in queries)
+    return {q.qid: list(values[end - len(runs[q.qid]):end]) for q, end in zip(queries, ends)}
 
 
 def _skip_reason(q: Query, pool: Sequence) -> str | None:
