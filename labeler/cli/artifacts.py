@@ -8,7 +8,6 @@ import click
 from rich.table import Table
 
 from labeler.cli.output import emit, json_option
-from labeler.workflows.validate import check_path
 
 
 @click.command()
@@ -22,6 +21,8 @@ def validate(ctx: click.Context, path: Path, schema: str | None, as_json: bool) 
 
     Prints every problem as FILE:LINE: MESSAGE, then a summary table; exits 1 on any problem.
     """
+    from labeler.workflows.validate import check_path
+
     checks = check_path(path, schema=schema)
     total = sum(len(check.problems) for check in checks)
     if not as_json:

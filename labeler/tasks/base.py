@@ -21,6 +21,7 @@ import copy
 from abc import abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
+from itertools import accumulate
 from typing import Any, ClassVar, NamedTuple
 
 from labeler.artifacts.kinds import ArtifactKind
@@ -30,6 +31,7 @@ from labeler.llm.calls import Calls
 from labeler.retrieval import POOLS, Candidate
 from labeler.retrieval.pools import check_bm25, check_index
 from labeler.sources.types import Query, Source
+from labeler.tasks.shard_plan import plan_shards
 
 #: the role of the build's LLM among a task's calls
 LLM = "llm"
@@ -122,13 +124,18 @@ class Shard:
 
 
 def make_shards(queries: Sequence[Query], pools: dict[str, list[Candidate]],
-                size: int, *, kind: str = "question") -> list[Shard]:
-    """`queries` in order, `size` per shard (the last may be shorter), all of `kind`."""
-    if size < 1:
-        raise InputError(f"shard size must be at least 1, got {size}", field_name="shard_size")
+                size: int | Sequence[int], *, kind: str = "question") -> list[Shard]:
+    """`queries` in order, cut into shards of `size` each (the last may be shorter) or of the
+    sizes a shard plan lists (`plan_shards`), all of `kind`."""
+    if isinstance(size, int):
+        if size < 1:
+            raise InputError(f"shard size must be at least 1, got {size}",
+                             field_name="shard_size")
+        size = plan_shards(len(queries), size=size)
+    starts = [0, *accumulate(size)]
     return [
         Shard(i, tuple(part), {q.qid: pools.get(q.qid, []) for q in part}, kind)
-        for i, part in enumerate(queries[s:s + size] for s in range(0, len(queries), size))
+        for i, part in enumerate(queries[a:b] for a, b in zip(starts, starts[1:]))
     ]
 
 
@@ -175,9 +182,11 @@ class Task(ArtifactKind):
         """Raise InputError for data this task cannot label, before any LLM work."""
 
     @abstractmethod
-    def planned_calls(self, source: Source, candidates: int) -> list[PlannedCall]:
+    def planned_calls(self, source: Source, candidates: int, gold: Sequence[int]
+                      ) -> list[PlannedCall]:
         """Each kind of LLM call a build of `source` would make (`labeler build --dry-run`),
-        given its candidate pools' size (`candidates` over all queries, exact or a bound)."""
+        given its candidate pools' size (`candidates` over all queries, exact or a bound) and
+        each query's human gold passages (`gold`, estimated for a corpus not stored)."""
 
     def templates(self, kind: str = "question") -> dict[str, str]:
         """The prompt templates for queries of `kind`; InputError for a kind it cannot label."""

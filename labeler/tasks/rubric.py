@@ -157,7 +157,8 @@ class RubricTask(Task):
         """The questions' generation (P(yes) is read, not decoded)."""
         return {"generate": GENERATE}
 
-    def planned_calls(self, source: Source, candidates: int) -> list[PlannedCall]:
+    def planned_calls(self, source: Source, candidates: int, gold: Sequence[int]
+                      ) -> list[PlannedCall]:
         """Questions per query, then P(yes) per question and document."""
         queries = len(source.queries)
         asked = self.config.max_questions + self.config.single_question

@@ -188,7 +188,8 @@ class SeerTask(Task):
             raise InputError(f"SEER extracts evidence for questions, not {source.kind}s",
                              field_name="dataset")
 
-    def planned_calls(self, source: Source, candidates: int) -> list[PlannedCall]:
+    def planned_calls(self, source: Source, candidates: int, gold: Sequence[int]
+                      ) -> list[PlannedCall]:
         """Extractions of the top-k, then the experts on each distinct one."""
         queries, per_query = len(source.queries), candidates / max(len(source.queries), 1)
         extractions = queries * self.config.samples

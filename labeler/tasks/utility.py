@@ -146,7 +146,8 @@ class UtilityTask(Task):
                 raise InputError(f"query {q.qid!r} has no gold answer to check outputs against",
                                  field_name="answers")
 
-    def planned_calls(self, source: Source, candidates: int) -> list[PlannedCall]:
+    def planned_calls(self, source: Source, candidates: int, gold: Sequence[int]
+                      ) -> list[PlannedCall]:
         """Closed-book, one-passage (and likelihood), all-passage, utilitarian and human-gold
         answers."""
         queries = len(source.queries)
@@ -156,7 +157,6 @@ class UtilityTask(Task):
                  PlannedCall("one-passage answers", candidates, 1, bound)]
         if self.config.with_likelihood:
             calls.append(PlannedCall("answer likelihoods", candidates, 1, bound))
-        gold = [len(q.gold) for q in source.queries]
         return [*calls, PlannedCall("all-passage answers", queries, per_query, bound),
                 PlannedCall("utilitarian-passage answers", queries, per_query, "upper bound"),
                 PlannedCall("human-gold answers", sum(map(bool, gold)),
