@@ -20,20 +20,25 @@ BUILD = ["build", "--artifact", "known", "--dataset", "nq-sample", "--llm", "smo
          "--limit", "2", "--pool", "hgp"]
 
 
-@pytest.fixture
-def installed(tmp_path, monkeypatch):
-    """The plugin as pip installs it, as importlib.metadata finds it: its package on sys.path
-    and a dist-info folder holding its pyproject's entry points."""
-    project = tomllib.loads((PLUGIN / "pyproject.toml").read_text())["project"]
-    info = tmp_path / "site" / f"labeler_known-{project['version']}.dist-info"
+def install(site: Path, project: dict, monkeypatch) -> None:
+    """A package as pip installs it, as importlib.metadata finds it: a dist-info folder in
+    `site` holding the pyproject `project`'s entry points, `site` on sys.path."""
+    info = site / f"{project['name'].replace('-', '_')}-{project['version']}.dist-info"
     info.mkdir(parents=True)
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {project['name']}\n"
                                    f"Version: {project['version']}\n")
     (info / "entry_points.txt").write_text("".join(
         f"[{group}]\n" + "".join(f"{name} = {value}\n" for name, value in points.items())
         for group, points in project["entry-points"].items()))
+    monkeypatch.syspath_prepend(str(site))
+
+
+@pytest.fixture
+def installed(tmp_path, monkeypatch):
+    """The plugin package of tests/fixtures/plugin, installed."""
     monkeypatch.syspath_prepend(str(PLUGIN))
-    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    install(tmp_path / "site", tomllib.loads((PLUGIN / "pyproject.toml").read_text())["project"],
+            monkeypatch)
 
 
 def test_a_plugin_task_is_registered_and_planned_without_a_model(installed, tmp_path):
@@ -66,3 +71,20 @@ def test_a_plugin_task_builds_a_valid_version_with_its_own_schema_and_card(insta
     assert [r["known"] for r in records] == [bool(r["known"]) for r in records]
     assert version["stats"]["queries"] == 2
     assert "Whether **smollm2-135m**" in (folder / "README.md").read_text()
+
+
+def test_a_backend_lacking_an_operation_a_task_asks_is_refused_before_any_model_loads(
+        tmp_path, monkeypatch, no_loads):
+    """A plugin backend answers the optional operations its class implements: the bare
+    contract (labeler.llm.base.Backend, registered as 'bare') answers none, so a seer build,
+    which counts tokens, is refused naming the backend and the operation."""
+    install(tmp_path / "site", {"name": "labeler-bare", "version": "0.1", "entry-points": {
+        "labeler.backends": {"bare": "labeler.llm.base:Backend"}}}, monkeypatch)
+    result = CliRunner().invoke(cli, ["build", "--artifact", "seer", "--dataset", "nq-sample",
+                                      "--llm", "smollm2-135m", "--backend", "bare", "--limit",
+                                      "1", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 1
+    assert result.exception.line().startswith(
+        "field 'backend': --artifact seer needs count_tokens, which the bare backend does not "
+        "answer")
+    assert no_loads == [] and not (tmp_path / "out").exists()
