@@ -23,6 +23,7 @@ KINDS = {
     "rubric": "labeler.tasks.rubric:RubricTask",
     "compare": "labeler.workflows.compare:Comparison",
     "report": "labeler.report.kind:PaperReport",
+    "review": "labeler.view.review:ReviewKind",
 }
 
 

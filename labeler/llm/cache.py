@@ -232,12 +232,14 @@ class CachedBackend(Backend):
             check_lengths(tokens, self.max_context, reserved=reserved)
         except PromptTooLongError as error:  # name the caller's request, not the miss
             raise replace(error, index=todo[misses[error.index]]) from None
-        self.store.count_hits(len(keys) - len(todo))
+        hits = len(keys) - len(todo)  # the bar counts the misses, computed now
+        self.store.count_hits(hits)
         collator = Collator(range(len(misses)), sort_key=tokens.__getitem__,
                             group_key=None if groups is None else
                             (lambda m: groups[todo[misses[m]]]),
                             batch_size=self.call_size)
-        with progress_bar(f"{op} {self.alias} (cached)", len(misses)) as advance:
+        with progress_bar(f"{op} {self.alias}" + (f" ({hits:,} cached)" if hits else ""),
+                          len(misses), covers_inner=True) as advance:
             for batch in collator:
                 chunk = [misses[m] for m in batch]
                 values = compute([requests[todo[k]] for k in chunk])
