@@ -38,7 +38,8 @@ def _help() -> str:
 @model_options(tensor_parallel=True)
 @executor_options("the shards are labelled", "model")
 @click.option("--artifact", type=Names(registry_names("labeler.tasks", "TASKS")),
-              default="utility", show_default=True, help="What to label (each is described above).")
+              default="utility", show_default=True,
+              help="What to label (each is described above).")
 @click.option("--answer-extractor", metavar="MODEL",
               help="LLM that extracts entity answers from sentence answers first; required "
                    "for msmarco-fqa (the paper used qwen3-32b).")

@@ -1,6 +1,6 @@
 """The one registry of artifact kinds: the labelling tasks `labeler build` runs (`TASKS`) and
-every kind a version folder can hold (`KINDS`: the tasks, `compare`'s comparison and the
-reproduced paper's `report`).
+every kind a version folder can hold (`KINDS`: the tasks, `compare`'s comparison, the
+reproduced paper's `report` and `view`'s `review`).
 
 A method is its module (a `labeler.tasks.base.Task`), its schema, its card and one entry
 here; an installed package adds its own under the entry-point group `labeler.tasks`
@@ -32,6 +32,7 @@ class _Kinds(Registry):
 KINDS = _Kinds("artifact", {
     "compare": "labeler.tasks.compare:Comparison",
     "report": "labeler.report.kind:PaperReport",
+    "review": "labeler.view.review:ReviewKind",
 })
 
 

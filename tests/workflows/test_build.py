@@ -191,7 +191,7 @@ def test_the_first_queries_get_the_same_pools_whatever_the_limit(tmp_path, loads
     assert manifests[5]["corpus_passages"] == manifests[10]["corpus_passages"] == len(
         gold + others)
     assert manifests[5]["corpus_gold"] == {"gold": 5, "in_corpus": 5, "queries_with_gold": 5,
-                                           "queries_with_gold_in_corpus": 5}
+                                           "queries_with_gold_in_corpus": 5, "title_only": 0}
     assert manifests[5]["corpus_source"] is None  # a file, not a named corpus
     assert manifests[5]["encoder"]["index"] == {"kind": "flat"}  # exact search, the default
     folder = tmp_path / "out-5" / "utility" / "nq-sample" / "smollm2-135m" / "v1"
