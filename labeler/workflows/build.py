@@ -76,7 +76,8 @@ def build(
     """
     task, source, task_manifest = check_build(artifact, config, llms, out=out, version=version)
     executor = executor or load_executor("local")
-    # workers in other processes or on other nodes see the same cache by its absolute path
+    # workers in other processes name the cache folder by its absolute path (their models load
+    # from it; on Ray their calls go through the driver's keeper)
     cache = str(cache_root(cache_dir).resolve())
     loaded = _identify(executor, llms, task, cache)
     extractor = None

@@ -1,6 +1,7 @@
 """The Ray executor against a real local Ray cluster (2 CPUs, started here) and the real
 bundled SmolLM2: the same bytes as a local build, resumption after a killed driver, a worker's
-error as the same one line, and the error without ray installed.
+error as the same one line, and the error without ray installed. The workers never open the
+call cache's SQLite file: they ask the driver's keeper (labeler.executors.ray).
 
 The builds label nq-sample's first 4 queries with their human gold passage (--pool hgp: no
 retrieval), one query per shard, so 4 shards go to 2 workers that each load the model once.
@@ -79,7 +80,8 @@ def test_a_ray_build_writes_the_bytes_of_a_local_build(tmp_path, ray_cluster, lo
 def test_a_killed_ray_build_resumes_at_its_unwritten_shards(tmp_path, ray_cluster, local_build,
                                                             session_cache):
     """SIGKILL to the driver once a shard is written (its workers die with it); the rerun on
-    the same cluster labels only the shards not written and ends with the local bytes."""
+    the same cluster labels only the shards not written, asks no call twice (the workers
+    commit through the driver's keeper, chunk by chunk) and ends with the local bytes."""
     calls = _cache(tmp_path / "calls", session_cache)
     out = tmp_path / "out"
     args = [*map(str, ARGS), "--cache-dir", str(calls), "--out", str(out), "--executor", "ray",
@@ -100,6 +102,7 @@ def test_a_killed_ray_build_resumes_at_its_unwritten_shards(tmp_path, ray_cluste
             "workers") in said
     assert _data(out / FOLDER / "v1") == _data(local_build[0])
     assert validate_path(out / FOLDER / "v1") == []
+    assert cache_stats(calls).misses == local_build[1]
 
 
 def test_an_error_in_a_worker_is_the_local_builds_one_line_and_its_shard_is_not_written(
