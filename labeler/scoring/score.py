@@ -25,15 +25,10 @@ from labeler.metrics.ranking import rank_metrics
 from labeler.metrics.seer.experts import load_experts
 from labeler.metrics.seer.faithfulness import DEFAULT_FAITHFULNESS
 from labeler.metrics.selection import selection_metrics
+from labeler.scoring import MISSING, RAG_K
 from labeler.scoring.reference import Reference, load_reference
 from labeler.scoring.report import Report, paired_tests, summarize
 from labeler.scoring.submissions import Submission, gc_paused, read_submission
-
-MISSING = ("zero", "skip")
-
-#: --rag on a ranking answers with its top RAG_K passages: the utility paper's ranking rows of
-#: Table 6 ("we use the top-5 utility-based ranked passages as evidence", §5.2)
-RAG_K = 5
 
 
 @dataclass(frozen=True)
