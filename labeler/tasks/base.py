@@ -3,8 +3,9 @@ to ask the LLM and how to read its answers.
 
 A task is an artifact kind (`ArtifactKind`: statistics, tables, card, attachments, how
 `labeler score` reads a record) that labels: it has a config (a `TaskConfig` dataclass), named
-prompt templates and decoding settings, checks that fail before any LLM work, and one entry
-point, `label(calls, shard) -> records`. The base builds the calls: one `Calls` per model role
+prompt templates and decoding settings, checks that fail before any LLM work, the calls a
+build would make (`planned_calls`, for `--dry-run`), and one entry point,
+`label(calls, shard) -> records`. The base builds the calls: one `Calls` per model role
 (the build's LLM as `LLM`, and each role of `extra_models`), batched, each distinct request
 asked once per shard.
 
@@ -20,7 +21,8 @@ import copy
 from abc import abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import Any, ClassVar
+from itertools import accumulate
+from typing import Any, ClassVar, NamedTuple
 
 from labeler.artifacts.kinds import ArtifactKind
 from labeler.errors import InputError
@@ -29,6 +31,7 @@ from labeler.llm.calls import Calls
 from labeler.retrieval import POOLS, Candidate
 from labeler.retrieval.pools import check_bm25, check_index
 from labeler.sources.types import Query, Source
+from labeler.tasks.shard_plan import plan_shards
 
 #: the role of the build's LLM among a task's calls
 LLM = "llm"
@@ -121,14 +124,29 @@ class Shard:
 
 
 def make_shards(queries: Sequence[Query], pools: dict[str, list[Candidate]],
-                size: int, *, kind: str = "question") -> list[Shard]:
-    """`queries` in order, `size` per shard (the last may be shorter), all of `kind`."""
-    if size < 1:
-        raise InputError(f"shard size must be at least 1, got {size}", field_name="shard_size")
+                size: int | Sequence[int], *, kind: str = "question") -> list[Shard]:
+    """`queries` in order, cut into shards of `size` each (the last may be shorter) or of the
+    sizes a shard plan lists (`plan_shards`), all of `kind`."""
+    if isinstance(size, int):
+        if size < 1:
+            raise InputError(f"shard size must be at least 1, got {size}",
+                             field_name="shard_size")
+        size = plan_shards(len(queries), size=size)
+    starts = [0, *accumulate(size)]
     return [
         Shard(i, tuple(part), {q.qid: pools.get(q.qid, []) for q in part}, kind)
-        for i, part in enumerate(queries[s:s + size] for s in range(0, len(queries), size))
+        for i, part in enumerate(queries[a:b] for a, b in zip(starts, starts[1:]))
     ]
+
+
+class PlannedCall(NamedTuple):
+    """One kind of LLM call of a planned build: what is asked, how many calls, passages in
+    each prompt (a mean), and how the count is known (exact, an upper bound, an estimate)."""
+
+    what: str
+    calls: int
+    passages: float
+    how: str
 
 
 class Task(ArtifactKind):
@@ -140,8 +158,11 @@ class Task(ArtifactKind):
     #: prompt templates by name (their text and sha256 go into the manifest), for questions;
     #: a task that also labels other kinds of query (`Source.kind`) overrides `templates`
     prompts: ClassVar[dict[str, str]] = {}
-    #: decoding settings by name (a task may sample with one and score with another)
-    decoding: ClassVar[dict[str, Sampling]] = {}
+    #: what it labels, a paragraph of `labeler build --help` (its first words: the method)
+    summary: ClassVar[str] = ""
+    #: the optional backend operations its `label` asks (`labeler.llm.OPTIONAL_OPERATIONS`):
+    #: a build on a backend lacking one is refused before any model loads
+    operations: ClassVar[tuple[str, ...]] = ()
     #: whether `derive` needs `settle`'s values from the whole build (then every shard is
     #: labelled and staged before any table is written)
     settles: ClassVar[bool] = False
@@ -151,8 +172,21 @@ class Task(ArtifactKind):
             raise TypeError(f"{type(self).__name__} takes a {self.Config.__name__}")
         self.config = config
 
+    @property
+    def decoding(self) -> dict[str, Sampling]:
+        """This build's decoding settings by name (a task may sample with one and score with
+        another), from its config; recorded in the manifest."""
+        return {}
+
     def check(self, source: Source) -> None:
         """Raise InputError for data this task cannot label, before any LLM work."""
+
+    @abstractmethod
+    def planned_calls(self, source: Source, candidates: int, gold: Sequence[int]
+                      ) -> list[PlannedCall]:
+        """Each kind of LLM call a build of `source` would make (`labeler build --dry-run`),
+        given its candidate pools' size (`candidates` over all queries, exact or a bound) and
+        each query's human gold passages (`gold`, estimated for a corpus not stored)."""
 
     def templates(self, kind: str = "question") -> dict[str, str]:
         """The prompt templates for queries of `kind`; InputError for a kind it cannot label."""

@@ -1,5 +1,5 @@
 """The steps `build`, `judge` and `retrieve` share: the source and pools a config names, how
-an executor encodes a corpus, the shard size, and how a published manifest names them
+an executor encodes a corpus, and how a published manifest names them
 without a local path."""
 
 from __future__ import annotations
@@ -16,10 +16,6 @@ from labeler.retrieval.pools import Pools, build_pools
 from labeler.sources.registry import CORPORA, JSONL_PREFIX, SEARCH_PREFIX, load_source
 from labeler.sources.types import Source
 from labeler.tasks.base import TaskConfig
-
-#: queries per shard: the unit of resumption and of distribution
-DEFAULT_SHARD_SIZE = 256
-
 
 def config_source(config: TaskConfig, *, stored_only: bool = False) -> Source:
     """The queries and corpus `config` names: the first step of `build` and `judge`;
