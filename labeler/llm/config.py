@@ -9,6 +9,10 @@ from pathlib import Path
 from labeler.errors import InputError
 from labeler.llm.base import Backend
 
+#: how the openai backend sends a prompt: "chat" (messages, the server's chat template) or
+#: "text" (labeler's rendered prompt)
+PROMPT_FORMATS = ("chat", "text")
+
 
 @dataclass(frozen=True)
 class LLMConfig:
@@ -46,8 +50,6 @@ class LLMConfig:
 
     def _check_served(self) -> None:
         """The openai backend's options: a known prompt format, and none of them elsewhere."""
-        from labeler.llm.openai_api import PROMPT_FORMATS
-
         if self.prompt_format not in PROMPT_FORMATS:
             raise InputError(f"unknown prompt format '{self.prompt_format}' (use one of "
                              f"{', '.join(PROMPT_FORMATS)})", field_name="prompt_format")

@@ -48,8 +48,6 @@ from labeler.llm.prompts import (
 from labeler.llm.served import Server
 from labeler.progress import info, progress_bar, transformers_quiet
 
-#: how `generate` sends a prompt: "chat" (messages, the server's template) or "text"
-PROMPT_FORMATS = ("chat", "text")
 #: requests in flight by default: a vLLM server batches up to 256 sequences on a GPU
 CONCURRENCY = 64
 
