@@ -56,11 +56,13 @@ bench: install-vllm
 	$(BIN)/python benchmarks/bench_rubric.py
 	$(BIN)/python benchmarks/bench_ray.py
 	$(BIN)/python benchmarks/bench_shards.py
+	$(BIN)/python benchmarks/bench_checks.py
 	$(BIN)/python benchmarks/bench_corpus.py
 	$(BIN)/python benchmarks/bench_corpus_load.py
 	$(BIN)/python benchmarks/bench_bm25.py
 	$(BIN)/python benchmarks/bench_dedup.py
 	$(BIN)/python benchmarks/bench_vllm.py
+	$(BIN)/python benchmarks/bench_served.py
 	$(BIN)/python benchmarks/bench_view.py
 
 lock:

@@ -52,6 +52,18 @@ SKIPPED = {
                        "local Ray cluster",
     "labeler build --dataset nq --llm llama3.1-8b --backend vllm --executor ray --ray-address "
     "HEAD:6379 --tensor-parallel 2 --cache-dir /shared/labeler-cache": "a Ray cluster, vllm, GPU",
+    "vllm serve meta-llama/Llama-3.1-8B-Instruct --served-model-name llama3.1-8b "
+    "--tensor-parallel-size 8 --api-key \"$OPENAI_API_KEY\"": "vllm, GPUs",
+    "vllm serve meta-llama/Llama-3.1-8B-Instruct --served-model-name llama3.1-8b "
+    "--tensor-parallel-size 4 --data-parallel-size 2 --api-key \"$OPENAI_API_KEY\"":
+        "vllm, GPUs",
+    "labeler build --dataset nq --llm llama3.1-8b --backend openai --base-url "
+    "http://gpu-node:8000/v1 --dry-run": "network (KILT NQ, Llama 3.1's licence check): "
+                                         "tests/workflows/test_plan.py plans a served build",
+    "labeler build --dataset nq --llm llama3.1-8b --backend openai --base-url "
+    "http://gpu-node:8000/v1 --prompt-format text": "a vLLM server on GPUs: "
+                                                    "tests/llm/test_openai_api.py builds "
+                                                    "nq-sample against a real vllm serve",
     "labeler score judged/nq/lvr.jsonl judged/tq/lvr.jsonl --rag --against "
     "out/utility/nq/llama3.1-8b/v1 --baseline judged/nq/retrieval.jsonl --against "
     "out/utility/tq/llama3.1-8b/v1 --baseline judged/tq/retrieval.jsonl":
@@ -74,6 +86,9 @@ SKIPPED = {
     "labeler view out/utility/nq-sample/smollm2-135m/v1 out/utility/nq-sample/qwen3-8b/v1":
         "serves until stopped, and network (Qwen3-8B): tests/view/test_cli.py runs it, "
         "tests/view/test_browser.py drives its page in Chromium",
+    "labeler merge-reviews out/review/nq-sample/smollm2-135m/v1 "
+    "../bob/review/nq-sample/smollm2-135m/v1":
+        "needs two reviewers' review versions: tests/view/test_verdicts.py merges two",
     "labeler train-extractor out/seer/nq-sample/smollm2-135m/v1 --out seer-extractor":
         "TRL (the `train` extra): tests/train/test_extractor.py trains on a seer artifact",
     "labeler build --artifact seer --dataset nq-sample --llm smollm2-135m --extractor "

@@ -52,6 +52,8 @@ COMMANDS = {
                         "model to --out."),
     "view": ("labeler.cli.view:view",
              "Look at artifact version FOLDERS in a local web page, side by side across LLMs."),
+    "merge-reviews": ("labeler.cli.reviews:merge_reviews",
+                      "Merge two REVIEWS (review version folders of the same labels) by reviewer id."),
 }
 
 

@@ -12,15 +12,14 @@ import click
 from labeler.cli.options import cache_dir_option, model_options
 from labeler.cli.output import emit, json_option, results_console
 from labeler.errors import InputError
-from labeler.llm.config import LLMConfig
 from labeler.progress import info
-from labeler.scoring.overall import overall
-from labeler.scoring.report import Report, write_per_query
-from labeler.scoring.score import MISSING, RAG_K, score_datasets
+from labeler.scoring import MISSING, RAG_K
 from labeler.scoring.submissions import KINDS
 
 if TYPE_CHECKING:  # rich is imported for the tables only, not for --json
     from rich.table import Table
+
+    from labeler.scoring.report import Report
 
 #: the utility paper's table of each submission kind's scores and its columns (--baseline
 #: prints that layout); RAG accuracy (--rag) is its Table 6
@@ -118,6 +117,11 @@ def score(submissions: tuple[Path, ...], references: tuple[str, ...], kind: str 
         raise InputError(f"{len(submissions)} submissions, {len(references)} --against and "
                          f"{len(baselines)} --baseline: give one --against (and, if any, one "
                          "--baseline) per submission, in the same order", field_name="against")
+    from labeler.llm.config import LLMConfig
+    from labeler.scoring.overall import overall
+    from labeler.scoring.report import write_per_query
+    from labeler.scoring.score import score_datasets
+
     reports = score_datasets(
         list(zip(submissions, references, baselines or [None] * len(submissions))),
         kind=kind, ks=ks, missing=missing, lenient=lenient, include_empty=include_empty,

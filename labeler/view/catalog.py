@@ -52,14 +52,16 @@ class View:
                 "rows": frame.slice(offset, limit).to_dicts()}
 
     def query(self, key: str) -> dict:
-        """A query's records, one per version (None where a version lacks it)."""
+        """A query's records, one per version (None where a version lacks it), and its
+        records of the versions' other tables ({table: records} per version)."""
         records = []
         for version in self.versions:
             position = version.position(key)
             records.append(None if position is None else version.record(position))
         if all(r is None for r in records):
             raise InputError(f"no query {key!r} in this view", field_name="qid")
-        return {"key": key, "records": records}
+        return {"key": key, "records": records,
+                "tables": [version.table_records(key) for version in self.versions]}
 
     def describe(self) -> dict:
         """The view as the page lists it: its versions' names and statistics."""

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import polars as pl
 
-from labeler.artifacts.manifest import DATA, MANIFEST, data_files, read_manifest
+from labeler.artifacts.manifest import DATA, MANIFEST, data_files, read_manifest, table_of
 from labeler.artifacts.reader import verify_artifact
 from labeler.errors import InputError
 from labeler.paths import atomic_file, cache_root
@@ -30,12 +30,14 @@ SUMMARY = {"qid": pl.String, "question": pl.String, "query": pl.String, "known":
 @dataclass
 class VersionIndex:
     """One version folder: its manifest, a row per record (`rows`: key, question, known,
-    utility) and each record's data file and byte offset."""
+    utility) and each record's data file and byte offset; `others`: a row per record of the
+    kind's other tables (table, key, file, offset), e.g. SEER's pairs."""
 
     folder: Path
     manifest: dict
     rows: pl.DataFrame
     files: list[Path]
+    others: pl.DataFrame
     _position: dict[str, int] = field(repr=False)
 
     @property
@@ -50,9 +52,21 @@ class VersionIndex:
     def record(self, position: int) -> dict:
         """The record at `position`, read from its offset."""
         row = self.rows.row(position, named=True)
-        with self.files[row["file"]].open("rb") as f:
-            f.seek(row["offset"])
-            return json.loads(f.readline())
+        return _read(self.files[row["file"]], row["offset"])
+
+    def table_records(self, key: str) -> dict[str, list[dict]]:
+        """The records of query `key` in each other table: {table: records}."""
+        found: dict[str, list[dict]] = {}
+        for row in self.others.filter(pl.col("key") == key).iter_rows(named=True):
+            found.setdefault(row["table"], []).append(
+                _read(self.folder / row["name"], row["offset"]))
+        return found
+
+
+def _read(file: Path, offset: int) -> dict:
+    with file.open("rb") as f:
+        f.seek(offset)
+        return json.loads(f.readline())
 
 
 def open_version(folder: str | Path, *, cache_dir: str | Path | None = None) -> VersionIndex:
@@ -63,17 +77,40 @@ def open_version(folder: str | Path, *, cache_dir: str | Path | None = None) -> 
         raise InputError("expected an artifact version folder <out>/<artifact>/<dataset>/<llm>"
                          "/v<N>/", path=str(folder))
     files = data_files(folder, DATA)
-    stamp = {f.name: [(s := f.stat()).st_size, s.st_mtime_ns] for f in files}
+    others = sorted(f for f in folder.glob("*.jsonl") if table_of(f.name) not in (DATA, None))
+    stamp = {f.name: [(s := f.stat()).st_size, s.st_mtime_ns] for f in [*files, *others]}
     key = hashlib.sha256((folder / MANIFEST).read_bytes() + json.dumps(stamp).encode())
-    cached = cache_root(cache_dir) / "view" / f"{key.hexdigest()}.parquet"
-    if cached.is_file():
-        manifest, rows = read_manifest(folder), pl.read_parquet(cached)
+    cached = cache_root(cache_dir) / "view" / key.hexdigest()
+    if (cached / "data.parquet").is_file():
+        manifest, rows = read_manifest(folder), pl.read_parquet(cached / "data.parquet")
+        tables = pl.read_parquet(cached / "tables.parquet")
     else:
-        manifest, rows = verify_artifact(folder), _summaries(files)
-        with atomic_file(cached, "wb") as f:
-            rows.write_parquet(f)
+        manifest, rows, tables = verify_artifact(folder), _summaries(files), _keyed(others)
+        for name, frame in (("data", rows), ("tables", tables)):
+            with atomic_file(cached / f"{name}.parquet", "wb") as f:
+                frame.write_parquet(f)
     position = {k: i for i, k in enumerate(rows["key"].to_list())}
-    return VersionIndex(folder, manifest, rows, files, position)
+    return VersionIndex(folder, manifest, rows, files, tables, position)
+
+
+def _keyed(files: list[Path]) -> pl.DataFrame:
+    """A row per record of other tables' `files`: table, key (its qid), file name, offset."""
+    frames = [pl.read_ndjson(file, schema={"qid": pl.String}).select(
+        table=pl.lit(table_of(file.name)), key="qid", name=pl.lit(file.name),
+        offset=pl.Series(_offsets(file), dtype=pl.Int64)) for file in files]
+    return pl.concat(frames) if frames else pl.DataFrame(
+        schema={"table": pl.String, "key": pl.String, "name": pl.String, "offset": pl.Int64})
+
+
+def _offsets(file: Path) -> list[int]:
+    """The byte offset of each record (non-blank line) of `file`."""
+    offsets, offset = [], 0
+    with file.open("rb") as f:
+        for line in f:
+            if line.strip():
+                offsets.append(offset)
+            offset += len(line)
+    return offsets
 
 
 def _summaries(files: list[Path]) -> pl.DataFrame:
@@ -81,12 +118,7 @@ def _summaries(files: list[Path]) -> pl.DataFrame:
     utility, and its file number and byte offset."""
     frames = []
     for number, file in enumerate(files):
-        offsets, offset = [], 0
-        with file.open("rb") as f:
-            for line in f:
-                if line.strip():
-                    offsets.append(offset)
-                offset += len(line)
+        offsets = _offsets(file)
         frame = pl.read_ndjson(file, schema=SUMMARY) if offsets else pl.DataFrame(
             schema=SUMMARY)
         frames.append(frame.with_columns(file=pl.lit(number, pl.Int32),

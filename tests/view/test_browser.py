@@ -73,3 +73,24 @@ def test_filter_open_mark_reload_and_the_verdict_is_kept(browser, site, tmp_path
     assert [(r["llm"], r["qid"], r["pid"], r["verdict"]) for r in load_artifact(review).records
             ] == [("scripted", disagree[0], pid, "disagree")]
     assert {p.name for p in tmp_path.glob("*.png")} == {"list.png", "query.png", "reloaded.png"}
+
+
+def test_a_seer_query_shows_its_extractions_scores_and_pairs(browser, seer2_build, tmp_path):
+    records = {r["qid"]: r for r in load_artifact(seer2_build).records}
+    qid, record = next(iter(records.items()))
+    viewing = open_viewing([seer2_build], reviewer="ann", out=tmp_path)
+    server = make_server(viewing)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    page = browser.new_page(viewport={"width": 1200, "height": 800})
+    try:
+        page.goto(f"http://127.0.0.1:{server.server_address[1]}/#/v/0/q/{qid}")
+        page.wait_for_selector("table.extractions")
+        page.screenshot(path=tmp_path / "seer.png", full_page=True)
+        ranks = page.locator("table.extractions tr td:first-child").all_inner_texts()
+        assert ranks == [str(e["rank"]) for e in record["extractions"]]
+        assert page.locator("table.pairs tr").count() - 1 == len(
+            viewing.views[0].versions[0].table_records(qid).get("pairs", []))
+    finally:
+        page.close()
+        server.shutdown()
+        server.server_close()

@@ -63,6 +63,11 @@ def test_two_reviewers_merge_by_reviewer_id(labels, tmp_path):
     second = bob.seal()
 
     merged = merge_reviews([first, second], out=tmp_path / "merged")
+    result = CliRunner().invoke(cli, ["merge-reviews", str(first), str(second),
+                                      "--out", str(tmp_path / "cli"), "--json"])
+    assert result.exit_code == 0, result.output
+    assert load_artifact(json.loads(result.stdout)["path"]).records == load_artifact(
+        merged).records
 
     assert {(r["reviewer"], r["verdict"]) for r in load_artifact(merged).records} == {
         ("ann", "agree"), ("bob", "disagree")}

@@ -173,6 +173,52 @@ function utilityPage(index, page) {
   ];
 }
 
+function versionName(index, i) {
+  const v = views[index].versions[i];
+  return `${v.llm} v${v.version}`;
+}
+
+// SEER: a query's extractions with the three experts' scores, weighted score and rank, and
+// its preference pairs with their λ weights.
+function seerPage(index, page) {
+  const score = x => el("td", {class: "num"}, number(x));
+  return page.records.map((r, i) => r && [
+    el("h1", {}, r.question),
+    el("p", {}, "Gold answers: ", r.answers.map(a => tag(a, "gold"))),
+    el("h2", {}, `${versionName(index, i)}: extractions`),
+    el("table", {class: "extractions"}, el("tr", {}, ["rank", "sample", "tokens", "faithfulness",
+      "helpfulness", "conciseness", "weighted", "evidence"].map(h => el("th", {}, h))),
+      r.extractions.map(e => el("tr", {}, score(e.rank), score(e.sample), score(e.tokens),
+        score(e.scores.faithfulness), score(e.scores.helpfulness), score(e.scores.conciseness),
+        score(e.scores.weighted), el("td", {class: "passage"}, highlighted(e.text, r.answers))))),
+    el("h2", {}, `${versionName(index, i)}: preference pairs`),
+    el("table", {class: "pairs"}, el("tr", {}, ["chosen rank", "rejected rank", "λ",
+      "chosen weighted", "rejected weighted"].map(h => el("th", {}, h))),
+      (page.tables[i].pairs || []).map(p => el("tr", {}, score(p.chosen_rank),
+        score(p.rejected_rank), score(p.lambda_weight), score(p.chosen_scores.weighted),
+        score(p.rejected_scores.weighted))))]);
+}
+
+// Rubric: a query's questions x candidates as a P(yes) heatmap, beside each candidate's BM25
+// and fused ranks and its qrels grade.
+function rubricPage(index, page) {
+  return page.records.map((r, i) => {
+    if (!r) return null;
+    const candidates = [...(page.tables[i].candidates || [])].sort((a, b) => a.rank - b.rank);
+    const heat = p => el("td", {class: "cell", title: number(p),
+      style: `background: hsl(140, 60%, ${96 - 50 * p}%)`}, p.toFixed(2));
+    return [
+      el("h1", {}, r.query),
+      el("h2", {}, `${versionName(index, i)}: questions`),
+      el("ol", {}, r.questions.map(q => el("li", {}, q.text))),
+      el("table", {class: "heat"}, el("tr", {}, ["pid", "BM25 rank", "fused rank", "grade"]
+        .map(h => el("th", {}, h)), r.questions.map((q, n) => el("th", {title: q.text}, `Q${n + 1}`))),
+        candidates.map(c => el("tr", {}, el("td", {}, c.pid), el("td", {class: "num"}, c.bm25_rank),
+          el("td", {class: "num"}, c.rank), el("td", {class: "num"}, c.label ?? "n/a"),
+          c.p_yes.map(heat))))];
+  });
+}
+
 // Any other kind: each version's record as JSON.
 function recordPage(index, page) {
   return [el("h1", {}, page.key), page.records.map((r, i) => [
@@ -182,7 +228,8 @@ function recordPage(index, page) {
 
 async function showQuery(index, key) {
   const page = await api(`/api/views/${index}/query/${encodeURIComponent(key)}`);
-  const body = views[index].kind === "utility" ? utilityPage(index, page) : recordPage(index, page);
+  const pages = {utility: utilityPage, seer: seerPage, rubric: rubricPage};
+  const body = (pages[views[index].kind] || recordPage)(index, page);
   show(el("p", {}, el("a", {href: `#/v/${index}`}, "‹ all queries")), ...body);
 }
 
