@@ -30,7 +30,19 @@ from labeler.llm.config import LLMConfig
 from labeler.tasks import load_task
 from labeler.workflows.build import build
 
-WORDS = [f"w{i}" for i in range(5000)]
+#: common English words, about a token each in SmolLM2's tokenizer: a 100-word passage is
+#: NQ-sized, and 20 of them fit the context window as the real ones do
+WORDS = ["the", "of", "and", "to", "in", "is", "was", "for", "on", "as", "with", "by", "he", "it",
+         "at", "from", "his", "an", "were", "are", "which", "this", "be", "or", "has", "had",
+         "first", "one", "their", "its", "new", "after", "who", "they", "have", "her", "she",
+         "two", "been", "other", "when", "there", "all", "during", "into", "school", "time",
+         "may", "years", "more", "most", "only", "over", "city", "some", "world", "would",
+         "where", "later", "up", "such", "used", "many", "can", "state", "about", "national",
+         "out", "known", "university", "united", "then", "made", "team", "film", "these",
+         "between", "high", "under", "while", "war", "world", "series", "born", "season", "early",
+         "three", "south", "north", "house", "game", "since", "river", "music", "part", "people",
+         "water", "name", "number", "book", "album", "song", "church", "population", "village",
+         "family", "station", "league", "against", "county"]
 
 
 def synthetic(folder: Path, queries: int, k: int, seed: int = 0) -> dict[str, str]:

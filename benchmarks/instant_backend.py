@@ -4,10 +4,15 @@ of the suite: benchmarks register it in `labeler.llm.BACKENDS` as any backend is
 `instant` renders and tokenizes with the bundled SmolLM2's real chat template and tokenizer,
 as `VLLMBackend` does before its engine; `instant-text` joins a chat's messages and counts
 whitespace-separated words. Either answers a prompt with its first word that starts with
-"ans" (the benchmarks' synthetic answers), else "unknown".
+"ans" (the benchmarks' synthetic answers), else "unknown". `simulated` is `instant` behind an
+engine that spends `REQUEST_SECONDS` on each request in the thread that streams the answers,
+releasing the GIL (as vllm's engine core works in a process of its own), and counts that
+time as `busy`.
 """
 
 from __future__ import annotations
+
+import time
 
 from labeler.llm import BACKENDS
 from labeler.llm.base import Backend, Chat, Completion, Sampling
@@ -15,7 +20,11 @@ from labeler.llm.models import ModelSpec, model_revision
 
 #: the names the benchmarks build with
 NAMES = {"instant": "instant_backend:InstantBackend",
-         "instant-text": "instant_backend:InstantTextBackend"}
+         "instant-text": "instant_backend:InstantTextBackend",
+         "simulated": "instant_backend:SimulatedEngine"}
+
+#: what the simulated engine spends on each request, in seconds
+REQUEST_SECONDS = 8 / 1500
 
 
 def register() -> None:
@@ -83,6 +92,25 @@ class InstantBackend(InstantTextBackend):
         from labeler.llm.prompts import encode
 
         return encode(self.tokenizer, texts)
+
+
+class SimulatedEngine(InstantBackend):
+    """`instant` behind an engine with a fixed cost a request; `busy` sums it, `first` and
+    `last` are when the engine took its first request and gave its last answer."""
+
+    def __init__(self, spec: ModelSpec, **options) -> None:
+        super().__init__(spec, **options)
+        self.busy, self.first, self.last = 0.0, None, None
+
+    def stream(self, prompts, sampling: Sampling):
+        for k, prompt in enumerate(prompts):
+            start = time.perf_counter()
+            self.first = self.first or start
+            time.sleep(REQUEST_SECONDS)  # releases the GIL, as a GPU's work does
+            self.last = time.perf_counter()
+            self.busy += self.last - start
+            self.answered += 1
+            yield k, [Completion(_answer(prompt.text))] * sampling.n
 
 
 def _answer(text: str) -> str:

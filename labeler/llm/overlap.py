@@ -20,9 +20,9 @@ T = TypeVar("T")
 _END = object()
 
 
-def overlapped(items: Iterable[T], *, name: str = "labeler-engine") -> Iterator[list[T]]:
+def overlapped(items: Iterable[T]) -> Iterator[list[T]]:
     """The items of `items`, computed in another thread, in the order they come: each time a
-    list of all that arrived since the last (at least one), until they are all given."""
+    list of all that arrived since the last (at least one), until all are given."""
     arrived: queue.SimpleQueue = queue.SimpleQueue()
     stop = threading.Event()
 
@@ -36,7 +36,7 @@ def overlapped(items: Iterable[T], *, name: str = "labeler-engine") -> Iterator[
         except BaseException as error:  # noqa: BLE001 (raised again in the consumer)
             arrived.put(_Failed(error))
 
-    thread = threading.Thread(target=produce, name=name, daemon=True)
+    thread = threading.Thread(target=produce, name="labeler-engine", daemon=True)
     thread.start()
     try:
         while True:

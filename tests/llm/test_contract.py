@@ -171,8 +171,10 @@ def _model_calls(backend, monkeypatch) -> list:
     calls: list = []
     if hasattr(backend, "model"):  # hf: generate() runs forward() too
         monkeypatch.setattr(backend.model, "forward", lambda *a, **kw: calls.append(a) or 1 / 0)
-    else:  # vllm
+    else:  # vllm: generate streams requests into the engine, the others call LLM.generate
         monkeypatch.setattr(backend.llm, "generate", lambda *a, **kw: calls.append(a) or 1 / 0)
+        monkeypatch.setattr(backend.llm.llm_engine, "add_request",
+                            lambda *a, **kw: calls.append(a) or 1 / 0)
     return calls
 
 
