@@ -11,6 +11,8 @@ from labeler.errors import InputError
 
 #: trec_eval's default relevance level: a document is relevant iff its label is >= 1.
 RELEVANT = 1
+#: the name of the rubric experiment's NDCG (`experiment_ndcg`), beside trec_eval's ndcg@10
+EXPERIMENT_NDCG = "ndcg@10 (cheat_at_search)"
 
 
 def rank_metrics(
@@ -66,6 +68,41 @@ def rank_metrics(
         found = np.bincount(qidx[hit], minlength=nq).astype(np.float64)
         out[f"recall@{k}"] = np.divide(found, n_rel, out=np.zeros(nq), where=n_rel > 0)
     return {f"{m}@{k}": out[f"{m}@{k}"] for m in ("ndcg", "mrr", "recall") for k in ks}
+
+
+def experiment_ndcg(
+    run: Mapping[str, Mapping[str, float]],
+    qrels: Mapping[str, Mapping[str, int]],
+    *,
+    max_grade: int,
+    k: int = 10,
+    qids: Sequence[str] | None = None,
+) -> np.ndarray:
+    """Per-query NDCG@k as the bag-of-decisions experiment scores it (cheat_at_search's
+    ``eval.grade_results`` and ``search.run_strategy``), in the order of `qids`.
+
+    The run's top k in trec_eval's order; gain 2^label − 1 (unjudged and negative labels
+    count 0), discount 1/rank (its ``1/log2(2**rank)``); one ideal for every query, k results
+    of `max_grade` (the top grade of the whole dataset's judgments):
+    IDCG = (2^max_grade − 1) · Σ_{i≤k} 1/i. A query without a relevant judgment is not
+    skipped: it scores its DCG (0).
+
+    >>> round(float(experiment_ndcg({"q": {"a": 2.0, "b": 1.0}}, {"q": {"b": 2}},
+    ...                             max_grade=2)[0]), 3)
+    0.171
+    """
+    qids = list(qrels) if qids is None else list(qids)
+    if k < 1 or max_grade < 1:
+        raise InputError(f"the cut-off and the top grade must be >= 1, got k={k}, "
+                         f"max_grade={max_grade}", field_name="k")
+    pids, scores, labels, counts, _, _ = _flatten(run, qrels, qids)
+    qidx, pos = _blocks(counts)
+    order = _trec_order(qidx, np.asarray(scores, dtype=np.float64), pids)
+    label = np.maximum(np.asarray(labels, dtype=np.float64)[order], 0.0)
+    top = pos < k
+    dcg = np.bincount(qidx[top], weights=(2.0 ** label[top] - 1.0) / (pos[top] + 1.0),
+                      minlength=len(qids))
+    return dcg / ((2.0 ** max_grade - 1.0) * np.sum(1.0 / np.arange(1, k + 1)))
 
 
 def _flatten(run: Mapping[str, Mapping[str, float]], qrels: Mapping[str, Mapping[str, int]],

@@ -10,7 +10,7 @@ import pytest
 import pytrec_eval
 
 from labeler.errors import InputError
-from labeler.metrics.ranking import rank_metrics
+from labeler.metrics.ranking import experiment_ndcg, rank_metrics
 
 CISI_QRELS = Path(__file__).parents[1] / "scoring" / "fixtures" / "cisi.qrels"
 
@@ -108,3 +108,57 @@ def test_tie_rule_and_labels_by_hand():
 def test_bad_cutoff():
     with pytest.raises(InputError, match="cut-offs must be integers >= 1"):
         rank_metrics({}, {"q": {"a": 1}}, ks=(0,))
+
+
+def _experiment(run: dict, qrels: dict, max_grade: int) -> dict[str, float]:
+    """The experiment's own arithmetic (cheat_at_search eval.grade_results and
+    search.run_strategy), in pandas: results at rank <= 10 merged with the judgments, gain
+    2**grade - 1 over log2(2**rank), summed per query over one ideal for all."""
+    import pandas as pd
+
+    rows = [(qid, d, rank) for qid, docs in run.items()
+            for rank, d in enumerate(sorted(docs, key=lambda d: (-docs[d], d)), 1)]
+    results = pd.DataFrame(rows, columns=["query_id", "doc_id", "rank"])
+    judgments = pd.DataFrame([(q, d, g) for q, labels in qrels.items()
+                              for d, g in labels.items()],
+                             columns=["query_id", "doc_id", "grade"])
+    graded = results[results["rank"] <= 10].merge(judgments, on=["query_id", "doc_id"],
+                                                  how="left")
+    graded["grade"] = graded["grade"].fillna(0)
+    graded["discounted_gain"] = (2 ** graded["grade"] - 1) / np.log2(2 ** graded["rank"])
+    idcg = np.sum((2 ** max_grade - 1) / np.log2(2 ** np.arange(1, 11)))
+    return (graded.groupby("query_id")["discounted_gain"].sum() / idcg).to_dict()
+
+
+def test_experiment_ndcg_hand_computed():
+    """The issue's example: the only Exact product (WANDS grade 2) at rank 2 scores 0.631 in
+    trec_eval's NDCG@10 and 0.171 in the experiment's; two rankings can change order."""
+    run = {"q": {"other": 2.0, "exact": 1.0}}
+    qrels = {"q": {"exact": 2}}
+    assert round(float(rank_metrics(run, qrels, ks=[10])["ndcg@10"][0]), 3) == 0.631
+    assert round(float(experiment_ndcg(run, qrels, max_grade=2)[0]), 3) == 0.171
+    # A: one Exact at rank 1; B: Partials at ranks 1-3 and 5 Exacts judged elsewhere
+    a = experiment_ndcg({"q": {"e": 1.0}}, {"q": {"e": 2, **{f"x{i}": 2 for i in range(9)}}},
+                        max_grade=2)[0]
+    b = experiment_ndcg({"q": {"p1": 3.0, "p2": 2.0, "p3": 1.0}}, {"q": {"p1": 1, "p2": 1,
+                        "p3": 1}}, max_grade=2)[0]
+    trec_a = rank_metrics({"q": {"e": 1.0}}, {"q": {"e": 2, **{f"x{i}": 2 for i in range(9)}}},
+                          ks=[10])["ndcg@10"][0]
+    trec_b = rank_metrics({"q": {"p1": 3.0, "p2": 2.0, "p3": 1.0}},
+                          {"q": {"p1": 1, "p2": 1, "p3": 1}}, ks=[10])["ndcg@10"][0]
+    assert a > b and trec_a < trec_b
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_experiment_ndcg_matches_the_experiment_on_random_rankings(seed):
+    """Graded labels 0-3 (ESCI's grades), unjudged documents, queries with nothing relevant,
+    distinct scores (the experiment ranks by position): equal to the experiment's formula."""
+    rng = random.Random(seed)
+    docs = [f"d{i}" for i in range(60)]
+    qrels = {f"q{i}": {d: rng.choice([0, 0, 1, 2, 3]) for d in rng.sample(docs, 15)}
+             for i in range(40)}
+    run = {q: dict(zip(rng.sample(docs, rng.randint(1, 30)), rng.sample(range(1000), 30)))
+           for q in qrels}
+    ours = experiment_ndcg(run, qrels, max_grade=3, qids=list(run))
+    expected = _experiment(run, qrels, max_grade=3)
+    np.testing.assert_allclose(ours, [expected[q] for q in run], rtol=0, atol=1e-12)
