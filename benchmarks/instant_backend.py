@@ -1,5 +1,6 @@
 """A backend that answers at once, for measuring labeler's own cost a call (not a test double
-of the suite: benchmarks register it in `labeler.llm.BACKENDS` as any backend is registered).
+of the suite: benchmarks register it as any plugin registers a backend, an entry point of the
+group `labeler.backends` in an installed package's metadata).
 
 `instant` renders and tokenizes with the bundled SmolLM2's real chat template and tokenizer,
 as `VLLMBackend` does before its engine; `instant-text` joins a chat's messages and counts
@@ -12,9 +13,11 @@ time as `busy`.
 
 from __future__ import annotations
 
+import sys
+import tempfile
 import time
+from pathlib import Path
 
-from labeler.llm import BACKENDS
 from labeler.llm.base import Backend, Chat, Completion, Sampling
 from labeler.llm.models import ModelSpec, model_revision
 
@@ -27,9 +30,16 @@ NAMES = {"instant": "instant_backend:InstantBackend",
 REQUEST_SECONDS = 8 / 1500
 
 
-def register() -> None:
-    """Make `--backend instant` and `instant-text` loadable."""
-    BACKENDS.update(NAMES)
+def register(names: dict[str, str] = NAMES, package: str = "labeler-bench-backends") -> None:
+    """Make the backends `names` ({name: "module:class"}) loadable as an installed package's
+    entry points make them: its metadata in a folder put on sys.path."""
+    site = Path(tempfile.mkdtemp(prefix="bench-backends-"))
+    info = site / f"{package.replace('-', '_')}-0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {package}\nVersion: 0\n")
+    (info / "entry_points.txt").write_text(
+        "[labeler.backends]\n" + "".join(f"{name} = {value}\n" for name, value in names.items()))
+    sys.path.insert(0, str(site))
 
 
 class InstantTextBackend(Backend):

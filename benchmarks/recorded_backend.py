@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import time
 
-from labeler.llm import BACKENDS, load_backend
+from instant_backend import register as register_backends
+
+from labeler.llm import load_backend
 from labeler.llm.base import Backend, Sampling
 from labeler.llm.models import ModelSpec
 
@@ -17,7 +19,7 @@ CALLS: list[tuple[list, Sampling, float]] = []
 
 
 def register() -> None:
-    BACKENDS[NAME] = "recorded_backend:RecordedVLLM"
+    register_backends({NAME: "recorded_backend:RecordedVLLM"}, "labeler-bench-recorded")
 
 
 class RecordedVLLM(Backend):

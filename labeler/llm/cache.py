@@ -10,6 +10,11 @@ other operations in the shared Collator's batches of the backend's `call_size`; 
 committed as they come (SQLite, WAL), while the engine goes on, so a killed run keeps what it
 finished and a rerun makes only the missing calls.
 
+The answers live in a `CallStore`: the SQLite file in the cache folder. SQLite's WAL does not
+work over a network filesystem, so a worker on another node never opens that file: its
+executor makes `serve_calls_from` hand every CachedBackend of the worker's process a store
+that asks and commits through the driver, which alone writes the file on its own disk.
+
 The schema evolves by numbered migrations (simonw/llm's pattern): each function in MIGRATIONS
 runs once per database, in order, and is recorded in its `_migrations` table. A `generate`
 answer is stored as `[{"text": ..., "capped": ...}, ...]`, one object per sample.
@@ -109,6 +114,50 @@ def _applied(db: sqlite3.Connection) -> set[int]:
     return {number for (number,) in db.execute("SELECT number FROM _migrations")}
 
 
+class CallStore:
+    """The answers of a cache folder's SQLite file and its hit/miss counters."""
+
+    def __init__(self, cache_dir: str | Path | None = None) -> None:
+        self.path = cache_root(cache_dir) / FILE
+        self.db = _connect(self.path)
+
+    def lookup(self, keys: list[str]) -> dict[str, Any]:
+        """The stored answer of each of `keys` that has one."""
+        found = {}
+        with _database(self.path):
+            for start in range(0, len(keys), 500):
+                part = keys[start:start + 500]
+                rows = self.db.execute(
+                    f"SELECT key, value FROM calls WHERE key IN ({','.join('?' * len(part))})",
+                    part)
+                found.update((k, json.loads(v)) for k, v in rows)
+        return found
+
+    def commit(self, op: str, model: str, answers: list[tuple[str, Any]]) -> None:
+        """Store `answers` ((key, value) computed by `model` for `op`) and count them as
+        misses, in one transaction."""
+        now = time.time()
+        with _database(self.path), self.db:
+            self.db.executemany("INSERT OR REPLACE INTO calls VALUES (?, ?, ?, ?, ?)",
+                                [(k, op, model, json.dumps(v), now) for k, v in answers])
+            _add(self.db, "misses", len(answers))
+
+    def count_hits(self, hits: int) -> None:
+        if hits:
+            with _database(self.path), self.db:
+                _add(self.db, "hits", hits)
+
+
+#: the store every CachedBackend of this process uses instead of its cache folder's file
+_SERVED: list[CallStore] = []
+
+
+def serve_calls_from(store: CallStore) -> None:
+    """Keep this process's calls in `store` (anything with CallStore's methods), whatever
+    cache folder a CachedBackend names: a worker on another node asks the driver's cache."""
+    _SERVED[:] = [store]
+
+
 class CachedBackend(Backend):
     """`inner` behind the persistent cache; `backend_calls` counts requests passed to `inner`."""
 
@@ -118,8 +167,7 @@ class CachedBackend(Backend):
         self.batch_size = inner.batch_size
         self.max_context = inner.max_context
         self.structured_output = inner.structured_output
-        self.path = cache_root(cache_dir) / FILE
-        self.db = _connect(self.path)
+        self.store = _SERVED[0] if _SERVED else CallStore(cache_dir)
         self.backend_calls = 0  # requests forwarded to `inner` by this object
 
     @property
@@ -191,7 +239,7 @@ class CachedBackend(Backend):
         The engine works in a thread of its own while answers are committed as they come."""
         model = self.key()
         keys = [_hash({"op": op, "model": model, **p}) for p in params]
-        found = self._lookup(set(keys))
+        found = self.store.lookup(list(dict.fromkeys(keys)))
         todo = {k: i for i, k in enumerate(keys) if k not in found}  # first request per key
         misses = list(todo)
         miss_texts = [texts[todo[k]] for k in misses]
@@ -201,7 +249,8 @@ class CachedBackend(Backend):
             check_lengths(tokens, self.max_context, reserved=reserved)
         except PromptTooLongError as error:  # name the caller's request, not the miss
             raise replace(error, index=todo[misses[error.index]]) from None
-        self._count(hits=len(keys) - len(todo))
+        hits = len(keys) - len(todo)  # the bar counts the misses, computed now
+        self.store.count_hits(hits)
         collator = Collator(range(len(misses)), sort_key=tokens.__getitem__,
                             group_key=None if groups is None else
                             (lambda m: groups[todo[misses[m]]]),
@@ -213,38 +262,15 @@ class CachedBackend(Backend):
         else:
             answers = (pair for batch in collator for pair in
                        zip(batch, compute([requests[todo[misses[m]]] for m in batch])))
-        with progress_bar(f"{op} {self.alias} (cached)", len(misses)) as advance:
-            for done in overlapped(answers):
-                self._commit(op, {misses[m]: v for m, v in done})
-                found.update((misses[m], v) for m, v in done)
-                advance(len(done))
+        with progress_bar(f"{op} {self.alias}" + (f" ({hits:,} cached)" if hits else ""),
+                          len(misses), covers_inner=True) as advance:
+            for done in overlapped(answers):  # committed as they come: a kill keeps them
+                chunk = [(misses[m], v) for m, v in done]
+                self.backend_calls += len(chunk)
+                found.update(chunk)
+                self.store.commit(op, self.alias, chunk)
+                advance(len(chunk))
         return [found[k] for k in keys]
-
-    def _commit(self, op: str, answers: dict[str, Any]) -> None:
-        """One transaction for the answers that came in together: a killed run keeps them."""
-        self.backend_calls += len(answers)
-        now = time.time()
-        with _database(self.path), self.db:
-            self.db.executemany("INSERT OR REPLACE INTO calls VALUES (?, ?, ?, ?, ?)",
-                                [(k, op, self.alias, json.dumps(v), now)
-                                 for k, v in answers.items()])
-            _add(self.db, "misses", len(answers))
-
-    def _lookup(self, keys: set[str]) -> dict[str, Any]:
-        found, keys = {}, list(keys)
-        with _database(self.path):
-            for start in range(0, len(keys), 500):
-                part = keys[start:start + 500]
-                rows = self.db.execute(
-                    f"SELECT key, value FROM calls WHERE key IN ({','.join('?' * len(part))})",
-                    part)
-                found.update((k, json.loads(v)) for k, v in rows)
-        return found
-
-    def _count(self, hits: int) -> None:
-        if hits:
-            with _database(self.path), self.db:
-                _add(self.db, "hits", hits)
 
 
 @dataclass
