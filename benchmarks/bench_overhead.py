@@ -110,7 +110,7 @@ def main(sizes: str, k: int) -> None:
                                          " (no tokenizer)"), f"{n:,}", f"{calls:,}",
                               f"{seconds:.1f}", f"{per_call:.3f}", f"{1000 / per_call:,.0f}",
                               f"{per_call / first:.2f}x", f"<= {target} ms, <= 1.1x")
-    Console().print(table)
+    Console(width=130).print(table)
 
 
 if __name__ == "__main__":
