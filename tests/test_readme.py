@@ -71,6 +71,12 @@ SKIPPED = {
     "labeler build --artifact rubric --dataset esci --llm qwen3-8b --limit 50":
         "network (ESCI from GitHub, Qwen3-8B): tests/sources/test_hub_mirror.py loads esci from "
         "the tests' mirror of its GitHub files",
+    "labeler view out/utility/nq-sample/smollm2-135m/v1 out/utility/nq-sample/qwen3-8b/v1":
+        "serves until stopped, and network (Qwen3-8B): tests/view/test_cli.py runs it, "
+        "tests/view/test_browser.py drives its page in Chromium",
+    "labeler merge-reviews out/review/nq-sample/smollm2-135m/v1 "
+    "../bob/review/nq-sample/smollm2-135m/v1":
+        "needs two reviewers' review versions: tests/view/test_verdicts.py merges two",
     "labeler train-extractor out/seer/nq-sample/smollm2-135m/v1 --out seer-extractor":
         "TRL (the `train` extra): tests/train/test_extractor.py trains on a seer artifact",
     "labeler build --artifact seer --dataset nq-sample --llm smollm2-135m --extractor "

@@ -50,6 +50,10 @@ COMMANDS = {
                         "Train the extractor of a seer artifact on its preference pairs, each "
                         "pair's DPO loss weighted by its λ (SEER's LPO), and write the trained "
                         "model to --out."),
+    "view": ("labeler.cli.view:view",
+             "Look at artifact version FOLDERS in a local web page, side by side across LLMs."),
+    "merge-reviews": ("labeler.cli.reviews:merge_reviews",
+                      "Merge two REVIEWS (review version folders of the same labels) by reviewer id."),
 }
 
 

@@ -12,9 +12,9 @@ import shutil
 
 from huggingface_hub import DatasetCard, DatasetCardData
 
-from labeler.artifacts import validate_path
 from labeler.artifacts.manifest import data_files
 from labeler.lines import read_jsonl
+from labeler.workflows.validate import validate_path
 
 
 def _sha256sum_of_sha256sum(folder) -> str:

@@ -14,9 +14,9 @@ from support.bm25_reference import ranking, wands_products
 from support.hub_mirror import seed_github
 from support.hub_server import HubServer
 
-from labeler.artifacts import validate_path
 from labeler.cli import cli
 from labeler.lines import read_jsonl
+from labeler.workflows.validate import validate_path
 
 
 @pytest.fixture
