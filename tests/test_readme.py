@@ -61,7 +61,7 @@ SKIPPED = {
         "network (Qwen3-8B): tests/workflows/test_compare.py compares SmolLM2's artifact with "
         "a second reader's",
     "labeler reproduce utility-paper --dry-run":
-        "network (the paper's datasets and LLMs): tests/workflows/test_reproduce_plan.py",
+        "network (the paper's datasets and LLMs): tests/workflows/reproduce/test_utility_plan.py",
     "labeler reproduce utility-paper --backend vllm --dtype float16": "vllm, GPU",
     "labeler reproduce utility-paper --dataset nq --llm qwen3-8b --limit 500":
         "network (KILT NQ, Qwen3-8B)",

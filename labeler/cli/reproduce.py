@@ -1,4 +1,4 @@
-"""`labeler reproduce`: parse, call `labeler.workflows.reproduce.reproduce`, render."""
+"""`labeler reproduce`: parse, call `labeler.workflows.reproduce.utility_paper.reproduce`, render."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from rich.table import Table
 from labeler.cli.options import INDEX_HELP, cache_dir_option, executor_options, model_options
 from labeler.cli.output import emit, json_option
 from labeler.report.paper import DATASETS, LLMS
-from labeler.workflows.reproduce_steps import MAX_NEW_TOKENS
+from labeler.workflows.reproduce.utility_steps import MAX_NEW_TOKENS
 
 
 @click.group()
@@ -56,14 +56,14 @@ def utility_paper(datasets, llms, backend, batch_size, device, dtype, tensor_par
     Tables 2-6 and Figures 1-5 with the paper's numbers beside ours. Rerun to resume.
     """
     from labeler.llm.config import LLMConfig
-    from labeler.workflows.reproduce_steps import ReproduceConfig
+    from labeler.workflows.reproduce.utility_steps import ReproduceConfig
 
     config = ReproduceConfig(datasets=tuple(datasets), **{
         k: (str(v) if k == "run" and v is not None else v) for k, v in options.items()})
     models = [LLMConfig(name, backend=backend, batch_size=batch_size, device=device,
                         tensor_parallel=tensor_parallel, dtype=dtype) for name in llms]
     if dry_run:
-        from labeler.workflows.reproduce_plan import plan_rows
+        from labeler.workflows.reproduce.utility_plan import plan_rows
 
         rows = plan_rows(config, models, out=out, cache_dir=cache_dir)
         table = Table(title="plan: reproduce utility-paper (dry run: no model loaded, "
@@ -76,7 +76,7 @@ def utility_paper(datasets, llms, backend, batch_size, device, dtype, tensor_par
              [table], as_json=as_json)
         return
     from labeler.executors import load_executor
-    from labeler.workflows.reproduce import reproduce as run_reproduce
+    from labeler.workflows.reproduce.utility_paper import reproduce as run_reproduce
 
     runner = load_executor(executor, address=ray_address, workers=workers)
     done = run_reproduce(config, models, out=out, cache_dir=cache_dir, shard_size=shard_size,

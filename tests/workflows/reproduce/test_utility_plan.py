@@ -10,9 +10,9 @@ from labeler.cli import cli
 from labeler.errors import InputError, UnknownNameError
 from labeler.judge_methods import METHODS
 from labeler.llm.config import LLMConfig
-from labeler.workflows.reproduce import reproduce
-from labeler.workflows.reproduce_plan import plan_rows
-from labeler.workflows.reproduce_steps import ReproduceConfig, steps
+from labeler.workflows.reproduce.utility_paper import reproduce
+from labeler.workflows.reproduce.utility_plan import plan_rows
+from labeler.workflows.reproduce.utility_steps import ReproduceConfig, steps
 
 
 def test_the_steps_are_every_pool_and_every_judge_method_with_and_without_the_answer(tmp_path):

@@ -1,4 +1,4 @@
-"""The steps of `labeler reproduce utility-paper` (`labeler.workflows.reproduce`): the
+"""The steps of `labeler reproduce utility-paper` (`labeler.workflows.reproduce.utility_paper`): the
 settings, and where each step writes.
 
 For each dataset: `labeler build` of the utility labels on the pools the paper needs (rp,

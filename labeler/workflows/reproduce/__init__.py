@@ -1,0 +1,5 @@
+"""`labeler reproduce`: each source's experiments in one resumable run, as it ran.
+
+`utility_paper` runs the utility paper's experiments (its steps in `utility_steps`, its
+dry-run plan in `utility_plan`, its report in `utility_report` and `utility_cells`).
+"""
