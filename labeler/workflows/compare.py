@@ -37,7 +37,7 @@ from labeler.llm.base import Backend
 from labeler.llm.calls import Calls
 from labeler.progress import track
 from labeler.report.heatmap import heatmap_png
-from labeler.scoring.rag import artifact_setting, load_reader, rag_correct
+from labeler.scoring.rag import artifact_setting, load_reader, prompt_version, rag_correct
 from labeler.tasks.utility import TEMPLATES_BY_KIND
 
 if TYPE_CHECKING:
@@ -178,6 +178,7 @@ def compare(paths: Sequence[str | Path], *, out: str | Path = "out",
                               [own[q] for _ in aliases for q in qids],
                               [by_llm[b][q]["utility_pids"] for b in aliases for q in qids],
                               kind=kind, sampling=sampling,
+                              version=prompt_version(artifacts[aliases.index(reader)].manifest),
                               what=f"{reader}: answers with each LLM's gold utilitarian passages")
         for i, other in enumerate(aliases):
             rows += _pair(reader, other, qids, own,
