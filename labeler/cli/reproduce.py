@@ -56,12 +56,13 @@ def utility_paper(datasets, llms, backend, batch_size, device, dtype, tensor_par
     Tables 2-6 and Figures 1-5 with the paper's numbers beside ours. Rerun to resume.
     """
     from labeler.llm.config import LLMConfig
-    from labeler.workflows.reproduce.utility_steps import ReproduceConfig
+    from labeler.workflows.reproduce.utility_steps import ReproduceConfig, paper_dtype
 
     config = ReproduceConfig(datasets=tuple(datasets), **{
         k: (str(v) if k == "run" and v is not None else v) for k, v in options.items()})
     models = [LLMConfig(name, backend=backend, batch_size=batch_size, device=device,
-                        tensor_parallel=tensor_parallel, dtype=dtype) for name in llms]
+                        tensor_parallel=tensor_parallel, dtype=paper_dtype(backend, dtype))
+              for name in llms]
     if dry_run:
         from labeler.workflows.reproduce.utility_plan import plan_rows
 
