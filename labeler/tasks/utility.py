@@ -286,7 +286,7 @@ def departures(manifest: dict) -> list[str]:
     elif source and source not in PAPER_QUERY_SETS:
         found.append(f"the queries are `{source}`, not one of the paper's query sets "
                      f"({', '.join(sorted(PAPER_QUERY_SETS))})")
-    if manifest.get("prompt_version", 1) < PROMPT_VERSION:
+    if "prompt_templates" in manifest and manifest.get("prompt_version", 1) < PROMPT_VERSION:
         found.append("passages are shown as stored, not stripped as the paper's "
                      "`format_passage` shows them (prompt version 1)")
     if config.get("limit"):

@@ -41,5 +41,5 @@ def test_the_manifest_records_the_version_and_an_old_artifact_reads_as_version_1
     manifest = UtilityTask(UtilityConfig("nq-sample")).manifest()
     assert manifest["prompt_version"] == PROMPT_VERSION == 2
     assert prompt_version(manifest) == 2 and prompt_version({}) == 1
-    assert any("prompt version 1" in d for d in departures({"pool": "rp"}))
+    assert any("prompt version 1" in d for d in departures({"prompt_templates": {}}))
     assert not any("prompt version" in d for d in departures(manifest | {"pool": "rp"}))
