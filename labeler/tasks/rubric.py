@@ -34,6 +34,7 @@ from labeler.llm.base import Chat, ChoiceRequest, Message, Sampling, yes_probabi
 from labeler.llm.calls import Calls
 from labeler.metrics.ranking import rank_metrics
 from labeler.metrics.significance import paired_t_test
+from labeler.sources.sampling import SEED, seeded_sample
 from labeler.sources.types import Source
 from labeler.tasks.base import LLM, Shard, Task, TaskConfig
 from labeler.tasks.rubric_questions import (
@@ -86,16 +87,29 @@ class RubricConfig(TaskConfig):
     single_question: bool = field(default=False, metadata={
         "help": "also score the single-question baseline (\"Is this document relevant to this "
                 "query?\"), alone and fused with BM25"})
+    sample: int | None = field(default=None, metadata={
+        "help": "label N queries drawn with --sample-seed as the experiment draws them "
+                "(pandas' DataFrame.sample) [default: all, or the first --limit]",
+        "metavar": "N", "min": 1})
+    sample_seed: int = field(default=SEED, metadata={"help": "the seed of --sample"})
     threshold: float | None = field(default=None, metadata={
         "help": "sum only the P(yes) above P (the experiment's earlier versions: 0.7) "
                 "[default: none, every P(yes)]", "metavar": "P", "min": 0.0, "max": 1.0})
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.sample is not None and self.limit is not None:
+            raise InputError("--sample draws from every query: leave --limit unset",
+                             field_name="sample")
         if self.run is None and self.encoder != "bm25":
             raise InputError(f"the rubric fuses with BM25 scores, not {self.encoder}'s",
                              field_name="encoder", hint="leave --encoder unset (bm25) or pass "
                                                         "a BM25 run with --run")
+
+    def select(self, source: Source) -> Source:
+        """The experiment's seeded sample of `sample` queries, or every query loaded."""
+        return source if self.sample is None else seeded_sample(source, self.sample,
+                                                                self.sample_seed)
 
     def counted(self, p: float) -> float:
         """What one P(yes) adds to a score: p, or 0 when not above `threshold`."""

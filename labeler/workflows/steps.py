@@ -23,8 +23,8 @@ DEFAULT_SHARD_SIZE = 256
 
 def config_source(config: TaskConfig) -> Source:
     """The queries and corpus `config` names: the first step of `build` and `judge`."""
-    return load_source(config.dataset, corpus=config.corpus, limit=config.limit,
-                       qrels=config.qrels)
+    return config.select(load_source(config.dataset, corpus=config.corpus, limit=config.limit,
+                                     qrels=config.qrels))
 
 
 def config_pools(source: Source, config: TaskConfig, cache_dir: str | Path | None = None,
