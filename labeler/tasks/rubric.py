@@ -217,13 +217,8 @@ class RubricTask(Task):
     def derive(self, records: list[dict], settled: dict) -> dict[str, list[dict]]:
         """data: one record per query with its questions and NDCG@10 per method (when it has
         judgments); candidates: one per document with its scores and fused rank."""
-        rows, data = [], []
-        runs: dict[str, dict[str, dict[str, float]]] = {m: {} for m in METHODS}
-        for record in records:
-            scored = self._scores(record)
-            rows.extend(scored)
-            for method in METHODS:
-                runs[method][record["qid"]] = _ranked(scored, self._ranking_score(method))
+        data = []
+        rows, runs = self.rankings(records)
         judged = [r["qid"] for r in records if any(v > 0 for v in r["relevance"].values())]
         qrels = {r["qid"]: r["relevance"] for r in records}
         ndcg = {m: dict(zip(judged, rank_metrics(runs[m], qrels, ks=[NDCG_K],
@@ -238,6 +233,19 @@ class RubricTask(Task):
                         | {"scored": sum(c["scored"] for c in record["candidates"]),
                            f"ndcg@{NDCG_K}": values})
         return {"data": data, "candidates": rows}
+
+    def rankings(self, records: Sequence[dict]
+                 ) -> tuple[list[dict], dict[str, dict[str, dict[str, float]]]]:
+        """The candidate rows of labelled `records` (`_scores`), and each method's ranking
+        of every query as a run (method -> qid -> pid -> score, the best scored highest)."""
+        rows: list[dict] = []
+        runs: dict[str, dict[str, dict[str, float]]] = {m: {} for m in METHODS}
+        for record in records:
+            scored = self._scores(record)
+            rows.extend(scored)
+            for method in METHODS:
+                runs[method][record["qid"]] = _ranked(scored, self._ranking_score(method))
+        return rows, runs
 
     def labelled(self, tables: Mapping[str, list[dict]]) -> list[dict]:
         """What `derive` was given, from what it wrote: each data record with its candidate

@@ -12,10 +12,10 @@ already asked.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from labeler.llm.config import LLMConfig
+from labeler.workflows.reproduce.steps import Reproduced
 from labeler.workflows.reproduce.utility_report import write_report
 from labeler.workflows.reproduce.utility_steps import (
     ReproduceConfig,
@@ -25,16 +25,6 @@ from labeler.workflows.reproduce.utility_steps import (
     utility_folder,
     work_folder,
 )
-
-
-@dataclass
-class Reproduced:
-    """A written report: its version folder, its records, and the steps run or skipped."""
-
-    path: Path
-    records: list[dict]
-    ran: list[Step]
-    skipped: list[Step]
 
 
 def reproduce(config: ReproduceConfig, llms: Sequence[LLMConfig], *, out: str | Path = "out",
