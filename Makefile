@@ -44,12 +44,14 @@ demo: install
 bench: install-vllm
 	$(BIN)/python benchmarks/bench_llm.py
 	$(BIN)/python benchmarks/bench_score.py
+	$(BIN)/python benchmarks/bench_startup.py
 	$(BIN)/python benchmarks/bench_load.py
 	$(BIN)/python benchmarks/bench_memory.py
 	$(BIN)/python benchmarks/bench_build.py
 	$(BIN)/python benchmarks/bench_dtype.py
 	$(BIN)/python benchmarks/bench_rubric.py
 	$(BIN)/python benchmarks/bench_ray.py
+	$(BIN)/python benchmarks/bench_shards.py
 	$(BIN)/python benchmarks/bench_corpus.py
 	$(BIN)/python benchmarks/bench_corpus_load.py
 	$(BIN)/python benchmarks/bench_bm25.py

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import tomllib
 from importlib import metadata
@@ -91,7 +92,7 @@ def problems(pyproject: Path = ROOT / "pyproject.toml", lock: Path = LOCK,
         have = pins.get(_name(want.name))
         if have is None or not want.specifier.contains(have, prereleases=True):
             found.append(f"{pyproject.name} asks for {want}; {lock.name} pins {have}")
-    installed = {_name(d.metadata["Name"]): d for d in metadata.distributions()}
+    installed = {_name(d.metadata["Name"]): d for d in _environment()}
     for name, version in {**pins, **vllm_pins}.items():
         if name in installed and installed[name].version.split("+")[0] != version:
             found.append(f"{name} {installed[name].version} is installed; the lock pins {version}")
@@ -112,6 +113,14 @@ def problems(pyproject: Path = ROOT / "pyproject.toml", lock: Path = LOCK,
                 found.append(f"{name} requires {want}; installed: "
                              f"{have.version if have else 'none'}")
     return found
+
+
+def _environment() -> list[metadata.Distribution]:
+    """The packages installed in this environment's site-packages: not `sys.path`, where an
+    import can leave others (setuptools puts its `_vendor` folder, with the dist-info of the
+    packages it vendors, on it once imported)."""
+    folders = dict.fromkeys(sysconfig.get_paths()[key] for key in ("purelib", "platlib"))
+    return list(metadata.distributions(path=list(folders)))
 
 
 def _name(name: str) -> str:

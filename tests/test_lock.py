@@ -42,3 +42,40 @@ def test_a_pin_other_than_the_installed_version_is_a_problem(tmp_path):
                                                                        '"click>=8.5.0"'))
     assert lock.problems(pyproject=pyproject, lock=pinned) == \
         ["click 8.5.1 is installed; the lock pins 8.5.0"]
+
+
+def test_packages_an_import_left_on_sys_path_are_not_the_environment(tmp_path, monkeypatch):
+    # setuptools' `_vendor` folder on sys.path once setuptools is imported: the dist-info of an
+    # older packaging than the one installed and locked
+    vendored = tmp_path / "packaging-24.2.dist-info"
+    vendored.mkdir()
+    (vendored / "METADATA").write_text("Metadata-Version: 2.1\nName: packaging\nVersion: 24.2\n")
+    monkeypatch.setattr(sys, "path", [*sys.path, str(tmp_path)])
+    assert lock.problems() == []
+
+
+#: declared, never imported by labeler itself: what each is for
+USED_THROUGH = {
+    "gguf": "transformers reads a GGUF checkpoint with it (labeler.llm.gguf)",
+    "accelerate": "transformers places a model with device_map through it (labeler.llm.hf)",
+}
+
+
+def test_every_declared_dependency_is_imported_or_says_why():
+    project = lock.tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    lines = [*project["dependencies"], *(line for extra in project["optional-dependencies"]
+                                         .values() for line in extra)]
+    source = "\n".join(path.read_text() for path in (ROOT / "labeler").rglob("*.py"))
+    imported = set(re.findall(r"^\s*(?:from|import) +(\w+)", source, re.MULTILINE))
+    modules = {}  # distribution -> its top-level modules, for those installed here
+    for module, names in lock.metadata.packages_distributions().items():
+        for name in names:
+            modules.setdefault(lock._name(name), set()).add(module)
+    unused = []
+    for line in lines:
+        name = lock._name(re.split(r"[<>=!~;\[ ]", line, maxsplit=1)[0])
+        if name in USED_THROUGH or name in {"pytest", "pytrec-eval-terrier", "ruff"}:
+            continue
+        if not modules.get(name, {name.replace("-", "_")}) & imported:
+            unused.append(name)
+    assert unused == []

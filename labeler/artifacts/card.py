@@ -36,7 +36,9 @@ def render_card(manifest: dict, metadata: dict, context: dict | None = None,
     records = manifest["counts"]["records"]
     files = sorted(manifest["files"])
     names = {table: "default" if table == DATA else table for table in tables(files)}
-    source = manifest.get("source_repos") or [manifest.get("source_dataset")]
+    # the Hub's convention: `extended|<hub id>` for each dataset repo the records were read
+    # from; `original` where none was (a bundled sample, a local file)
+    source = [f"extended|{repo}" for repo in manifest.get("source_repos") or []] or ["original"]
     data = DatasetCardData(
         language=[manifest["language"]] if manifest.get("language") else None,
         license=manifest.get("license") or "unknown",
@@ -45,7 +47,7 @@ def render_card(manifest: dict, metadata: dict, context: dict | None = None,
         pretty_name=f"{metadata.get('pretty_name', artifact)}: {manifest['dataset']} × "
                     f"{manifest['llm']}",
         tags=metadata.get("tags", []),
-        source_datasets=[s for s in source if s] or None,
+        source_datasets=source,
         configs=[{"config_name": name, "data_files": f"{table}-*.jsonl",
                   "description": _description(manifest, table)} for table, name in names.items()],
         dataset_info=[{"config_name": name, "features": features[table]}

@@ -18,7 +18,7 @@ CARD = "README.md"
 
 #: keys the writer sets itself; a caller passes them as write_artifact arguments instead.
 WRITER_KEYS = ("tool_version", "artifact", "dataset", "llm", "version", "schema_version",
-               "files", "created_at", "stats")
+               "files", "created_at", "stats", "card_sha256")
 
 
 #: the table every artifact has: its records, one per query

@@ -77,7 +77,8 @@ def _records(path: Path, manifest: dict | None, files: list[Path]) -> Iterator[d
 
 
 def verify_artifact(path: str | Path) -> dict:
-    """Check every data file of a version folder against the sha256 in its manifest.
+    """Check every data file of a version folder, and its card where the manifest records the
+    card's, against the sha256 in its manifest.
 
     Returns the manifest. Raises ArtifactError naming the first file that is missing, changed,
     or present but not listed.
@@ -87,6 +88,8 @@ def verify_artifact(path: str | Path) -> dict:
     manifest = read_manifest(folder)
     for name in manifest["files"]:
         _check_file(folder / name, manifest)
+    if manifest.get("card_sha256"):  # versions written before it was recorded have none
+        _check_file(folder / CARD, {"files": {CARD: manifest["card_sha256"]}})
     for file in sorted(folder.iterdir()):
         if (file.is_file() and not file.name.startswith(".") and file.name not in (MANIFEST, CARD)
                 and file.name not in manifest["files"]):

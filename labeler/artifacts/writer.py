@@ -8,7 +8,8 @@ the folder's `.writer.json` (flock) while it runs: an identical build started me
 refused in one line naming the process, and a killed writer's folder (its lock released by
 the system) is taken over by the next. A task whose final records depend on
 the whole build (SEER's weights) first stages each labelled shard (`.labelled/00000.jsonl`)
-and writes its tables once all are labelled. When every shard is written, the kind's extra
+and writes its tables once all are labelled. The shard plan (each shard's size) is recorded
+in `.shards.json` when the folder is made, so a resumed build cuts the same shards. When every shard is written, the kind's extra
 files, the manifest and the card are added and the folder is renamed to `v<N>/`: the version
 appears complete or not at all, and is never overwritten.
 """
@@ -49,6 +50,8 @@ from labeler.schemas import check
 _DUMPS = partial(json.dumps, ensure_ascii=False, allow_nan=False)
 #: the folder inside a partial version holding the labelled shards of a settling task
 _LABELLED = ".labelled"
+#: the file inside a partial version recording its shard plan
+_PLAN = ".shards.json"
 
 
 class VersionWriter:
@@ -82,6 +85,16 @@ class VersionWriter:
         `abandoned_partials`)."""
         return [(p, why) for p, why in abandoned_partials(self.target.parent)
                 if p != self.staging]
+
+    def plan(self, sizes: list[int]) -> list[int]:
+        """The sizes of this version's shards: those recorded when its folder was made (a
+        resumed build keeps its shards), else `sizes`, recorded now."""
+        path = self.staging / _PLAN
+        if path.exists():
+            return json.loads(path.read_text(encoding="utf-8"))
+        with atomic_file(path) as f:  # a killed writer leaves the plan whole or none
+            f.write(_DUMPS(sizes))
+        return sizes
 
     def completed(self) -> set[int]:
         """Indices of the shards whose tables are written."""
@@ -171,15 +184,17 @@ class VersionWriter:
         final = build_manifest({**manifest, "counts": {**manifest.get("counts", {}), **counts}},
                                **names, records=records,
                                files={f.name: file_sha256(f) for f in listed}, stats=stats)
-        _write_file(self.staging / MANIFEST, json.dumps(final, indent=2, ensure_ascii=False) + "\n")
         typed = {table: features(table_schema(self.artifact, table), shape)
                  for table, shape in shapes.items() if data_files(self.staging, table)}
         _write_file(self.staging / CARD, render_card(final, kind.metadata,
                                                       kind.card_context(final), typed))
+        final["card_sha256"] = file_sha256(self.staging / CARD)  # push checks the card too
+        _write_file(self.staging / MANIFEST, json.dumps(final, indent=2, ensure_ascii=False) + "\n")
         _fsync(self.staging)
         if self.target.exists():
             raise _exists(self.target, passed=self._passed)
         os.rename(self.staging, self.target)
+        (self.target / _PLAN).unlink(missing_ok=True)
         (self.target / OWNER).unlink()  # while locked: a build that waited finds it gone
         self._lock.close()
         _fsync(self.target.parent)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import traceback
+from difflib import get_close_matches
 
 import click
 
@@ -18,21 +19,37 @@ from labeler.paths import STORAGE_ERRNOS
 # one prompt 3-4x slower under load (measured on the demo build). Set before torch is imported.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-#: command name -> "module:attribute"; imported only when the command runs.
+#: command name -> ("module:attribute", its one-line summary); a command's module is imported
+#: only when it runs or shows its own help, so `labeler --help` lists them from here
+#: (tests/cli/test_startup.py checks each summary against its command's docstring).
 COMMANDS = {
-    "build": "labeler.cli.build:build",
-    "retrieve": "labeler.cli.retrieve:retrieve",
-    "models": "labeler.cli.llm:models",
-    "cache": "labeler.cli.llm:cache",
-    "validate": "labeler.cli.artifacts:validate",
-    "push": "labeler.cli.hub:push",
-    "pull": "labeler.cli.hub:pull",
-    "score": "labeler.cli.score:score",
-    "judge": "labeler.cli.judge:judge",
-    "compare": "labeler.cli.compare:compare",
-    "analyze": "labeler.cli.analyze:analyze",
-    "reproduce": "labeler.cli.reproduce:reproduce",
-    "train-extractor": "labeler.cli.train:train_extractor",
+    "build": ("labeler.cli.build:build",
+              "Label the candidate passages of a dataset for each LLM, and write one artifact "
+              "each."),
+    "retrieve": ("labeler.cli.retrieve:retrieve",
+                 "Retrieve the top-k passages for every query of a dataset into a TREC run "
+                 "file: dense, or BM25 with --encoder bm25."),
+    "models": ("labeler.cli.llm:models", "List the model aliases and what each resolves to."),
+    "cache": ("labeler.cli.llm:cache", "Inspect the persistent LLM call cache."),
+    "validate": ("labeler.cli.artifacts:validate",
+                 "Check an artifact version folder (or a folder of them) or a JSONL file."),
+    "push": ("labeler.cli.hub:push", "Publish artifact versions to a Hugging Face dataset repo."),
+    "pull": ("labeler.cli.hub:pull",
+             "Download one artifact version from a Hub dataset repo and check its sha256 sums."),
+    "score": ("labeler.cli.score:score", "Score SUBMISSIONS against reference labels."),
+    "judge": ("labeler.cli.judge:judge",
+              "Judge the candidate passages of a dataset with one method, and write a "
+              "submission."),
+    "compare": ("labeler.cli.compare:compare",
+                "Compare utility ARTIFACTS of one dataset by several LLMs (version folders)."),
+    "analyze": ("labeler.cli.analyze:analyze",
+                "Analyses of built artifacts (the utility paper's figures)."),
+    "reproduce": ("labeler.cli.reproduce:reproduce",
+                  "Reproduce a paper's experiments end to end, as one report version."),
+    "train-extractor": ("labeler.cli.train:train_extractor",
+                        "Train the extractor of a seer artifact on its preference pairs, each "
+                        "pair's DPO loss weighted by its λ (SEER's LPO), and write the trained "
+                        "model to --out."),
 }
 
 
@@ -45,7 +62,27 @@ class LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name not in COMMANDS:
             return None
-        return load_entry(COMMANDS[name])
+        return load_entry(COMMANDS[name][0])
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The commands and their summaries, as click lists them, without importing one."""
+        width = formatter.width - 6 - max(len(name) for name in COMMANDS)
+        rows = [(name, click.utils.make_default_short_help(COMMANDS[name][1], width))
+                for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]
+                        ) -> tuple[str | None, click.Command | None, list[str]]:
+        """click's, with "Did you mean" for an unknown command: one the name begins
+        (`train` -> `train-extractor`), else the closest spelling (`biuld` -> `build`)."""
+        name = args[0] if args else ""
+        if name in COMMANDS or name.startswith("-"):
+            return super().resolve_command(ctx, args)
+        close = ([c for c in sorted(COMMANDS) if c.startswith(name)] if name else []) \
+            or get_close_matches(name, sorted(COMMANDS), n=1)
+        maybe = f" Did you mean '{close[0]}'?" if close else ""
+        ctx.fail(f"No such command '{name}'.{maybe}")
 
 
 def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:

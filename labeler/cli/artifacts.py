@@ -7,7 +7,6 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from labeler.artifacts import check_path
 from labeler.cli.output import emit, json_option
 
 
@@ -22,6 +21,8 @@ def validate(ctx: click.Context, path: Path, schema: str | None, as_json: bool) 
 
     Prints every problem as FILE:LINE: MESSAGE, then a summary table; exits 1 on any problem.
     """
+    from labeler.artifacts import check_path
+
     checks = check_path(path, schema=schema)
     total = sum(len(check.problems) for check in checks)
     if not as_json:

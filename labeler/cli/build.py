@@ -17,7 +17,6 @@ from labeler.cli.options import (
 )
 from labeler.cli.output import emit, json_option
 from labeler.tasks import TASKS
-from labeler.workflows.steps import DEFAULT_SHARD_SIZE
 
 if TYPE_CHECKING:
     from labeler.tasks.base import TaskConfig
@@ -38,14 +37,14 @@ if TYPE_CHECKING:
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default="out",
               show_default=True, help="Artifacts root folder.")
 @click.option("--version", help="Version to write (default: the next free integer).")
-@click.option("--shard-size", type=click.IntRange(min=1), default=DEFAULT_SHARD_SIZE,
-              show_default=True,
+@click.option("--shard-size", type=click.IntRange(min=1),
               help="Queries per shard: each shard is written when done; a rerun resumes at "
-                   "the unfinished ones.")
+                   "the unfinished ones [default: 256 on one worker; on several, at least 4 "
+                   "equal shards a worker].")
 @cache_dir_option
 @click.option("--dry-run", is_flag=True,
               help="Check everything and print the plan (queries, passages, embeddings, LLM "
-                   "calls); load no model and write nothing.")
+                   "calls); load no model, download no corpus, write nothing.")
 @json_option
 def build(llms, backend, batch_size, device, dtype, tensor_parallel, executor, ray_address, workers,
           artifact, out, version, shard_size, cache_dir, dry_run, as_json, **options) -> None:

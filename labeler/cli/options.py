@@ -44,6 +44,22 @@ BM25_HELP = {
 K = 20
 
 
+class DatasetName(click.ParamType):
+    """A dataset `load_source` knows: a registry name, or a file with its prefix (`jsonl:PATH`,
+    `search:PATH`). Another name is a usage error (exit 2) saying the closest name."""
+
+    name = "dataset"
+
+    def convert(self, value: str, param: click.Parameter | None, ctx: click.Context | None
+                ) -> str:
+        from labeler.errors import UnknownNameError
+        from labeler.sources.registry import JSONL_PREFIX, SEARCH_PREFIX, SOURCES, available
+
+        if value in SOURCES or value.startswith((JSONL_PREFIX, SEARCH_PREFIX)):
+            return value
+        self.fail(str(UnknownNameError("dataset", value, available())), param, ctx)
+
+
 def stacked(*decorators: Decorator) -> Decorator:
     """One decorator applying `decorators` so that their options list in the given order."""
     def apply(command: Callable) -> Callable:
@@ -71,7 +87,7 @@ def data_options(*, pools: bool = False, qrels: bool = False,
 
     names = available()
     options = [
-        click.option("--dataset", required=True,
+        click.option("--dataset", required=True, type=DatasetName(),
                      help=f"Source: {', '.join(names[:-1])} or {names[-1]} (a queries TSV or "
                           "JSONL)."),
         click.option("--corpus", metavar="NAME|FILE", help=CORPUS_HELP),

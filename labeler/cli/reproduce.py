@@ -7,7 +7,13 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from labeler.cli.options import INDEX_HELP, cache_dir_option, executor_options, model_options
+from labeler.cli.options import (
+    INDEX_HELP,
+    DatasetName,
+    cache_dir_option,
+    executor_options,
+    model_options,
+)
 from labeler.cli.output import emit, json_option
 from labeler.report.paper import DATASETS, LLMS
 from labeler.workflows.reproduce.utility_steps import MAX_NEW_TOKENS
@@ -19,7 +25,8 @@ def reproduce() -> None:
 
 
 @reproduce.command("utility-paper")
-@click.option("--dataset", "datasets", multiple=True, default=DATASETS, show_default=True,
+@click.option("--dataset", "datasets", type=DatasetName(), multiple=True, default=DATASETS,
+              show_default=True,
               help="Dataset to run on; repeat for several (default: the paper's six).")
 @click.option("--llm", "llms", multiple=True, default=LLMS, show_default=True,
               help="LLM to label and judge with; repeat for several (default: the paper's "
@@ -45,7 +52,7 @@ def reproduce() -> None:
 @cache_dir_option
 @click.option("--dry-run", is_flag=True,
               help="Check everything and print the plan (steps, LLM calls, tokens); load no "
-                   "model and write nothing.")
+                   "model, download no corpus, write nothing.")
 @json_option
 def utility_paper(datasets, llms, backend, batch_size, device, dtype, tensor_parallel, executor,
                   ray_address, workers, out, shard_size, cache_dir, dry_run, as_json,

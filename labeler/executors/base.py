@@ -31,6 +31,10 @@ class Executor(ABC):
         worker holds `gpus` GPUs and, elsewhere than here, sees the call cache `cache_dir`
         (None: none)."""
 
+    def worker_count(self, gpus: int = 0) -> int:
+        """How many workers `map` runs at once, each holding `gpus` GPUs. Here: one."""
+        return 1
+
     def call(self, fn: Callable[[], R], *, gpus: int = 0, cache_dir: str | None = None) -> R:
         """`fn()` once, where this executor's workers would run it (so that what cannot load
         there fails before any work). Here: in this process."""

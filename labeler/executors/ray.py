@@ -59,6 +59,17 @@ class RayExecutor(Executor):
                     yield result
                     advance(size(result))
 
+    def worker_count(self, gpus: int = 0) -> int:
+        """`--workers`, else as many as the cluster has room for (as `map` starts)."""
+        if self.workers:
+            return self.workers
+        started = self._connect()
+        try:
+            return _room(_resources(gpus))
+        finally:
+            if started:
+                ray.shutdown()
+
     def call(self, fn: Callable[[], R], *, gpus: int = 0, cache_dir: str | None = None) -> R:
         """On a cluster, or holding GPUs, `fn` runs in a worker whose process then ends: the
         driver may have neither the GPUs nor the model's files (a head node), and on one node

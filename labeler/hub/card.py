@@ -134,8 +134,9 @@ def _with_table(text: str, configs: list[dict], repo: str, licenses: dict[str, s
             continue  # a config written by people: not ours to list
         artifact, dataset, llm, version = folder.split("/")
         name = config["config_name"]
+        tag = f"{artifact}.{dataset}.{llm}.{version}"  # the version's: its second tables' too
         rows.append(
-            f"| `{name}` | {artifact} | {dataset} | {llm} | {version} | `{name}.{version}` | "
+            f"| `{name}` | {artifact} | {dataset} | {llm} | {version} | `{tag}` | "
             f"{licenses.get(name, 'unknown')} |"
         )
     table = "\n".join(
@@ -161,13 +162,14 @@ def _new_card(repo: str) -> str:
 # {repo.split("/")[-1]}
 
 Labels of LLM behaviour for retrieval-augmented generation, made with labeler. Each config
-is one artifact × dataset × LLM and loads its newest version; every version also has a tag
-that pins it:
+is one table of an artifact × dataset × LLM and loads its newest version; every version also
+has a tag, `<artifact>.<dataset>.<llm>.v<version>` (the table below names it), that pins each
+of its configs, a second table's (`seer-pairs.…`, `rubric-candidates.…`) too:
 
 ```python
 from datasets import load_dataset
 
-ds = load_dataset("{repo}", "<config>", revision="<config>.v<version>")
+ds = load_dataset("{repo}", "<config>", revision="<artifact>.<dataset>.<llm>.v<version>")
 ```
 
 Each version lives in `<artifact>/<dataset>/<llm>/v<version>/` with its data, its

@@ -8,7 +8,8 @@ path in the dataset repo. Its config and tag are
 
 An artifact with a second table (SEER's pairs) has one more config per table, named
 "<artifact>-<table>.<dataset>.<llm>" (seer-pairs.nq.llama3.1-8b), each pointing at its own
-files of the same folder, so `load_dataset(repo, config)` loads one table.
+files of the same folder, so `load_dataset(repo, config)` loads one table; the version's one
+tag pins them all (`revision="seer.nq.llama3.1-8b.v1"` for seer-pairs.nq.llama3.1-8b).
 
 Dots separate the parts because the names themselves may hold "-" (msmarco-fqa, llama3.1-8b).
 The Hub takes dots in config names (wikimedia/wikipedia has "20231101.en"); `datasets` refuses
@@ -19,13 +20,14 @@ A tag must also be a valid git ref name (git check-ref-format), which `check_tag
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from labeler.artifacts import verify_artifact
 from labeler.artifacts.manifest import DATA, MANIFEST, read_manifest, table_of
-from labeler.errors import HubError
+from labeler.errors import ArtifactError, HubError
 
 #: what git (and so the Hub) refuses in a ref name
 _BAD_REF = re.compile(r"^[-.]|\.\.|[\x00-\x20\x7f~^:?*\[\\]|@\{|\.lock$|[./]$|//")
@@ -59,7 +61,14 @@ class Version:
         return version
 
     def verify(self) -> None:
-        """ArtifactError unless every data file still has the sha256 its manifest records."""
+        """ArtifactError unless every file of the folder is a regular file (a symlink could
+        publish a file from anywhere) and every data file and the card still have the sha256
+        the manifest records."""
+        for path in sorted(self.folder.iterdir()):
+            if path.is_symlink() and not path.name.startswith("."):
+                raise ArtifactError(f"a symlink (to {os.readlink(path)}), not a file of the "
+                                    "version", path=str(path), hint="a version folder pushes "
+                                    "only its own regular files: replace the link with the file")
         verify_artifact(self.folder)
 
     @property
@@ -89,11 +98,12 @@ class Version:
         return f"{self.artifact}/{self.dataset}/{self.llm}/v{self.version}"
 
     def uploads(self) -> list[tuple[str, Path]]:
-        """(path in repo, local file) for every file of the folder, hidden ones excepted."""
+        """(path in repo, local file) for every regular file of the folder, hidden ones and
+        symlinks excepted (`verify` refuses a symlink)."""
         return [
             (f"{self.prefix}/{p.name}", p)
             for p in sorted(self.folder.iterdir())
-            if p.is_file() and not p.name.startswith(".")
+            if p.is_file() and not p.is_symlink() and not p.name.startswith(".")
         ]
 
     def sort_key(self) -> tuple:

@@ -104,7 +104,7 @@ def push(
         version.verify()
     if not versions:
         return result
-    with hub_errors(remote):
+    with hub_errors(remote, again="run the same command again: a push resumes where it stopped"):
         if not dry_run:
             remote.require_token()
             remote.create(private=private)

@@ -263,8 +263,9 @@ def redact(text: str) -> str:
 
 
 @contextmanager
-def hub_errors(remote: Remote) -> Iterator[None]:
-    """Turn huggingface_hub and network failures into one HubError line."""
+def hub_errors(remote: Remote, again: str = "run the same command again") -> Iterator[None]:
+    """Turn huggingface_hub and network failures into one HubError line; `again` is what the
+    hint says of running the command again (a push adds that it resumes where it stopped)."""
     try:
         yield
     except LabelerError:
@@ -291,7 +292,7 @@ def hub_errors(remote: Remote) -> Iterator[None]:
         raise HubError(
             f"the Hub refused: {describe(exc)}",
             repo=remote.repo,
-            hint="run the same command again: a push resumes where it stopped",
+            hint=again,
         ) from exc
     except Exception as exc:
         if not transient(exc):
@@ -299,6 +300,5 @@ def hub_errors(remote: Remote) -> Iterator[None]:
         raise HubError(
             f"cannot reach {remote.endpoint}: {describe(exc)}",
             repo=remote.repo,
-            hint="check the network and HF_ENDPOINT, then run the same command again: "
-            "a push resumes where it stopped",
+            hint=f"check the network and HF_ENDPOINT, then {again}",
         ) from exc

@@ -13,6 +13,7 @@ from labeler.paths import published_file
 from labeler.sources.passage import Passage
 from labeler.sources.registry import CORPORA
 from labeler.sources.types import Source
+from labeler.sources.unstored import UnstoredCorpus
 
 if TYPE_CHECKING:
     from labeler.retrieval.dense import EncodeShards
@@ -102,7 +103,8 @@ def check_pools(source: Source, *, pool: str = "rp", k: int = 20, run: str | Pat
                 encoder: str | None = None, index: str | None = None,
                 bm25: Mapping[str, object] | None = None) -> Run | None:
     """InputError for pools that cannot be made, checked without loading any model: an
-    unknown pool, no queries, k < 1, hgp/mcp without human gold, a bad `index` (or one its
+    unknown pool, no queries, k < 1, hgp/mcp without human gold (a dry run's undownloaded
+    corpus of KILT pages counts the references it would resolve), a bad `index` (or one its
     parameters do not fit the corpus size), a run file with hgp, rp/mcp with neither a
     run file nor a non-empty corpus, a bad run file, a named dense encoder that
     cannot load offline (ModelLoadError); the run file's ranking where one is given (None
@@ -113,7 +115,9 @@ def check_pools(source: Source, *, pool: str = "rp", k: int = 20, run: str | Pat
         raise InputError(f"dataset '{source.name}' has no queries to pool for")
     if k < 1:
         raise InputError(f"k must be at least 1, got {k}", field_name="k")
-    if pool in ("hgp", "mcp") and not any(q.gold for q in source.queries):
+    if pool in ("hgp", "mcp") and not any(q.gold for q in source.queries) and not (
+            isinstance(source.corpus, UnstoredCorpus) and source.corpus.maps_references
+            and any(q.gold_refs for q in source.queries)):  # a dry run's: not resolved
         hint = "use --pool rp"
         if any(q.gold_refs for q in source.queries):  # KILT: references without text
             hint = ("its gold is KILT provenance without text: pass --corpus with KILT "
@@ -129,7 +133,9 @@ def check_pools(source: Source, *, pool: str = "rp", k: int = 20, run: str | Pat
                              hint="leave --run unset, or use --pool rp or mcp")
         return None
     if run is not None:
-        return Run.from_file(run, qids={q.qid for q in source.queries}, docids=_Lookup(source))
+        unstored = isinstance(source.corpus, UnstoredCorpus)  # its pids are not known yet
+        return Run.from_file(run, qids={q.qid for q in source.queries},
+                             docids=None if unstored else _Lookup(source))
     if source.corpus is None:
         raise InputError(f"dataset '{source.name}' has no passage corpus to retrieve from",
                          field_name="corpus",

@@ -69,20 +69,21 @@ def _tevatron_corpus(name: str) -> Corpus:
 def load_kilt_wikipedia() -> Corpus:
     """The KILT knowledge source, one passage per paragraph, pids `<wikipedia_id>_<i>`."""
     return _corpus("kilt-wikipedia", kilt_revision(),
-                   lambda: kilt_paragraph_batches(kilt_pages()), None)
+                   lambda: kilt_paragraph_batches(kilt_pages("kilt-wikipedia")), None)
 
 
-def kilt_pages() -> Iterator[dict]:
+def kilt_pages(corpus: str) -> Iterator[dict]:
     """KILT's knowledge source, page by page as its file holds them (`{wikipedia_id,
     wikipedia_title, text: [paragraph, ...], ...}`, one JSON object a line), streamed from
     the copy downloaded once into the cache: never a table of its 35 GB, whose anchors and
-    Wikidata fields no corpus reads."""
+    Wikidata fields no corpus reads. `corpus` is the corpus cut from them, which a failed
+    download names."""
     from labeler.lines import read_jsonl
     from labeler.progress import track
 
     source = kilt_source()
     if source.startswith(("http://", "https://")):
-        source = fetch_url(source, what="corpus 'kilt-wikipedia'", repo=KILT_SOURCE_REPO,
+        source = fetch_url(source, what=f"corpus '{corpus}'", repo=KILT_SOURCE_REPO,
                            hint=_FILE_HINT)
     pages = (page for _, page in read_jsonl(source, skip_blank=True))
     yield from track(pages, "reading KILT's pages", total=KILT_SOURCE_PAGES)

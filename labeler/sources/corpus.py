@@ -25,6 +25,8 @@ import hashlib
 import json
 import shutil
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from itertools import islice
 from pathlib import Path
 
@@ -46,7 +48,8 @@ from labeler.sources.corpus_store import (
 )
 from labeler.sources.passage import Passage
 
-__all__ = ["SPAN_COLUMNS", "Corpus", "corpus_folder", "in_batches"]
+__all__ = ["SPAN_COLUMNS", "Corpus", "NotStored", "corpus_folder", "in_batches", "storing",
+           "without_storing"]
 
 #: the columns every corpus has, in order
 COLUMNS = ("pid", "title", "text")
@@ -59,6 +62,28 @@ _META = "corpus.json"
 #: rows hashed and written per step while a corpus is stored: a batch's Python strings (up to
 #: ~3 KB a 100-word passage) are what a store holds in memory
 BATCH = 8_192
+#: False inside `without_storing()`: a corpus the cache lacks is neither downloaded nor stored
+_STORING: ContextVar[bool] = ContextVar("storing", default=True)
+
+
+class NotStored(Exception):
+    """A corpus the cache does not hold, asked for inside `without_storing()`."""
+
+
+@contextmanager
+def without_storing() -> Iterator[None]:
+    """Within: `Corpus.stored` reads a corpus the cache holds and raises NotStored for one
+    it would have to download and store (a dry run)."""
+    token = _STORING.set(False)
+    try:
+        yield
+    finally:
+        _STORING.reset(token)
+
+
+def storing() -> bool:
+    """Whether a corpus the cache does not hold may be downloaded and stored now."""
+    return _STORING.get()
 
 
 class Corpus:
@@ -96,6 +121,8 @@ class Corpus:
         known (None: not known), sizes the progress bar."""
         folder = corpus_folder(key, cache_dir)
         corpus = cls._read(folder)
+        if corpus is None and not storing():
+            raise NotStored(what)
         if corpus is None:
             folder.parent.mkdir(parents=True, exist_ok=True)
             with locked(folder.with_name(folder.name + ".lock")):

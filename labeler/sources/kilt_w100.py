@@ -29,6 +29,7 @@ from labeler.sources.corpus import (
     Corpus,
     corpus_folder,
     in_batches,
+    storing,
 )
 
 NAME = "kilt-w100"
@@ -75,22 +76,25 @@ def load_kilt_w100() -> Corpus:
 
     revision = f"{kilt_revision()}:cut{CUT}"
     key = f"{NAME}@{kilt_source()}:cut{CUT}"
-    if not (corpus_folder(key) / "corpus.json").exists() and not settings.offline():
-        _first_use_notice()  # offline, the download's error says enough
-    return Corpus.stored(key, lambda: cut(kilt_pages()), name=NAME, revision=revision,
+    first_use = not (corpus_folder(key) / "corpus.json").exists()
+    if first_use and storing() and not settings.offline():  # a dry run downloads nothing
+        _first_use_notice(kilt_source())  # offline, the download's error says enough
+    return Corpus.stored(key, lambda: cut(kilt_pages(NAME)), name=NAME, revision=revision,
                          license=LICENSE[NAME], what=f"corpus '{NAME}'")
 
 
-def _first_use_notice() -> None:
-    """Once, before the download: what the first use downloads, stores and encodes."""
+def _first_use_notice(source: str) -> None:
+    """Once, before the download: what the first use downloads (from `source`, KILT's URL or
+    the copy LABELER_KILT_SOURCE names) or reads, stores and encodes."""
     import torch
 
     from labeler.progress import info
-    from labeler.sources.hub_files import KILT_SOURCE_GIB, KILT_SOURCE_URL
+    from labeler.sources.hub_files import KILT_SOURCE_GIB
 
     device = "GPU" if torch.cuda.is_available() else "CPU"
     hours = PAPER_PASSAGES * SECONDS_PER_PASSAGE[device] / 3600
-    info(f"{NAME}: the first use downloads KILT's Wikipedia ({KILT_SOURCE_GIB} GiB, "
-         f"{KILT_SOURCE_URL}), cuts it into about {PAPER_PASSAGES / 1e6:.0f}M 100-word passages "
+    fetch = "downloads" if source.startswith(("http://", "https://")) else "reads"
+    info(f"{NAME}: the first use {fetch} KILT's Wikipedia ({KILT_SOURCE_GIB} GiB, "
+         f"{source}), cuts it into about {PAPER_PASSAGES / 1e6:.0f}M 100-word passages "
          f"and stores them once; encoding them with BGE-M3 takes about {hours:,.0f} h on one "
          f"{device} (an estimate: README, Corpus scale); later runs reuse both")

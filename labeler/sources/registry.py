@@ -15,6 +15,7 @@ from labeler.sources.types import Query, Source
 
 if TYPE_CHECKING:
     from labeler.sources.corpus import Corpus
+    from labeler.sources.unstored import UnstoredCorpus
 
 #: dataset name -> "module:function(limit) -> Source"; imported only when used. nq, tq,
 #: hotpotqa and fever are the paper's KILT dev sets (human gold: KILT provenance, as
@@ -65,12 +66,22 @@ def available() -> list[str]:
     return [*SOURCES, f"{JSONL_PREFIX}PATH", f"{SEARCH_PREFIX}PATH"]
 
 
-def load_corpus(corpus: str | Path) -> Corpus:
-    """A corpus by `CORPORA` name, else from a FlashRAG-format file (`{id, contents}`)."""
+def load_corpus(corpus: str | Path, *, stored_only: bool = False) -> Corpus | UnstoredCorpus:
+    """A corpus by `CORPORA` name, else from a FlashRAG-format file (`{id, contents}`);
+    `stored_only` (a dry run) downloads no named corpus the cache does not hold, and gives
+    what its pin records of it instead (`UnstoredCorpus`)."""
     from labeler.sources import flashrag
+    from labeler.sources.corpus import NotStored, without_storing
+    from labeler.sources.unstored import unstored
 
     if str(corpus) in CORPORA:
-        return load_entry(CORPORA[str(corpus)])()
+        if not stored_only:
+            return load_entry(CORPORA[str(corpus)])()
+        try:
+            with without_storing():
+                return load_entry(CORPORA[str(corpus)])()
+        except NotStored:
+            return unstored(str(corpus))
     path = Path(corpus)
     if not path.exists() and len(path.parts) == 1 and not path.suffix:  # a mistyped name
         raise UnknownNameError("corpus", str(corpus), [*CORPORA, "FILE"],
@@ -80,7 +91,7 @@ def load_corpus(corpus: str | Path) -> Corpus:
 
 def load_source(
     name: str, *, corpus: str | Path | None = None, limit: int | None = None,
-    qrels: str | Path | None = None,
+    qrels: str | Path | None = None, stored_only: bool = False,
 ) -> Source:
     """Load dataset `name` (first `limit` queries); `corpus` (a `CORPORA` name or a FlashRAG
     corpus file) replaces its passage corpus; `qrels` (TREC qrels) gives its queries graded
@@ -93,11 +104,13 @@ def load_source(
     `mcp` pool adds it) and `Source.gold_in_corpus()` counts it as missing. A query's gold
     references (KILT provenance) become the corpus passages over their paragraphs
     (`Corpus.gold_pids`: `kilt-w100`'s spans, `kilt-wikipedia`'s paragraphs); other corpora
-    match none.
+    match none. `stored_only` (a dry run) leaves a named corpus the cache does not hold
+    undownloaded (`load_corpus`), its gold references unresolved.
     """
     from labeler.sources import flashrag, search
+    from labeler.sources.unstored import UnstoredCorpus
 
-    passages = load_corpus(corpus) if corpus is not None else None
+    passages = load_corpus(corpus, stored_only=stored_only) if corpus is not None else None
     if name.startswith(JSONL_PREFIX):
         source = flashrag.load_jsonl(name[len(JSONL_PREFIX) :], limit=limit)
         _check_jsonl(source.queries, name[len(JSONL_PREFIX) :])
@@ -108,13 +121,13 @@ def load_source(
     else:
         raise UnknownNameError("dataset", name, available())
     if passages is None and name in DEFAULT_CORPORA:  # after the queries: it is the bigger
-        passages = load_corpus(DEFAULT_CORPORA[name])
+        passages = load_corpus(DEFAULT_CORPORA[name], stored_only=stored_only)
     if passages is not None:
         source.corpus = passages
         pinned = (f"{passages.name}@{passages.revision}" if passages.name
                   else passages.fingerprint[:16])
         source.revision = f"{source.revision}+corpus:{pinned}"
-        for q in source.queries:
+        for q in () if isinstance(passages, UnstoredCorpus) else source.queries:
             q.gold = _resolve(q, passages)
     return source if qrels is None else search.with_qrels(source, qrels)
 

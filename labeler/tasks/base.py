@@ -20,6 +20,7 @@ import copy
 from abc import abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
+from itertools import accumulate
 from typing import Any, ClassVar
 
 from labeler.artifacts.kinds import ArtifactKind
@@ -29,6 +30,7 @@ from labeler.llm.calls import Calls
 from labeler.retrieval import POOLS, Candidate
 from labeler.retrieval.pools import check_bm25, check_index
 from labeler.sources.types import Query, Source
+from labeler.tasks.shard_plan import plan_shards
 
 #: the role of the build's LLM among a task's calls
 LLM = "llm"
@@ -126,13 +128,18 @@ class Shard:
 
 
 def make_shards(queries: Sequence[Query], pools: dict[str, list[Candidate]],
-                size: int, *, kind: str = "question") -> list[Shard]:
-    """`queries` in order, `size` per shard (the last may be shorter), all of `kind`."""
-    if size < 1:
-        raise InputError(f"shard size must be at least 1, got {size}", field_name="shard_size")
+                size: int | Sequence[int], *, kind: str = "question") -> list[Shard]:
+    """`queries` in order, cut into shards of `size` each (the last may be shorter) or of the
+    sizes a shard plan lists (`plan_shards`), all of `kind`."""
+    if isinstance(size, int):
+        if size < 1:
+            raise InputError(f"shard size must be at least 1, got {size}",
+                             field_name="shard_size")
+        size = plan_shards(len(queries), size=size)
+    starts = [0, *accumulate(size)]
     return [
         Shard(i, tuple(part), {q.qid: pools.get(q.qid, []) for q in part}, kind)
-        for i, part in enumerate(queries[s:s + size] for s in range(0, len(queries), size))
+        for i, part in enumerate(queries[a:b] for a, b in zip(starts, starts[1:]))
     ]
 
 

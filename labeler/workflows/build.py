@@ -36,8 +36,8 @@ from labeler.sources.types import Source
 from labeler.tasks import load_task
 from labeler.tasks.base import Shard, Task, TaskConfig, make_shards
 from labeler.workflows.labelling import Job, label_shards
+from labeler.tasks.shard_plan import plan_shards
 from labeler.workflows.steps import (
-    DEFAULT_SHARD_SIZE,
     config_pools,
     config_source,
     dataset_folder,
@@ -62,7 +62,7 @@ def build(
     *,
     out: str | Path = "out",
     version: str | None = None,
-    shard_size: int = DEFAULT_SHARD_SIZE,
+    shard_size: int | None = None,
     cache_dir: str | Path | None = None,
     executor: Executor | None = None,
 ) -> list[Built]:
@@ -71,6 +71,8 @@ def build(
 
     All LLMs are loaded before retrieval and before any is asked, so a model that cannot be
     loaded stops the build before any work (at the price of holding all of them in memory).
+    The shards follow `plan_shards` for the executor's workers (`shard_size`: that many
+    queries each); a resumed version keeps the plan it was started with.
     """
     task, source, task_manifest = check_build(artifact, config, llms, out=out, version=version)
     executor = executor or load_executor("local")
@@ -83,8 +85,7 @@ def build(
         extractor = extractor_config.load(cache_dir)
         task_manifest = answer_extraction.add_to_manifest(
             task_manifest, extractor_config.describe(), extractor.revision)
-    writers = _writers(task, source, config, loaded, task_manifest, out=out, version=version,
-                       shard_size=shard_size)
+    writers = _writers(task, source, config, loaded, task_manifest, out=out, version=version)
     try:  # a build that fails gives its folders up, as a killed one does, to be resumed
         if extractor is not None:  # after the cheap checks, before retrieval and labelling
             source.queries = answer_extraction.extract_answers(Calls(extractor),
@@ -92,10 +93,15 @@ def build(
         # retrieval comes after the cheap checks: a mistyped --llm fails before minutes of
         # encoding
         pools = config_pools(source, config, cache_dir, executor)
-        shards = make_shards(source.queries, pools, shard_size, kind=source.kind)
-        return [_write_version(task, writer, {**manifest, **pools.describe()},
-                               Job(artifact, config, llm, cache), shards, executor)
-                for llm, writer, manifest in writers]
+        built = []
+        for llm, writer, manifest in writers:
+            sizes = _shard_plan(writer, executor, llm, len(source.queries), shard_size)
+            shards = make_shards(source.queries, pools, sizes, kind=source.kind)
+            built.append(_write_version(
+                task, writer, {**manifest, "shard_size": max(sizes, default=0),
+                               **pools.describe()},
+                Job(artifact, config, llm, cache), shards, executor))
+        return built
     finally:
         for _, writer, _ in writers:
             writer.close()
@@ -103,7 +109,7 @@ def build(
 
 def _writers(task: Task, source: Source, config: TaskConfig,
              loaded: dict[str, tuple[LLMConfig, ModelIdentity]], task_manifest: dict, *,
-             out: str | Path, version: str | None, shard_size: int
+             out: str | Path, version: str | None
              ) -> list[tuple[LLMConfig, VersionWriter, dict]]:
     """A writer per LLM with its version's manifest so far; a version that exists fails now."""
     folder = dataset_folder(source.name)
@@ -111,7 +117,6 @@ def _writers(task: Task, source: Source, config: TaskConfig,
         **published_source(source),
         **task_manifest,
         "config": published_config(config),
-        "shard_size": shard_size,
     }
     writers = []
     for alias, (llm, model) in loaded.items():
@@ -126,6 +131,20 @@ def _writers(task: Task, source: Source, config: TaskConfig,
             info(f"{stale}: {why}")
         writers.append((llm, writer, manifest))
     return writers
+
+
+def _shard_plan(writer: VersionWriter, executor: Executor, llm: LLMConfig, queries: int,
+                shard_size: int | None) -> list[int]:
+    """The sizes of `writer`'s shards: those it recorded when resumed, else `shard_size`
+    each, else as many as keep the executor's workers busy."""
+    if shard_size is not None:
+        asked = plan_shards(queries, size=shard_size)
+        sizes = writer.plan(asked)
+        if sizes != asked:
+            info(f"{writer.llm}: resuming with its {len(sizes)} shards of up to {max(sizes)} "
+                 f"queries, not --shard-size {shard_size}")
+        return sizes
+    return writer.plan(plan_shards(queries, executor.worker_count(llm.gpus)))
 
 
 def _write_version(task: Task, writer: VersionWriter, manifest: dict, job: Job,
@@ -152,7 +171,7 @@ def _write_version(task: Task, writer: VersionWriter, manifest: dict, job: Job,
 
 
 def check_build(artifact: str, config: TaskConfig, llms: Sequence[LLMConfig], *,
-                out: str | Path = "out", version: str | None = None
+                out: str | Path = "out", version: str | None = None, stored_only: bool = False
                 ) -> tuple[Task, Source, dict]:
     """Every check of a build that needs no model, in the order a user meets them: the task,
     the LLM names, --out, the dataset and corpus, the pools (`check_pools`), the versions to
@@ -177,7 +196,7 @@ def check_build(artifact: str, config: TaskConfig, llms: Sequence[LLMConfig], *,
         if name:
             check_access(resolve_model(name))
     check_writable(out)  # a read-only or full --out fails now, not after the LLM phase
-    source = config_source(config)
+    source = config_source(config, stored_only=stored_only)
     task.check(source)
     answer_extraction.check(source, config.answer_extractor)
     task_manifest = task.manifest(source.kind)  # a kind of query the task cannot label fails here

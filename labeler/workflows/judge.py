@@ -28,8 +28,8 @@ from labeler.progress import track
 from labeler.retrieval.pools import check_pools
 from labeler.schemas import check
 from labeler.tasks.base import make_shards
+from labeler.tasks.shard_plan import DEFAULT_SHARD_SIZE
 from labeler.workflows.steps import (
-    DEFAULT_SHARD_SIZE,
     config_pools,
     config_source,
     published_config,

@@ -4,7 +4,10 @@ Every row is exact, an upper bound or an estimate, and says which: before retrie
 pool's candidates are at most queries × k; prompt tokens are estimated from characters
 (about 4 per token) without the model's tokenizer; the call cache's keys hold the model's
 revision and its rendered prompts, so the plan shows how many answers of each LLM the cache
-holds, not which of them the build will ask again.
+holds, not which of them the build will ask again. A named corpus the cache does not hold is
+not downloaded: its passages are the count recorded beside its pin (exact, or an estimate that
+says so), its passages' length is estimated from its cut, and its KILT references are counted
+as one gold passage each.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from labeler.llm.config import LLMConfig
 from labeler.paths import cache_root
 from labeler.retrieval.index import SHARD_SIZE
 from labeler.sources.types import Source
+from labeler.sources.unstored import UnstoredCorpus
 from labeler.tasks.base import TaskConfig
 
 #: characters per token of the estimate (English prose under a BPE vocabulary)
@@ -29,27 +33,31 @@ def plan(artifact: str, config: TaskConfig, llms: Sequence[LLMConfig], *,
     options, after every check it makes before loading a model (`check_build`)."""
     from labeler.workflows.build import check_build
 
-    task, source, _ = check_build(artifact, config, llms, out=out, version=version)
+    task, source, _ = check_build(artifact, config, llms, out=out, version=version,
+                                  stored_only=True)
     queries = source.queries
     corpus = source.corpus
+    unstored = isinstance(corpus, UnstoredCorpus)
     rows = [("queries", f"{len(queries):,}", "exact")]
     retrieves = config.pool != "hgp" and config.run is None
     rows.append(("corpus passages", "n/a" if corpus is None else f"{len(corpus):,}",
-                 "exact" if retrieves else "not searched"))
+                 "not searched" if not retrieves else corpus.known if unstored else "exact"))
     if retrieves and config.encoder != "bm25":
-        cached = _cached_embeddings(source, config.encoder, cache_dir)
-        rows.append(("corpus embeddings cached", f"{cached:,}", "exact (the cache's shards)"))
-        rows.append(("embeddings to compute", f"{len(corpus) - cached:,}", "exact"))
-    gold = sum(len(q.gold) for q in queries)
+        cached = 0 if unstored else _cached_embeddings(source, config.encoder, cache_dir)
+        rows.append(("corpus embeddings cached", f"{cached:,}", "exact: the corpus is not stored"
+                     if unstored else "exact (the cache's shards)"))
+        rows.append(("embeddings to compute", f"{len(corpus) - cached:,}",
+                     "as the corpus passages" if unstored else "exact"))
+    gold, known = _gold(source)
     if config.pool == "hgp":
-        candidates, known = gold, "exact"
+        candidates = sum(gold)
     else:
-        candidates = len(queries) * config.k + (gold if config.pool == "mcp" else 0)
+        candidates = len(queries) * config.k + (sum(gold) if config.pool == "mcp" else 0)
         known = "upper bound: queries × k" + (" + gold" if config.pool == "mcp" else "")
     rows.append(("candidates", f"{candidates:,}", known))
     passage_chars = mean_chars(source)
     question_chars = sum(len(q.question) for q in queries) / max(len(queries), 1)
-    for what, calls, passages, how in _calls(task.name, config, source, candidates):
+    for what, calls, passages, how in _calls(task.name, config, source, candidates, gold):
         tokens = calls * (question_chars + passages * passage_chars) / CHARS_PER_TOKEN
         rows.append((f"LLM calls: {what}", f"{calls:,}", how))
         rows.append((f"  prompt tokens: {what}", f"~{int(tokens):,}",
@@ -57,6 +65,16 @@ def plan(artifact: str, config: TaskConfig, llms: Sequence[LLMConfig], *,
     rows += _cached_calls(llms, cache_dir)
     rows.append(("LLMs", ", ".join(llm.name for llm in llms), "none loaded by a dry run"))
     return rows
+
+
+def _gold(source: Source) -> tuple[list[int], str]:
+    """Each query's human gold passages, and how known: a dry run's undownloaded corpus of
+    KILT pages counts each reference as one passage (it may span more)."""
+    corpus = source.corpus
+    if isinstance(corpus, UnstoredCorpus) and corpus.maps_references:
+        return ([len(q.gold) + len(q.gold_refs) for q in source.queries],
+                "estimate: a KILT reference as one passage (corpus not downloaded)")
+    return [len(q.gold) for q in source.queries], "exact"
 
 
 def _cached_calls(llms: Sequence[LLMConfig], cache_dir) -> list[tuple[str, str, str]]:
@@ -75,9 +93,10 @@ def _cached_calls(llms: Sequence[LLMConfig], cache_dir) -> list[tuple[str, str, 
     return rows
 
 
-def _calls(task: str, config: TaskConfig, source: Source, candidates: int
+def _calls(task: str, config: TaskConfig, source: Source, candidates: int, gold: list[int]
            ) -> list[tuple[str, int, float, str]]:
-    """(kind, calls, passages per prompt, how known) of each kind of call `task` makes."""
+    """(kind, calls, passages per prompt, how known) of each kind of call `task` makes;
+    `gold`: each query's human gold passages."""
     queries = len(source.queries)
     per_query = candidates / max(queries, 1)
     if task == "seer":  # extractions of the top-k, then the experts on each distinct one
@@ -101,14 +120,18 @@ def _calls(task: str, config: TaskConfig, source: Source, candidates: int
         rows.append(("answer likelihoods", candidates, 1, bound))
     rows += [("all-passage answers", queries, per_query, bound),
              ("utilitarian-passage answers", queries, per_query, "upper bound"),
-             ("human-gold answers", sum(bool(q.gold) for q in source.queries),
-              sum(len(q.gold) for q in source.queries) / max(queries, 1), "exact")]
+             ("human-gold answers", sum(map(bool, gold)), sum(gold) / max(queries, 1),
+              "exact")]
     return rows
 
 
 def mean_chars(source: Source, sample: int = 1000) -> float:
-    """Mean characters of a passage: the corpus's first `sample`, else the gold passages."""
+    """Mean characters of a passage: the corpus's first `sample`, else the gold passages;
+    an undownloaded corpus's estimate where there are none."""
     corpus = source.corpus
+    if isinstance(corpus, UnstoredCorpus):
+        gold = [p.contents for q in source.queries for p in q.gold]
+        return sum(map(len, gold)) / len(gold) if gold else corpus.mean_chars()
     texts = corpus.contents(range(min(sample, len(corpus)))) if corpus is not None and len(
         corpus) else [p.contents for q in source.queries for p in q.gold]
     return sum(map(len, texts)) / max(len(texts), 1)

@@ -1,5 +1,5 @@
 """The steps `build`, `judge` and `retrieve` share: the source and pools a config names, how
-an executor encodes a corpus, the shard size, and how a published manifest names them
+an executor encodes a corpus, and how a published manifest names them
 without a local path."""
 
 from __future__ import annotations
@@ -17,14 +17,12 @@ from labeler.sources.registry import CORPORA, JSONL_PREFIX, SEARCH_PREFIX, load_
 from labeler.sources.types import Source
 from labeler.tasks.base import TaskConfig
 
-#: queries per shard: the unit of resumption and of distribution
-DEFAULT_SHARD_SIZE = 256
-
-
-def config_source(config: TaskConfig) -> Source:
-    """The queries and corpus `config` names: the first step of `build` and `judge`."""
+def config_source(config: TaskConfig, *, stored_only: bool = False) -> Source:
+    """The queries and corpus `config` names (the queries it selects: `TaskConfig.select`):
+    the first step of `build` and `judge`; `stored_only` (a dry run) downloads no named
+    corpus (`load_source`)."""
     return config.select(load_source(config.dataset, corpus=config.corpus, limit=config.limit,
-                                     qrels=config.qrels))
+                                     qrels=config.qrels, stored_only=stored_only))
 
 
 def config_pools(source: Source, config: TaskConfig, cache_dir: str | Path | None = None,

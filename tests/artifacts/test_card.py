@@ -33,10 +33,19 @@ def test_each_config_names_its_files_fingerprint(write, records):
     assert validate_path(folder) == []  # `labeler validate` accepts the card
 
 
+def test_the_card_names_the_hub_repos_it_extends_as_the_hub_does(write, records, manifest):
+    # KILT NQ's records, with the TriviaQA questions' repo beside them as for `tq`
+    manifest["source_repos"] = ["facebook/kilt_tasks", "mandarjoshi/trivia_qa"]
+    card = DatasetCard.load(write(records, dataset="nq") / "README.md")
+    assert card.data.source_datasets == ["extended|facebook/kilt_tasks",
+                                         "extended|mandarjoshi/trivia_qa"]
+
+
 def test_the_card_states_language_source_and_features(write, records):
     card = DatasetCard.load(write(records) / "README.md")
     assert isinstance(card.data, DatasetCardData)
-    assert card.data.language == ["en"] and card.data.source_datasets == ["nq-sample"]
+    # the Hub's convention: nq-sample is bundled, read from no Hub dataset repo
+    assert card.data.language == ["en"] and card.data.source_datasets == ["original"]
     [info] = card.data.dataset_info
     assert info["config_name"] == "default"
     features = {f["name"]: f for f in info["features"]}

@@ -180,7 +180,8 @@ def _exploding():
 
 def test_shards_resume_and_load_in_file_name_order(records, manifest, tmp_path):
     """A writer that stops after shard 0 (a killed build) and one made again with the same
-    build id: the second finds shard 0, writes shard 1, and the version reads in order."""
+    build id: the second finds shard 0 and the shard plan the first recorded, writes shard 1,
+    and the version reads in order."""
     from datasets import load_dataset
 
     from labeler.artifacts.writer import VersionWriter
@@ -188,19 +189,21 @@ def test_shards_resume_and_load_in_file_name_order(records, manifest, tmp_path):
     names = {"kind": UtilityTask, "dataset": "nq-sample", "llm": "smollm2-135m"}
     build_id = "0123456789abcdef0123456789abcdef"
     first = VersionWriter(tmp_path / "out", **names, build_id=build_id)
+    assert first.plan([2, 1]) == [2, 1]
     assert first.write_shard(0, records[:2]) == 2
     assert not first.target.exists()  # nothing visible until every shard is written
 
     first._lock.close()  # its process killed: the system releases the folder's lock
     again = VersionWriter(tmp_path / "out", **names, build_id=build_id)
     assert (again.staging, again.version, again.completed()) == (first.staging, "1", {0})
+    assert again.plan([1, 1, 1]) == [2, 1]  # e.g. resumed on more workers: the same shards
     other = VersionWriter(tmp_path / "out", **names, build_id="f" * 32)
     assert other.version == "2"  # another build does not take the unfinished v1
     again.write_shard(1, records[2:])
     path = again.finish(manifest)
 
-    assert sorted(p.name for p in path.glob("*.jsonl")) == ["data-00000.jsonl",
-                                                             "data-00001.jsonl"]
+    assert sorted(p.name for p in path.iterdir()) == ["README.md", "data-00000.jsonl",
+                                                       "data-00001.jsonl", "manifest.json"]
     assert not again.staging.exists()
     assert load_artifact(path).records == records
     assert load_dataset(str(path), split="train")["qid"] == [r["qid"] for r in records]

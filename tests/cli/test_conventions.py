@@ -23,7 +23,7 @@ RECORDS = Path(__file__).parents[1] / "artifacts" / "fixtures" / "utility_nq_sam
 def _leaves() -> dict[str, click.Command]:
     """Every command a user runs, by its path: `cache stats`, `build`, ..."""
     found = {}
-    todo = [(name, load_entry(target)) for name, target in COMMANDS.items()]
+    todo = [(name, load_entry(target)) for name, (target, _) in COMMANDS.items()]
     while todo:
         name, command = todo.pop()
         if isinstance(command, click.Group):

@@ -16,9 +16,11 @@ from click.testing import CliRunner
 from labeler.cli import cli, main
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
-UNKNOWN = ("error: unknown dataset 'nope'. Available: nq-sample, nq, tq, msmarco-fqa, hotpotqa, "
-           "fever, 2wiki, nq-tevatron, tq-tevatron-distant, hotpotqa-distractor, nq-open-train, "
-           "tq-train, hotpotqa-train, cisi-sample, wands, esci, jsonl:PATH, search:PATH")
+UNKNOWN = ("error: unknown corpus 'nope'. Available: kilt-w100, wiki-dpr, msmarco-passage, "
+           "kilt-wikipedia, FILE (name one of the corpora or pass a FlashRAG corpus file)")
+DATASETS = ("nq-sample, nq, tq, msmarco-fqa, hotpotqa, fever, 2wiki, nq-tevatron, "
+            "tq-tevatron-distant, hotpotqa-distractor, nq-open-train, tq-train, hotpotqa-train, "
+            "cisi-sample, wands, esci, jsonl:PATH, search:PATH")
 
 
 def _main(monkeypatch, capsys, *args) -> tuple[int, str]:
@@ -30,8 +32,8 @@ def _main(monkeypatch, capsys, *args) -> tuple[int, str]:
 
 
 def test_a_labeler_error_is_one_line_without_debug(monkeypatch, capsys, tmp_path):
-    code, err = _main(monkeypatch, capsys, "retrieve", "--dataset", "nope",
-                      "--out", tmp_path / "run.trec")
+    code, err = _main(monkeypatch, capsys, "retrieve", "--dataset", "nq-sample",
+                      "--corpus", "nope", "--out", tmp_path / "run.trec")
     assert (code, err) == (1, UNKNOWN + "\n")
 
 
@@ -40,12 +42,12 @@ def test_debug_prints_the_traceback_then_the_line(how, monkeypatch, capsys, tmp_
     flags = [how] if how == "--debug" else []
     if how != "--debug":
         monkeypatch.setenv("LABELER_DEBUG", "1")
-    code, err = _main(monkeypatch, capsys, *flags, "retrieve", "--dataset", "nope",
-                      "--out", tmp_path / "run.trec")
+    code, err = _main(monkeypatch, capsys, *flags, "retrieve", "--dataset", "nq-sample",
+                      "--corpus", "nope", "--out", tmp_path / "run.trec")
     assert code == 1
     assert err.startswith("Traceback (most recent call last):\n")
     assert 'labeler/sources/registry.py", line' in err  # where it was raised
-    assert "labeler.errors.UnknownNameError: unknown dataset 'nope'." in err
+    assert "labeler.errors.UnknownNameError: unknown corpus 'nope'." in err
     assert err.endswith("\n" + UNKNOWN + "\n")
 
 
@@ -65,8 +67,8 @@ def test_an_unexpected_exception_is_never_turned_into_a_line(monkeypatch, capsys
 
 def test_python_m_labeler_debug_prints_the_traceback(tmp_path):
     done = subprocess.run(
-        [sys.executable, "-m", "labeler", "--debug", "retrieve", "--dataset", "nope",
-         "--out", str(tmp_path / "run.trec")],
+        [sys.executable, "-m", "labeler", "--debug", "retrieve", "--dataset", "nq-sample",
+         "--corpus", "nope", "--out", str(tmp_path / "run.trec")],
         check=False, capture_output=True, text=True, timeout=120,
     )
     assert done.returncode == 1
@@ -115,6 +117,17 @@ def test_quiet_silences_progress_hints_but_not_warnings(tmp_path, smollm):
      "(see 'labeler compare --help')")),
     (["cache", "stats", "--bogus"],
      "error: no such option '--bogus'. (see 'labeler cache stats --help')"),
+    (["build", "--dataset", "hotpot", "--llm", "smollm2-135m"],
+     (f"error: invalid value for '--dataset': unknown dataset 'hotpot'. Did you mean 'hotpotqa'? "
+      f"Available: {DATASETS} (see 'labeler build --help')")),
+    (["reproduce", "utility-paper", "--dataset", "nq-smaple"],
+     (f"error: invalid value for '--dataset': unknown dataset 'nq-smaple'. Did you mean "
+      f"'nq-sample'? Available: {DATASETS} (see 'labeler reproduce utility-paper --help')")),
+    (["train"],
+     "error: no such command 'train'. Did you mean 'train-extractor'? (see 'labeler --help')"),
+    (["biuld", "--dataset", "nq"],
+     "error: no such command 'biuld'. Did you mean 'build'? (see 'labeler --help')"),
+    (["frobnicate"], "error: no such command 'frobnicate'. (see 'labeler --help')"),
 ])
 def test_a_usage_error_is_one_line_naming_the_option_and_exits_2(args, line, monkeypatch,
                                                                   capsys):

@@ -43,8 +43,9 @@ def test_missing_corpus_fails_with_one_line_and_writes_nothing(tmp_path):
 
 def test_unknown_dataset(tmp_path):
     result = _run("--dataset", "hotpot", "--out", tmp_path / "run.trec")
-    assert result.exit_code == 1
-    assert str(result.exception).startswith("unknown dataset 'hotpot'. Did you mean 'hotpotqa'?")
+    assert result.exit_code == 2  # a usage error, before any data or model is read
+    assert ("Invalid value for '--dataset': unknown dataset 'hotpot'. Did you mean 'hotpotqa'?"
+            in " ".join(result.output.split()))
 
 
 def test_an_ann_index_reports_its_recall_against_exact_search(tmp_path):

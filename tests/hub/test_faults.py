@@ -109,6 +109,22 @@ def test_an_unreachable_hub_is_tried_again_then_named(hub, write, monkeypatch):
     assert "(4/4)" in result.output
 
 
+
+def test_an_unreachable_hub_in_a_pull_is_named_without_talking_of_a_push(hub, monkeypatch):
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{s.getsockname()[1]}"
+    monkeypatch.setattr(huggingface_hub.constants, "ENDPOINT", closed)
+
+    result = CliRunner().invoke(cli, ["pull", "lab/x"])
+
+    assert isinstance(result.exception, HubError)
+    assert result.exception.line() == (
+        f"lab/x: cannot reach {closed}: connection failed (ConnectError) (check the network "
+        "and HF_ENDPOINT, then run the same command again)"
+    )
+
+
 def _never_partial(repo, version: Version, where: str) -> None:
     """Every commit holds all of the version's files, byte for byte, or none of them."""
     local = {path: f.read_bytes() for path, f in version.uploads()}

@@ -72,7 +72,7 @@ def test_each_config_pushed_loads_its_own_records_from_the_hub(folders, hub, tmp
     assert [records for records, _ in loaded] == expected
     root = DatasetCard(hub.repo(REPO).resolve("main").files["README.md"].decode())
     assert {i["config_name"] for i in root.data.dataset_info} == {n for _, n, _ in configs}
-    assert root.data.language == ["en"] and root.data.source_datasets == ["nq-sample"]
+    assert root.data.language == ["en"] and root.data.source_datasets == ["original"]
     own = {name: DatasetCard.load(v.folder / "README.md").data.configs[0]["description"]
            for v, name, _ in configs}  # one config each: the data table
     assert {c["config_name"]: c["description"] for c in root.data.configs} == own

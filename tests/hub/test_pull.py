@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -18,6 +20,8 @@ from labeler.hub import pull, push
 
 REPO = "lab/utility-labels"
 V1 = "utility.nq-sample.smollm2-135m.v1"
+#: a seer version with its pairs table (tests/scoring/fixtures/README.md)
+SEER_V1 = Path(__file__).parents[1] / "scoring" / "fixtures" / "seer-v1"
 
 
 def _files(folder) -> dict[str, bytes]:
@@ -134,3 +138,24 @@ def test_load_dataset_with_a_version_tag_returns_that_versions_records(
     v1, v2, main = (json.loads(line) for line in run.stdout.splitlines())
     assert v1 == records
     assert v2 == main == records[:2]
+
+
+def test_the_root_cards_tag_for_a_second_table_loads_it(hub, tmp_path):
+    """A seer version's pairs are their own config, `seer-pairs.<dataset>.<llm>`; the tag the
+    root card gives to pin it is one the push made, and `load_dataset` at it loads the pairs."""
+    from huggingface_hub import DatasetCard
+    from support.loading import load_elsewhere, table_records
+
+    folder = tmp_path / "out" / "seer" / "nq-sample" / "smollm2-135m" / "v1"
+    shutil.copytree(SEER_V1, folder)
+    push([folder], repo="lab/seer-labels")
+    card = DatasetCard(hub.repo("lab/seer-labels").resolve("main").files["README.md"].decode())
+
+    pairs = "seer-pairs.nq-sample.smollm2-135m"
+    [row] = [line for line in card.text.splitlines() if line.startswith(f"| `{pairs}` |")]
+    tag = row.split("|")[6].strip(" `")
+    assert tag == "seer.nq-sample.smollm2-135m.v1"
+    assert 'revision="<artifact>.<dataset>.<llm>.v<version>"' in card.text
+    [(loaded, _)] = load_elsewhere([("lab/seer-labels", pairs, tag)],
+                                   HF_DATASETS_CACHE=str(tmp_path / "datasets-cache"))
+    assert loaded == table_records(folder, "pairs")

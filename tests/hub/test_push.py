@@ -202,6 +202,31 @@ def test_a_corrupted_local_version_is_not_pushed(hub, write):
     assert hub.request_count == 0
 
 
+def test_a_symlink_in_a_version_is_refused_by_name_and_nothing_sent(hub, write, tmp_path):
+    v1 = write()
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not part of any artifact\n")
+    card = v1 / "README.md"
+    card.unlink()
+    card.symlink_to(secret)  # README.md pointing outside the folder
+
+    result = CliRunner().invoke(cli, ["push", str(v1), "--repo", REPO])
+
+    assert str(result.exception) == f"{card}: a symlink (to {secret}), not a file of the version"
+    assert hub.request_count == 0
+
+
+def test_an_edited_card_is_not_pushed(hub, write):
+    v1 = write()
+    card = v1 / "README.md"
+    card.write_text(card.read_text().replace("license: cc-by-sa-3.0", "license: mit"))
+
+    result = CliRunner().invoke(cli, ["push", str(v1), "--repo", REPO])
+
+    assert str(result.exception).startswith(f"{card}: sha256 mismatch: manifest.json says ")
+    assert hub.request_count == 0
+
+
 def test_a_repo_id_without_namespace_is_refused(hub, write):
     result = CliRunner().invoke(cli, ["push", str(write()), "--repo", "labels"])
 

@@ -11,8 +11,8 @@ import pytest
 from labeler.cli import main
 from labeler.hub import push
 
-ECHOED = ("the Hub refused: HTTP 400 (bad request with Authorization: Bearer *** see the logs) "
-          "(run the same command again: a push resumes where it stopped)")
+ECHOED = "the Hub refused: HTTP 400 (bad request with Authorization: Bearer *** see the logs)"
+AGAIN = "(run the same command again: a push resumes where it stopped)"
 
 
 def _main(monkeypatch, capsys, *args) -> tuple[int, str, str]:
@@ -29,7 +29,7 @@ def test_push_prints_the_echoed_header_redacted_on_one_line(hub, write, monkeypa
     v1 = write()
     hub.inject(at=1, kind="echo", times=None)  # every request answered 400, header echoed
     code, out, err = _main(monkeypatch, capsys, "push", v1, "--repo", "lab/echo")
-    assert (code, err) == (1, f"error: lab/echo: {ECHOED}\n")
+    assert (code, err) == (1, f"error: lab/echo: {ECHOED} {AGAIN}\n")
     assert token not in out + err
     hub.clear_faults()
     assert ("dataset", "lab/echo") not in hub.repos  # nothing was created
@@ -42,6 +42,6 @@ def test_pull_prints_the_echoed_header_redacted_on_one_line(hub, write, tmp_path
     hub.inject(at=1, kind="echo", times=None)
     pulled = tmp_path / "pulled"
     code, out, err = _main(monkeypatch, capsys, "pull", "lab/echo", "--out", pulled)
-    assert (code, err) == (1, f"error: lab/echo: {ECHOED}\n")
+    assert (code, err) == (1, f"error: lab/echo: {ECHOED} (run the same command again)\n")
     assert token not in out + err
     assert not pulled.exists() or not any(pulled.rglob("*"))  # nothing half-downloaded

@@ -10,7 +10,7 @@ import pytest
 
 from labeler.errors import HubError, UnknownNameError
 from labeler.sources.corpora import kilt_paragraph_batches
-from labeler.sources.registry import CORPORA, load_source
+from labeler.sources.registry import CORPORA, load_corpus, load_source
 
 
 def test_gold_passages_map_onto_the_corpus_by_identical_text(tmp_path):
@@ -59,3 +59,15 @@ def test_every_registered_corpus_names_a_loader():
     for target in CORPORA.values():
         module, attr = target.split(":")
         assert callable(getattr(__import__(module, fromlist=[attr]), attr))
+
+
+@pytest.mark.parametrize(("name", "passages", "known"), [
+    ("wiki-dpr", 21_015_324, "exact"), ("msmarco-passage", 8_841_823, "exact"),
+    ("kilt-w100", 34_000_000, "estimate"), ("kilt-wikipedia", 5_903_530, "lower bound")])
+def test_a_dry_run_reads_a_named_corpus_size_from_its_pin_without_downloading(
+        name, passages, known, tmp_path, monkeypatch):
+    # offline with an empty cache: a download would fail, so none is tried
+    monkeypatch.setenv("LABELER_CACHE_DIR", str(tmp_path))
+    corpus = load_corpus(name, stored_only=True)
+    assert (corpus.name, len(corpus), corpus.known.split(":")[0]) == (name, passages, known)
+    assert not (tmp_path / "corpora").exists()

@@ -9,8 +9,11 @@ import json
 from itertools import pairwise
 from pathlib import Path
 
+import pytest
+
+from labeler.errors import HubError
 from labeler.sources.corpus import Corpus
-from labeler.sources.kilt_w100 import WORDS, cut, passages_of
+from labeler.sources.kilt_w100 import WORDS, cut, load_kilt_w100, passages_of
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 
@@ -52,3 +55,31 @@ def test_provenance_maps_onto_the_passages_overlapping_its_paragraphs(tmp_path):
     assert corpus.gold_pids("4366", last + 5, last + 9) == []  # past the page's end
     assert corpus.gold_pids("77", 1, 1) == ["77-0"]  # the next page's rows are not 4366's
     assert corpus.gold_pids("999", 1, 1) == []
+
+
+def test_a_failed_download_names_kilt_w100_not_the_corpus_it_is_cut_from(monkeypatch):
+    monkeypatch.setenv("LABELER_KILT_SOURCE", "https://mirror.example/kilt_knowledgesource.json")
+
+    with pytest.raises(HubError) as failed:  # offline (conftest) with nothing in the cache
+        load_kilt_w100()
+
+    assert failed.value.message.startswith(
+        "cannot load corpus 'kilt-w100': https://mirror.example/kilt_knowledgesource.json is not "
+        "in the local cache")
+
+
+@pytest.mark.parametrize(("source", "says"), [
+    ("https://mirror.example/kilt_knowledgesource.json",
+     "downloads KILT's Wikipedia (34.76 GiB, https://mirror.example/kilt_knowledgesource.json)"),
+    ("/data/kilt_knowledgesource.json",
+     "reads KILT's Wikipedia (34.76 GiB, /data/kilt_knowledgesource.json)")])
+def test_the_first_use_notice_names_the_source_actually_used(source, says, monkeypatch,
+                                                            tmp_path, capsys):
+    monkeypatch.setenv("LABELER_KILT_SOURCE", source)
+    for variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.delenv(variable)
+    monkeypatch.setattr("labeler.sources.kilt_w100.Corpus.stored", lambda *a, **k: None)
+
+    load_kilt_w100()
+
+    assert f"kilt-w100: the first use {says}" in " ".join(capsys.readouterr().err.split())

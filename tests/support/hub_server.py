@@ -55,6 +55,7 @@ class HubServer:
         self.repos: dict[tuple[str, str], Repo] = {}
         self.statics: dict[str, bytes] = {}  # URL path -> content, outside any repo
         self.log: list[str] = []  # "METHOD path" of every request, in arrival order
+        self.served: list[tuple[str, int]] = []  # (path, bytes of the body) of every response
         self._lock = threading.RLock()
         self._faults: list[tuple[int, str, int | None]] = []  # (request number, kind, times)
         self._counter = 0
@@ -371,6 +372,8 @@ def _handler(server: HubServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             if method != "HEAD":
                 self.wfile.write(payload)
+                with server._lock:
+                    server.served.append((self.path, len(payload)))
 
         def do_GET(self) -> None:
             self._serve("GET")

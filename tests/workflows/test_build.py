@@ -20,7 +20,7 @@ from support.processes import kill_when
 
 from labeler.artifacts import load_artifact, validate_path
 from labeler.cli import cli
-from labeler.errors import ArtifactError, InputError, ModelLoadError, UnknownNameError
+from labeler.errors import ArtifactError, InputError, ModelLoadError
 from labeler.llm import LoglikelihoodRequest
 from labeler.llm.cache import cache_stats
 from labeler.metrics import has_answer
@@ -211,7 +211,7 @@ def _bad_run(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("case", ["unknown dataset", "missing corpus file", "no corpus",
+@pytest.mark.parametrize("case", ["missing corpus file", "no corpus",
                                   "run with unknown pid", "unloadable llm", "same llm twice",
                                   "existing version", "unloadable encoder"])
 def test_bad_input_fails_before_any_model_is_loaded_and_leaves_no_artifact(tmp_path, loads,
@@ -223,9 +223,6 @@ def test_bad_input_fails_before_any_model_is_loaded_and_leaves_no_artifact(tmp_p
     twin = tmp_path / "smollm2-135m"
     twin.mkdir()
     args, error, line = {
-        "unknown dataset": (
-            ["--dataset", "nq-smaple", *base], UnknownNameError,
-            "unknown dataset 'nq-smaple'. Did you mean 'nq-sample'? Available: "),
         "missing corpus file": (
             ["--dataset", f"jsonl:{NQ_JSONL}", "--corpus", missing, *base], InputError,
             f"{missing}: no such file"),

@@ -55,7 +55,7 @@ def plan_rows(config: ReproduceConfig, llms: Sequence[LLMConfig], *, out: str | 
 def _judge_rows(config: ReproduceConfig, dataset: str, mine: Sequence[Step]) -> list[Row]:
     """The judges' (then the scores' and the comparison's) calls and prompt tokens on
     `dataset`'s rp pool; upper bounds."""
-    source = config_source(config.utility(dataset, "rp"))
+    source = config_source(config.utility(dataset, "rp"), stored_only=True)
     queries = len(source.queries)
     candidates = queries * config.k
     question = sum(len(q.question) for q in source.queries) / max(queries, 1)
