@@ -17,6 +17,7 @@ from labeler.sources.registry import CORPORA, JSONL_PREFIX, SEARCH_PREFIX, load_
 from labeler.sources.types import Source
 from labeler.tasks.base import TaskConfig
 
+
 def config_source(config: TaskConfig, *, stored_only: bool = False) -> Source:
     """The queries and corpus `config` names (the queries it selects: `TaskConfig.select`):
     the first step of `build` and `judge`; `stored_only` (a dry run) downloads no named
