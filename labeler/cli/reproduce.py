@@ -1,4 +1,4 @@
-"""`labeler reproduce`: parse, call `labeler.workflows.reproduce.utility_paper.reproduce`, render."""
+"""`labeler reproduce`: parse, call the `labeler.workflows.reproduce` command's run, render."""
 
 from __future__ import annotations
 
@@ -13,10 +13,24 @@ from labeler.cli.options import (
     cache_dir_option,
     executor_options,
     model_options,
+    stacked,
 )
 from labeler.cli.output import emit, json_option
 from labeler.report.paper import DATASETS, LLMS
 from labeler.workflows.reproduce.utility_steps import MAX_NEW_TOKENS
+
+
+def _run_options(steps: str, dry_run: str):
+    """--out, --shard-size, --cache-dir, --dry-run (`dry_run`: its help) and --json of a
+    command whose steps write under <out>/`steps`/."""
+    return stacked(
+        click.option("--out", type=click.Path(file_okay=False, path_type=Path), default="out",
+                     show_default=True, help=f"Artifacts root: steps under <out>/{steps}/, the "
+                                             "report under <out>/report/."),
+        click.option("--shard-size", type=click.IntRange(min=1), help="Queries per shard."),
+        cache_dir_option,
+        click.option("--dry-run", is_flag=True, help=dry_run),
+        json_option)
 
 
 @click.group()
@@ -45,15 +59,8 @@ def reproduce() -> None:
 @click.option("--index", metavar="KIND[:NAME=N,...]", help=INDEX_HELP)
 @click.option("--max-new-tokens", type=click.IntRange(min=1), default=MAX_NEW_TOKENS,
               show_default=True, help="Cap on every answer and judgment (the paper's code's).")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default="out",
-              show_default=True, help="Artifacts root: steps under <out>/utility-paper/, the "
-                                      "report under <out>/report/.")
-@click.option("--shard-size", type=click.IntRange(min=1), help="Queries per shard.")
-@cache_dir_option
-@click.option("--dry-run", is_flag=True,
-              help="Check everything and print the plan (steps, LLM calls, tokens); load no "
-                   "model, download no corpus, write nothing.")
-@json_option
+@_run_options("utility-paper", "Check everything and print the plan (steps, LLM calls, "
+                               "tokens); load no model, download no corpus, write nothing.")
 def utility_paper(datasets, llms, backend, batch_size, device, dtype, tensor_parallel, executor,
                   ray_address, workers, out, shard_size, cache_dir, dry_run, as_json,
                   **options) -> None:
@@ -98,7 +105,8 @@ def utility_paper(datasets, llms, backend, batch_size, device, dtype, tensor_par
 
 
 @reproduce.command("rubric-experiment")
-@click.option("--dataset", "datasets", multiple=True, default=("wands", "esci"),
+@click.option("--dataset", "datasets", type=DatasetName(), multiple=True,
+              default=("wands", "esci"),
               show_default=True, help="Dataset to run on; repeat for several (default: the "
                                       "experiment's two).")
 @click.option("--llm", default="qwen3-8b", show_default=True,
@@ -118,14 +126,8 @@ def utility_paper(datasets, llms, backend, batch_size, device, dtype, tensor_par
               help="Questions kept per query.")
 @click.option("--threshold", type=click.FloatRange(0, 1), default=0.7, show_default=True,
               help="The threshold variant's P (the experiment's earlier versions').")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default="out",
-              show_default=True, help="Artifacts root: steps under <out>/rubric-experiment/, "
-                                      "the report under <out>/report/.")
-@click.option("--shard-size", type=click.IntRange(min=1), help="Queries per shard.")
-@cache_dir_option
-@click.option("--dry-run", is_flag=True,
-              help="Print the plan (steps, LLM calls); load no model and write nothing.")
-@json_option
+@_run_options("rubric-experiment", "Print the plan (steps, LLM calls); load no model and "
+                                   "write nothing.")
 def rubric_experiment(datasets, llm, backend, batch_size, device, dtype, executor, ray_address,
                       workers, queries, seed, out, shard_size, cache_dir, dry_run, as_json,
                       **settings) -> None:

@@ -15,15 +15,9 @@ import pytest
 from support.hub_mirror import CONTENT, FIXTURES, KILT_SOURCE_COMMIT, mirror_env
 from support.hub_server import HubServer
 
+from labeler.sources import product_search
 from labeler.sources.hub_files import HUB_FILES, KILT_SOURCE_REPO
-from labeler.sources.product_search import (
-    ESCI_COMMIT,
-    ESCI_FILES,
-    ESCI_REPO,
-    WANDS_COMMIT,
-    WANDS_FILES,
-    WANDS_REPO,
-)
+from labeler.sources.product_search import ESCI_COMMIT, ESCI_FILES, ESCI_REPO, WANDS_COMMIT
 from labeler.sources.registry import CORPORA, SOURCES
 
 LOAD_ALL = r'''
@@ -220,7 +214,8 @@ def test_an_esci_label_outside_e_s_c_i_names_its_row(mirror, tmp_path):
 def test_a_wands_product_judged_twice_keeps_its_first_grade_as_the_experiment(mirror):
     hub, env = mirror
     labels = (FIXTURES / "hub_mirror" / "wands" / "label.csv").read_text()
-    hub.static(f"{WANDS_REPO}/{WANDS_COMMIT}/{WANDS_FILES['labels']}",
+    hub.static(f"{product_search.WANDS_REPO}/{WANDS_COMMIT}/"
+               f"{product_search.WANDS_FILES['labels']}",
                (labels + "234015\t0\t25434\tIrrelevant\n").encode())  # first: Exact
     got = _run(LOAD_ESCI.replace('"esci", limit=2', '"wands", limit=1'), [], env)
 

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from support.hub_mirror import FIXTURES, seed_github
-from support.hub_server import HubServer
+from support.hub_mirror import FIXTURES
 
 from labeler.cli import cli
 from labeler.formats import Run
@@ -20,16 +19,6 @@ from labeler.sources.registry import load_source
 
 OPTIONS = ["reproduce", "rubric-experiment", "--dataset", "wands", "--llm", "smollm2-135m",
            "--queries", "2", "--rerank-k", "5", "--max-questions", "2"]
-
-
-@pytest.fixture
-def github(tmp_path, monkeypatch):
-    """This process reading GitHub's raw files from the tests' server, with an empty cache."""
-    with HubServer() as hub:
-        monkeypatch.setenv("LABELER_GITHUB_RAW", seed_github(hub))
-        monkeypatch.setenv("LABELER_CACHE_DIR", str(tmp_path / "labeler-cache"))
-        monkeypatch.setenv("HF_HUB_OFFLINE", "0")
-        yield hub
 
 
 def test_the_dry_run_plans_every_step_and_loads_nothing(tmp_path):
