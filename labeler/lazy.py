@@ -1,5 +1,6 @@
 """Names imported on first use: a package's exports (PEP 562), so that importing one module of a
-package does not import its siblings, and a registry's "module:attribute" entries.
+package does not import its siblings, and a registry's "module:attribute" entries (`Registry`:
+the built-in ones and those installed plugins declare as entry points).
 
     __getattr__, __dir__ = lazy_exports(__name__, {"load_artifact": "labeler.artifacts.reader"})
 """
@@ -7,7 +8,11 @@ package does not import its siblings, and a registry's "module:attribute" entrie
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from importlib.metadata import entry_points
+
+from labeler.errors import UnknownNameError
 
 
 def lazy_exports(package: str, exports: dict[str, str]) -> tuple[Callable, Callable]:
@@ -29,3 +34,39 @@ def load_entry(entry: str):
     """The object a registry entry "module:attribute" names, its module imported now."""
     module, attr = entry.split(":")
     return getattr(importlib.import_module(module), attr)
+
+
+class Registry(Mapping):
+    """Named "module:attribute" entries, imported when first looked up: the built-in ones, then
+    those installed packages declare under the entry-point `group` (a plugin may not take a
+    built-in name). Looking up a name it lacks raises UnknownNameError listing its names."""
+
+    def __init__(self, what: str, entries: Mapping[str, str], group: str | None = None) -> None:
+        self.what, self.group = what, group
+        self._builtin = dict(entries)
+        self._read: tuple[tuple[str, ...], dict[str, str]] | None = None
+
+    @property
+    def entries(self) -> dict[str, str]:
+        """Name -> "module:attribute", the built-in ones first; the entry points read again
+        only when `sys.path` changed (a package added to it, as a test does)."""
+        if self._read is None or self._read[0] != tuple(sys.path):
+            found = dict(self._builtin)
+            for point in entry_points(group=self.group) if self.group else ():
+                found.setdefault(point.name, point.value)
+            self._read = (tuple(sys.path), found)
+        return self._read[1]
+
+    def __getitem__(self, name: str):
+        if name not in self.entries:
+            raise UnknownNameError(self.what, name, sorted(self.entries))
+        return load_entry(self.entries[name])
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.entries
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.entries)
+
+    def __len__(self) -> int:
+        return len(self.entries)

@@ -3,6 +3,7 @@ batch job's log) a plain line every few seconds instead; nothing with --quiet.""
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Iterable, Iterator
@@ -61,18 +62,34 @@ def _plain(description: str, total: int | None) -> Iterator[callable]:
 #: the live display while any bar is shown: a bar opened inside another (the hf backend's
 #: batches inside the build's shards) becomes one more line of it, as rich allows one display
 _live: Progress | None = None
+#: how many bars are open that already count the work of any bar opened inside them
+_covering = 0
 
 
 @contextmanager
-def progress_bar(description: str, total: int | None) -> Iterator[callable]:
+def progress_bar(description: str, total: int | None, *, covers_inner: bool = False
+                 ) -> Iterator[callable]:
     """Yield `advance(n)`; draws done/total, rate-derived ETA and elapsed time on a TTY
     (done alone where `total` is None: not known in advance; nothing where it is 0).
-    Bars opened while another is shown stack below it and go when done. Where stderr is not
-    a terminal, the same as plain lines every few seconds (`_plain`)."""
+    Bars opened while another is shown stack below it and go when done, but for those opened
+    inside a bar that `covers_inner` (its own work counted again: the call cache's misses,
+    computed by the backend's batches), which draw nothing: each step is reported once.
+    Where stderr is not a terminal, the same as plain lines every few seconds (`_plain`)."""
+    global _covering
+    shown = not (settings.quiet() or total is not None and total <= 0 or _covering)
+    _covering += covers_inner
+    try:
+        if shown:
+            yield from _drawn(description, total)
+        else:
+            yield lambda n=1: None
+    finally:
+        _covering -= covers_inner
+
+
+def _drawn(description: str, total: int | None) -> Iterator[callable]:
+    """`progress_bar`'s bar, drawn: rich on a terminal, else plain lines."""
     global _live
-    if settings.quiet() or total is not None and total <= 0:
-        yield lambda n=1: None
-        return
     if not sys.stderr.isatty():
         yield from _plain(description, total)
         return
@@ -112,6 +129,30 @@ def progress_bar(description: str, total: int | None) -> Iterator[callable]:
             _live = None
 
 
+def other_bars_off() -> None:
+    """Where stderr is not a terminal (a log, a pipe) or with --quiet, no other library draws
+    its tqdm bar (transformers' GGUF conversion, huggingface_hub's "Fetching files",
+    datasets'): labeler's own lines say where long work is, one per step. Set through the
+    libraries' environment switches (`settings.BAR_SWITCHES`, which worker processes
+    inherit), read when each is imported; one imported already is switched off directly."""
+    if sys.stderr.isatty() and not settings.quiet():
+        return
+    for name in settings.BAR_SWITCHES:
+        os.environ.setdefault(name, "1")
+    if "huggingface_hub" in sys.modules:  # transformers' bars follow huggingface_hub's
+        from huggingface_hub.utils import disable_progress_bars
+
+        disable_progress_bars()
+    if "transformers" in sys.modules:
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()
+    if "datasets" in sys.modules:
+        from datasets.utils import logging as datasets_logging
+
+        datasets_logging.disable_progress_bar()
+
+
 def track(items: Iterable[T], description: str, total: int | None = None) -> Iterator[T]:
     """Iterate `items` under a progress bar."""
     if total is None:
@@ -140,11 +181,12 @@ def transformers_quiet() -> Iterator[None]:
     warning logs for one block: for loads of local files, whose bars say nothing."""
     from transformers.utils import logging as hf_logging
 
-    level = hf_logging.get_verbosity()
+    level, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
     try:
         yield
     finally:
         hf_logging.set_verbosity(level)
-        hf_logging.enable_progress_bar()
+        if bars:  # as it was: off stays off (`other_bars_off`)
+            hf_logging.enable_progress_bar()

@@ -47,10 +47,15 @@ OMP_NUM_THREADS = "OMP_NUM_THREADS"  # threads a process may run (Ray sets an ac
 XDG_CACHE_HOME = "XDG_CACHE_HOME"  # the user cache base when LABELER_CACHE_DIR is unset
 HF_HUB_OFFLINE = "HF_HUB_OFFLINE"  # huggingface_hub's offline switch ...
 TRANSFORMERS_OFFLINE = "TRANSFORMERS_OFFLINE"  # ... which also honours transformers' one
+#: the switches that keep other libraries' tqdm bars off (tqdm's own, read by every tqdm bar
+#: without an explicit `disable`, such as transformers' GGUF conversion; huggingface_hub's;
+#: datasets'), each read when its library is imported
+BAR_SWITCHES = ("TQDM_DISABLE", "HF_HUB_DISABLE_PROGRESS_BARS",
+                "HF_DATASETS_DISABLE_PROGRESS_BARS")
 #: what a worker process (a Ray actor, maybe on another node) must see as this process does:
 #: the cache folder, the offline switches (datasets' too), the Hugging Face cache, the flags
 WORKER_VARIABLES = (CACHE_DIR, HF_HUB_OFFLINE, TRANSFORMERS_OFFLINE, "HF_DATASETS_OFFLINE",
-                    "HF_HOME", DEBUG, QUIET, VERBOSE, PROGRESS_SECONDS)
+                    "HF_HOME", DEBUG, QUIET, VERBOSE, PROGRESS_SECONDS, *BAR_SWITCHES)
 
 VLLM_CACHE_ROOT = "VLLM_CACHE_ROOT"  # vllm's cache folder (compiled graphs) ...
 INDUCTOR_CACHE = "TORCHINDUCTOR_CACHE_DIR"  # ... torch inductor's (compiled kernels) ...

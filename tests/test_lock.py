@@ -58,6 +58,8 @@ def test_packages_an_import_left_on_sys_path_are_not_the_environment(tmp_path, m
 USED_THROUGH = {
     "gguf": "transformers reads a GGUF checkpoint with it (labeler.llm.gguf)",
     "accelerate": "transformers places a model with device_map through it (labeler.llm.hf)",
+    "playwright": "the tests drive `labeler view`'s page in Debian's chromium with it "
+                  "(tests/view/test_browser.py)",
 }
 
 

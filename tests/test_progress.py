@@ -49,5 +49,30 @@ def test_a_build_with_stderr_to_a_file_says_where_it_is(tmp_path):
     text = log.read_text()
     assert done.returncode == 0, text
     assert re.search(r"^generate smollm2-135m: 2/2 \(100%\), \d+s elapsed$", text, re.MULTILINE), text
+    # each step once: the call cache's bar, not the backend's batches inside it again
+    steps = [re.sub(r" \((\d+ )?cached\)|, \d+s elapsed.*", "", line)
+             for line in text.splitlines() if line.startswith("generate ")]
+    assert len(steps) == len(set(steps)), text
+    # no other library's tqdm bar (this fresh cache converts the GGUF model: transformers')
+    assert "converting SmolLM2" in " ".join(text.split()), text
+    assert "it/s" not in text and "%|" not in text, text
     assert re.search(r"^utility shards for smollm2-135m: 1/1 \(100%\), \d+s elapsed$", text,
                      re.MULTILINE), text
+
+
+def test_the_call_caches_bar_counts_what_it_computes_and_covers_the_backends(monkeypatch,
+                                                                            capsys):
+    """The call cache's bar counts its misses, says how many were cached, and the backend's
+    bars inside it (the same calls, batch by batch) draw nothing: one line set per step."""
+    monkeypatch.setenv("LABELER_PROGRESS_SECONDS", "0")
+    with progress_bar("generate smollm2-135m (3 cached)", 2, covers_inner=True) as advance:
+        for _ in range(2):
+            with progress_bar("generate smollm2-135m", 1) as inner:  # one backend batch
+                inner(1)
+            advance(1)
+    with progress_bar("encoding corpus", 1) as advance:  # after it: drawn again
+        advance(1)
+    lines = [re.sub(r"\d+s", "Ns", line) for line in capsys.readouterr().err.splitlines()]
+    assert lines == ["generate smollm2-135m (3 cached): 1/2 (50%), Ns elapsed, eta Ns",
+                     "generate smollm2-135m (3 cached): 2/2 (100%), Ns elapsed",
+                     "encoding corpus: 1/1 (100%), Ns elapsed"]

@@ -76,6 +76,12 @@ SKIPPED = {
     "labeler build --artifact rubric --dataset esci --llm qwen3-8b --limit 50":
         "network (ESCI from GitHub, Qwen3-8B): tests/sources/test_hub_mirror.py loads esci from "
         "the tests' mirror of its GitHub files",
+    "labeler view out/utility/nq-sample/smollm2-135m/v1 out/utility/nq-sample/qwen3-8b/v1":
+        "serves until stopped, and network (Qwen3-8B): tests/view/test_cli.py runs it, "
+        "tests/view/test_browser.py drives its page in Chromium",
+    "labeler merge-reviews out/review/nq-sample/smollm2-135m/v1 "
+    "../bob/review/nq-sample/smollm2-135m/v1":
+        "needs two reviewers' review versions: tests/view/test_verdicts.py merges two",
     "labeler train-extractor out/seer/nq-sample/smollm2-135m/v1 --out seer-extractor":
         "TRL (the `train` extra): tests/train/test_extractor.py trains on a seer artifact",
     "labeler build --artifact seer --dataset nq-sample --llm smollm2-135m --extractor "
@@ -230,3 +236,29 @@ def _inputs(folder: Path, *, before: bool) -> None:
         (folder / "evidence.jsonl").write_text("".join(
             json.dumps({"qid": r["qid"], "evidence": r["extractions"][0]["text"]}) + "\n"
             for r in records if r.get("extractions")))
+
+
+def readme_python_api() -> str:
+    """The ```python block of README.md's "Python API" section."""
+    section = (ROOT / "README.md").read_text(encoding="utf-8").split("### Python API\n", 1)[1]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_readme_python_api_runs_as_written(tmp_path, monkeypatch, capsys, smollm):
+    from datasets import Dataset
+
+    from labeler.artifacts import load_artifact
+
+    code = readme_python_api()
+    assert len([line for line in code.splitlines() if line.strip()]) <= 10
+    monkeypatch.chdir(tmp_path)
+    names: dict = {}
+
+    exec(compile(code, "README.md", "exec"), names)  # noqa: S102
+
+    built, ds = names["built"], names["ds"]
+    assert (tmp_path / built.path).resolve() == (
+        tmp_path / "out" / "utility" / "nq-sample" / "smollm2-135m" / "v1").resolve()
+    assert isinstance(ds, Dataset)
+    assert ds.to_list() == load_artifact(built.path).records  # the records, as written
+    assert "precision" in capsys.readouterr().out  # the selection's scores

@@ -1,4 +1,5 @@
-"""Versioned, schema-validated artifact folders: write, read back, verify, validate.
+"""Versioned, schema-validated artifact folders: write, read back, verify (`labeler validate`'s
+checks against each kind's own derivations: labeler.workflows.validate).
 
 `<out>/<artifact>/<dataset>/<llm>/v<version>/` holds data.jsonl, manifest.json and README.md.
 
@@ -11,12 +12,9 @@ from labeler.lazy import lazy_exports
 #: public name -> the module that defines it
 _EXPORTS = {
     "Artifact": "labeler.artifacts.reader",
-    "FileCheck": "labeler.artifacts.validate",
     "artifact_dir": "labeler.artifacts.writer",
-    "check_path": "labeler.artifacts.validate",
     "load_artifact": "labeler.artifacts.reader",
     "schema_problems": "labeler.schemas",
-    "validate_path": "labeler.artifacts.validate",
     "verify_artifact": "labeler.artifacts.reader",
     "write_artifact": "labeler.artifacts.writer",
 }

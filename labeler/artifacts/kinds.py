@@ -1,5 +1,5 @@
-"""Artifact kinds: what the writer and `labeler validate` know of each kind of version folder,
-and `KINDS`, the one list of them.
+"""Artifact kinds: what the writer and `labeler validate` know of each kind of version folder
+(the one registry of them is `labeler.tasks.KINDS`).
 
 A kind names its folder, schemas/<name>.schema.json and cards/<name>.md.j2. Its statistics
 are a pure function of its written records, its card context of its manifest alone, so that
@@ -13,17 +13,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import ClassVar
 
-from labeler.errors import InputError, UnknownNameError
-from labeler.lazy import load_entry
-
-#: artifact kind -> "module:class"; imported only when asked for.
-KINDS = {
-    "utility": "labeler.tasks.utility:UtilityTask",
-    "seer": "labeler.tasks.seer:SeerTask",
-    "rubric": "labeler.tasks.rubric:RubricTask",
-    "compare": "labeler.workflows.compare:Comparison",
-    "report": "labeler.report.kind:PaperReport",
-}
+from labeler.errors import InputError
 
 
 class ArtifactKind(ABC):
@@ -42,6 +32,13 @@ class ArtifactKind(ABC):
     #: `labeler score` averages ranking metrics over the queries whose gold set is not empty
     #: (as the utility paper does), instead of over all queries (as trec_eval does)
     rank_nonempty_gold: ClassVar[bool] = False
+    #: `labeler score --rag` answers from its records (each holds a query's question, gold
+    #: answers and candidates): with the utility task's prompts and greedy decoding, or with
+    #: `own_answer_prompts`; False: --rag refuses the kind
+    answers_from: ClassVar[bool] = False
+    #: its manifest records the answer prompts and decoding it asked (a utility artifact's):
+    #: --rag and compare ask the same again, so the call cache serves its own answers
+    own_answer_prompts: ClassVar[bool] = False
 
     @staticmethod
     @abstractmethod
@@ -70,14 +67,14 @@ class ArtifactKind(ABC):
         return {}
 
     @staticmethod
+    def best_evidence(record: dict) -> str | None:
+        """The kind's own evidence for a record's query, a row of `score --rag`'s table (a
+        SEER record's rank-1 extraction); None for a kind that extracts none."""
+        return None
+
+    @staticmethod
     def reference(record: dict) -> tuple[dict[str, int], list[str]]:
         """How `labeler score` reads a record: ({pid: label} over the judged candidates, the
         gold set). Kinds whose records are no reference leave this refusing."""
         raise InputError("these records carry no relevance labels to score against")
 
-
-def load_kind(name: str) -> type[ArtifactKind]:
-    """The class of artifact kind `name`; UnknownNameError listing the kinds if none."""
-    if name not in KINDS:
-        raise UnknownNameError("artifact", name, sorted(KINDS))
-    return load_entry(KINDS[name])

@@ -5,11 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from labeler.artifacts.manifest import CARD, DATA, MANIFEST, read_manifest, table_of
 from labeler.errors import ArtifactError, InputError
 from labeler.lines import read_jsonl
 from labeler.paths import file_sha256
+
+if TYPE_CHECKING:
+    import datasets
 
 
 @dataclass
@@ -19,6 +23,16 @@ class Artifact:
     path: Path
     manifest: dict | None
     records: list[dict]
+
+    def to_dataset(self) -> datasets.Dataset:
+        """The records as a `datasets.Dataset`: a version folder's as `load_dataset` gives
+        them from the folder or the Hub (typed as its card's `dataset_info` says); a JSONL
+        file's with the types `datasets` infers."""
+        from datasets import Dataset, load_dataset
+
+        if self.path.is_dir():
+            return load_dataset(str(self.path), split="train")
+        return Dataset.from_list(self.records)
 
 
 def load_artifact(path: str | Path) -> Artifact:

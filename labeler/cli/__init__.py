@@ -50,6 +50,10 @@ COMMANDS = {
                         "Train the extractor of a seer artifact on its preference pairs, each "
                         "pair's DPO loss weighted by its λ (SEER's LPO), and write the trained "
                         "model to --out."),
+    "view": ("labeler.cli.view:view",
+             "Look at artifact version FOLDERS in a local web page, side by side across LLMs."),
+    "merge-reviews": ("labeler.cli.reviews:merge_reviews",
+                      "Merge two REVIEWS (review version folders of the same labels) by reviewer id."),
 }
 
 
@@ -100,7 +104,10 @@ def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> No
 @click.option("--debug", is_flag=True, help="Show the full traceback of an error.")
 def cli(quiet: bool, verbose: bool, debug: bool) -> None:
     """Turn LLM behaviour into versioned, publishable RAG label datasets."""
+    from labeler.progress import other_bars_off
+
     settings.apply_flags(debug=debug, quiet=quiet, verbose=verbose)
+    other_bars_off()
 
 
 def main() -> None:

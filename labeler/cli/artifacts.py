@@ -1,4 +1,4 @@
-"""`labeler validate`: parse, call `labeler.artifacts.check_path`, render."""
+"""`labeler validate`: parse, call `labeler.workflows.validate.check_path`, render."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def validate(ctx: click.Context, path: Path, schema: str | None, as_json: bool) 
 
     Prints every problem as FILE:LINE: MESSAGE, then a summary table; exits 1 on any problem.
     """
-    from labeler.artifacts import check_path
+    from labeler.workflows.validate import check_path
 
     checks = check_path(path, schema=schema)
     total = sum(len(check.problems) for check in checks)

@@ -9,27 +9,37 @@ import click
 from rich.table import Table
 
 from labeler.cli.options import (
+    Names,
     cache_dir_option,
     data_options,
     executor_options,
     model_options,
+    registry_names,
     task_options,
 )
 from labeler.cli.output import emit, json_option
-from labeler.tasks import TASKS
 
 if TYPE_CHECKING:
     from labeler.tasks.base import TaskConfig
 
 
-@click.command()
+def _help() -> str:
+    """The command's help: what it does, then each task's `summary`, in registry order."""
+    from labeler.tasks import TASKS
+
+    what = "Label the candidate passages of a dataset for each LLM, and write one artifact each."
+    return "\n\n".join([what, *(TASKS[name].summary for name in TASKS)])
+
+
+@click.command(help=_help())
 @data_options(pools=True, qrels=True, task_defaults=True)
 @click.option("--llm", "llms", multiple=True, required=True,
               help="Model alias, HF repo id, local folder or .gguf; repeat to label for several.")
 @model_options(tensor_parallel=True)
 @executor_options("the shards are labelled", "model")
-@click.option("--artifact", default="utility", show_default=True,
-              help=f"What to label: {', '.join(TASKS)}.")
+@click.option("--artifact", type=Names(registry_names("labeler.tasks", "TASKS")),
+              default="utility", show_default=True,
+              help="What to label (each is described above).")
 @click.option("--answer-extractor", metavar="MODEL",
               help="LLM that extracts entity answers from sentence answers first; required "
                    "for msmarco-fqa (the paper used qwen3-32b).")
@@ -48,19 +58,6 @@ if TYPE_CHECKING:
 @json_option
 def build(llms, backend, batch_size, device, dtype, tensor_parallel, executor, ray_address, workers,
           artifact, out, version, shard_size, cache_dir, dry_run, as_json, **options) -> None:
-    """Label the candidate passages of a dataset for each LLM, and write one artifact each.
-
-    utility (the default): a passage is gold utilitarian for an LLM on a query iff the LLM
-    answers correctly given that passage alone and wrongly with no passage (Zhang et al.,
-    LLM-specific utility).
-
-    seer: sampled evidence extractions of the top passages, scored by three experts, ranked by
-    their CoV-weighted sum and paired with lambda weights for preference training (SEER).
-
-    rubric: the LLM writes yes/no questions per query; each BM25 top-K document scores
-    Σ P(yes) over them, fused with BM25 (bag-of-decisions reranking); search data:
-    cisi-sample, or search:QUERIES (TSV or JSONL) with --corpus and --qrels.
-    """
     from labeler.executors import load_executor
     from labeler.llm.config import LLMConfig
     from labeler.tasks import load_task

@@ -9,7 +9,7 @@ from rich.table import Table
 
 from labeler.cli.options import cache_dir_option, config_options, data_options, model_options
 from labeler.cli.output import emit, json_option
-from labeler.judge_methods import METHODS, Judge, JudgeConfig
+from labeler.judges.methods import METHODS, Judge, JudgeConfig
 from labeler.tasks.shard_plan import DEFAULT_SHARD_SIZE
 
 

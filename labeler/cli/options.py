@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 import click
@@ -42,6 +42,32 @@ BM25_HELP = {
 }
 #: the default of --k where the command does not leave it to the artifact's config
 K = 20
+
+
+class Names(click.Choice):
+    """A choice among a registry's names, read when the option is parsed or shown, so that
+    installed plugins' names are among them."""
+
+    def __init__(self, names: Callable[[], Iterable[str]]) -> None:
+        self.names = names
+        super().__init__((), case_sensitive=True)
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        return tuple(self.names())
+
+    @choices.setter
+    def choices(self, value) -> None:  # click.Choice.__init__ sets it; the registry rules
+        pass
+
+
+def registry_names(module: str, registry: str) -> Callable[[], list[str]]:
+    """The names of `module.registry`, imported when first asked for."""
+    def names() -> list[str]:
+        import importlib
+
+        return list(getattr(importlib.import_module(module), registry))
+    return names
 
 
 class DatasetName(click.ParamType):
@@ -119,13 +145,13 @@ def model_options(*, tensor_parallel: bool = False) -> Decorator:
     """--backend, --batch-size, --device and --dtype of the LLMs; with `tensor_parallel` also
     --tensor-parallel."""
     options = [
-        click.option("--backend", default="hf", show_default=True,
-                     help="LLM backend: hf or vllm."),
+        click.option("--backend", type=Names(registry_names("labeler.llm", "BACKENDS")),
+                     default="hf", show_default=True, help="LLM backend."),
         click.option("--batch-size", type=click.IntRange(min=1),
                      help="Prompts per forward pass (default: 8 for hf, 256 per call for vllm)."),
         click.option("--device", help="Device for the LLMs, e.g. cuda:0 [default: best "
                                       "available]."),
-        click.option("--dtype", help="The weights' dtype: hf float32 or bfloat16 [default: "
+        click.option("--dtype", type=Names(_dtypes), help="The weights' dtype: hf float32 or bfloat16 [default: "
                                      "float32 on the CPU, bfloat16 on a GPU]; vllm auto, "
                                      "float16 (the utility paper's), bfloat16 or float32 "
                                      "[default: the model's own on a GPU, float32 on the CPU]."),
@@ -141,8 +167,8 @@ def executor_options(work: str, loaded: str) -> Decorator:
     """--executor, --ray-address and --workers; `work` says what the executor does ("the shards
     are labelled") and `loaded` what each Ray worker loads once."""
     return stacked(
-        click.option("--executor", default="local", show_default=True,
-                     help=f"Where {work}: local (here, one after another) or ray (on Ray workers, "
+        click.option("--executor", type=Names(registry_names("labeler.executors", "EXECUTORS")),
+                     default="local", show_default=True, help=f"Where {work}: local (here, one after another) or ray (on Ray workers, "
                           f"one {loaded} each; pip install 'labeler[ray]')."),
         click.option("--ray-address", metavar="ADDR", help="ray: the cluster to run on, e.g. "
                      "head:6379 [default: start Ray here]."),
@@ -233,6 +259,13 @@ def _task_configs() -> dict[str, type]:
     from labeler.tasks import TASKS, load_task
 
     return {name: load_task(name).Config for name in TASKS}
+
+
+def _dtypes() -> list[str]:
+    """Every dtype some backend takes (each backend checks its own: `LLMConfig`)."""
+    from labeler.llm import DTYPES
+
+    return list(dict.fromkeys(d for taken in DTYPES.values() for d in taken))
 
 
 def _without_none(hint: object) -> type:

@@ -9,9 +9,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+#: off a terminal, the results console's width: wider than any table, which so takes its
+#: natural width and wraps no cell
+UNBOUNDED = 100_000
 
 #: the `--json` flag, the same on every command
 json_option = click.option("--json", "as_json", is_flag=True,
@@ -25,10 +32,17 @@ def emit(data: Any, tables: Iterable = (), lines: Iterable[str] = (), *,
     if as_json:
         click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
         return
-    from rich.console import Console
-
-    console = Console()
+    console = results_console()
     for table in tables:
         console.print(table)
     for line in lines:
         console.print(line, soft_wrap=True, highlight=False, markup=False)
+
+
+def results_console() -> Console:
+    """The rich console of results, on stdout: a terminal's width, else unbounded, so that in
+    a log or a pipe no table cuts a path or a name across lines (it is copied whole)."""
+    from rich.console import Console
+
+    console = Console()
+    return console if console.is_terminal else Console(width=UNBOUNDED)

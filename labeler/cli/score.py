@@ -10,17 +10,16 @@ from typing import TYPE_CHECKING
 import click
 
 from labeler.cli.options import cache_dir_option, model_options
-from labeler.cli.output import json_option
+from labeler.cli.output import emit, json_option, results_console
 from labeler.errors import InputError
-from labeler.llm.config import LLMConfig
 from labeler.progress import info
-from labeler.scoring.overall import overall
-from labeler.scoring.report import Report, write_per_query
-from labeler.scoring.score import MISSING, RAG_K, score_datasets
+from labeler.scoring import MISSING, RAG_K
 from labeler.scoring.submissions import KINDS
 
 if TYPE_CHECKING:  # rich is imported for the tables only, not for --json
     from rich.table import Table
+
+    from labeler.scoring.report import Report
 
 #: the utility paper's table of each submission kind's scores and its columns (--baseline
 #: prints that layout); RAG accuracy (--rag) is its Table 6
@@ -36,7 +35,7 @@ RAG_ROWS = (("all candidates (artifact)", "rag_all_accuracy"),
 
 @click.command()
 @click.argument("submissions", nargs=-1, required=True,
-                type=click.Path(exists=True, dir_okay=False, path_type=Path))
+                type=click.Path(exists=True, path_type=Path))
 @click.option("--against", "references", required=True, multiple=True,
               metavar="PATH|hub:REPO[:CONFIG][@REV]",
               help="Reference: a utility artifact folder or its data.jsonl, a TREC qrels file, "
@@ -102,11 +101,24 @@ def score(submissions: tuple[Path, ...], references: tuple[str, ...], kind: str 
     on the others); extractions by length, answer coverage and, with --llm, SEER's
     faithfulness (the model as judge), helpfulness and conciseness; with --rag, as SEER
     evaluates evidence (its Table 1): the generator answers with the evidence prepended.
+
+    A `review` version folder (verdicts made in `labeler view`) against the labels version it
+    names: each reviewer's verdicts and agreement, agree / (agree + disagree).
     """
+    if any(path.is_dir() for path in submissions):
+        if len(submissions) != 1 or len(references) != 1:
+            raise InputError("a folder is scored alone: one review version folder, with one "
+                             "--against (the labels version it names)", field_name="submissions")
+        return _agreement(submissions[0], Path(references[0]), as_json)
     if len(references) != len(submissions) or len(baselines) not in (0, len(submissions)):
         raise InputError(f"{len(submissions)} submissions, {len(references)} --against and "
                          f"{len(baselines)} --baseline: give one --against (and, if any, one "
                          "--baseline) per submission, in the same order", field_name="against")
+    from labeler.llm.config import LLMConfig
+    from labeler.scoring.overall import overall
+    from labeler.scoring.report import write_per_query
+    from labeler.scoring.score import score_datasets
+
     reports = score_datasets(
         list(zip(submissions, references, baselines or [None] * len(submissions))),
         kind=kind, ks=ks, missing=missing, lenient=lenient, include_empty=include_empty,
@@ -130,11 +142,26 @@ def score(submissions: tuple[Path, ...], references: tuple[str, ...], kind: str 
     _print(reports, report)
 
 
+def _agreement(review: Path, labels: Path, as_json: bool) -> None:
+    """The review's agreement with the labels, a row per reviewer."""
+    from rich.table import Table
+
+    from labeler.scoring.agreement import review_agreement
+
+    rows = review_agreement(review, labels)
+    table = Table(title=f"Agreement of {review} with {labels}", title_justify="left")
+    for column in rows[0]:
+        table.add_column(column, justify="left" if column == "reviewer" else "right")
+    for row in rows:
+        share = row["agreement"]
+        table.add_row(*(str(v) for v in list(row.values())[:-1]),
+                      "n/a" if share is None else f"{100 * share:.1f}%")
+    emit(rows, [table], as_json=as_json)
+
+
 def _print(reports: list[Report], report: Report) -> None:
     """The rich tables of one report, or of several datasets' and their Overall `report`."""
-    from rich.console import Console
-
-    console = Console()
+    console = results_console()
     if len(reports) > 1:
         console.print(_datasets_table(reports, report))
     else:

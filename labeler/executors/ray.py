@@ -6,6 +6,11 @@ had not written. An error raised in an actor reaches the driver as itself (a lab
 stays one line); an actor that dies is a `WorkerError`. Every actor holds one CPU and the
 GPUs asked for (Ray sets OMP_NUM_THREADS, so torch on the CPU runs one thread) and sees this
 process's settings and call cache.
+
+The call cache is one SQLite file, which must not be shared over a network filesystem: a
+keeper actor on the driver's node is the only process that opens it, and every worker asks
+and commits its calls through the keeper (`serve_calls_from`), a chunk at a time, so a worker
+on any node sees every answer already computed and a killed build loses only those in flight.
 """
 
 from __future__ import annotations
@@ -18,12 +23,14 @@ from contextlib import contextmanager
 from labeler import settings
 from labeler.errors import InputError, MissingDependencyError, WorkerError, first_line
 from labeler.executors.base import Executor, R, T
+from labeler.llm.cache import CallStore, serve_calls_from
 from labeler.paths import cache_root
 from labeler.progress import info, progress_bar
 
 try:
     import ray
     from ray.util import ActorPool
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 except ImportError as exc:
     raise MissingDependencyError("the Ray executor", "labeler[ray]",
                                  hint="from a checkout: pip install -e '.[ray]'") from exc
@@ -77,13 +84,16 @@ class RayExecutor(Executor):
         Ray started here, it runs here."""
         if self.address is None and not gpus:
             return fn()
-        started = self._connect()
+        started, store = self._connect(), None
         try:
             task = _called.options(**_resources(gpus),
                                    runtime_env={"env_vars": _worker_env(cache_dir)})
+            store = _kept(cache_dir)
             with _worker_errors():
-                return ray.get(task.remote(fn))
+                return ray.get(task.remote(fn, store))
         finally:
+            if store is not None:
+                ray.kill(store.keeper)
             if started:
                 ray.shutdown()
 
@@ -110,8 +120,10 @@ class RayExecutor(Executor):
             count = min(work, self.workers or _room(resources))
             env = {"env_vars": _worker_env(cache_dir)}
             holder = _Actor.options(**resources, runtime_env=env)
-            actors = [holder.remote(worker) for _ in range(count)]
-            yield ActorPool(actors), count
+            store = _kept(cache_dir)
+            actors = [] if store is None else [store.keeper]  # killed at the end with them
+            actors += [holder.remote(worker, store) for _ in range(count)]
+            yield ActorPool(actors[-count:]), count
         finally:
             for actor in actors:
                 ray.kill(actor)
@@ -131,18 +143,78 @@ class RayExecutor(Executor):
 
 @ray.remote
 class _Actor:
-    """One Ray worker process: its copy of the worker, which keeps what it loads."""
+    """One Ray worker process: its copy of the worker, which keeps what it loads, and asks
+    the driver's call cache through `store` (None: no cache)."""
 
-    def __init__(self, worker: Callable) -> None:
+    def __init__(self, worker: Callable, store: _KeptStore | None) -> None:
         self.worker = worker
+        if store is not None:
+            serve_calls_from(store)
 
     def run(self, item):
         return self.worker(item)
 
 
 @ray.remote(max_calls=1)  # the worker process ends after it: its GPU memory is freed
-def _called(fn: Callable):
+def _called(fn: Callable, store: _KeptStore | None):
+    if store is not None:
+        serve_calls_from(store)
     return fn()
+
+
+@ray.remote(num_cpus=0)
+class _Keeper:
+    """The call cache of the driver's folder, on the driver's node: the one process that
+    opens its SQLite file while workers run."""
+
+    def __init__(self, cache_dir: str) -> None:
+        self.store = CallStore(cache_dir)
+
+    def lookup(self, keys: list[str]) -> dict:
+        return self.store.lookup(keys)
+
+    def commit(self, op: str, model: str, answers: list[tuple[str, object]]) -> None:
+        self.store.commit(op, model, answers)
+
+    def count_hits(self, hits: int) -> None:
+        self.store.count_hits(hits)
+
+
+class _KeptStore:
+    """A worker's call store: CallStore's methods, each answered by the driver's keeper."""
+
+    def __init__(self, keeper) -> None:
+        self.keeper = keeper
+
+    def lookup(self, keys: list[str]) -> dict:
+        return _answer(self.keeper.lookup.remote(keys))
+
+    def commit(self, op: str, model: str, answers: list[tuple[str, object]]) -> None:
+        _answer(self.keeper.commit.remote(op, model, answers))  # committed before going on
+
+    def count_hits(self, hits: int) -> None:
+        if hits:
+            _answer(self.keeper.count_hits.remote(hits))
+
+
+def _answer(reference):
+    """The keeper's answer; its error (a CacheError) as itself."""
+    try:
+        return ray.get(reference)
+    except ray.exceptions.RayTaskError as error:
+        raise error.cause from None
+
+
+def _kept(cache_dir: str | None) -> _KeptStore | None:
+    """A keeper of the call cache `cache_dir` on this (the driver's) node, for workers to
+    share (None: no cache)."""
+    if cache_dir is None:
+        return None
+    here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+    keeper = _Keeper.options(scheduling_strategy=here,
+                             runtime_env={"env_vars": _worker_env(cache_dir)}).remote(
+        str(cache_root(cache_dir).resolve()))
+    return _KeptStore(keeper)
 
 
 @contextmanager
@@ -182,8 +254,8 @@ def _reachable(address: str) -> None:
 
 def _worker_env(cache_dir: str | None) -> dict[str, str]:
     """The environment a worker needs to behave as this process: its cache folder by its
-    absolute path, which workers on other nodes or in other folders see alike (None: a
-    worker that writes none), the offline switches and the global flags."""
+    absolute path, where it finds the models it loads (None: a worker that writes none;
+    its calls go through the keeper), the offline switches and the global flags."""
     if cache_dir is None:
         return settings.passed_to_workers()
     return {**settings.passed_to_workers(),

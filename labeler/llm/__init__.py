@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from labeler.errors import InputError, UnknownNameError
-from labeler.lazy import load_entry
+from labeler.errors import InputError
+from labeler.lazy import Registry
 from labeler.llm.base import (
     Backend,
     Chat,
@@ -23,14 +23,18 @@ from labeler.llm.base import (
 )
 from labeler.llm.models import ALIASES, ModelSpec, resolve_model
 
-#: backend name -> "module:class", imported only when asked for (vllm stays optional).
-BACKENDS = {"hf": "labeler.llm.hf:HFBackend", "vllm": "labeler.llm.vllm:VLLMBackend"}
+#: backend name -> its class, imported only when asked for (vllm stays optional); installed
+#: packages add theirs under the entry-point group `labeler.backends`
+BUILT_IN = {"hf": "labeler.llm.hf:HFBackend", "vllm": "labeler.llm.vllm:VLLMBackend"}
+BACKENDS = Registry("backend", BUILT_IN, group="labeler.backends")
 #: backend name -> the weight dtypes it can be asked for (`--dtype`); none: it takes no dtype
 DTYPES: dict[str, tuple[str, ...]] = {"hf": ("float32", "bfloat16"),
                                       "vllm": ("auto", "float16", "bfloat16", "float32")}
 
-#: operations beyond the contract's three -> the backends that answer them
-OPTIONAL_OPERATIONS = {"attention": ("hf",), "loglikelihood_rolling": ("hf",)}
+#: operations beyond the contract's three -> the built-in backends that answer them (a
+#: plugin's backend answers those its class implements)
+OPTIONAL_OPERATIONS = {"attention": ("hf",), "loglikelihood_rolling": ("hf",),
+                       "count_tokens": ("hf", "vllm")}
 
 #: models loaded in this process, so that each is loaded once:
 #: (backend, model, device, batch, tensor parallel, dtype)
@@ -50,13 +54,12 @@ def load_backend(model: str, *, backend: str = "hf", batch_size: int | None = No
     checks both).
     """
     spec = resolve_model(model)
-    if backend not in BACKENDS:
-        raise UnknownNameError("backend", backend, sorted(BACKENDS))
+    kind = BACKENDS[backend]  # UnknownNameError listing the backends
     key = (backend, spec.model_id, device, batch_size, tensor_parallel, dtype)
     if key not in _LOADED:
         options = ({"tensor_parallel": tensor_parallel} if tensor_parallel != 1 else {}) | (
             {"dtype": dtype} if dtype is not None else {})
-        _LOADED[key] = load_entry(BACKENDS[backend])(
+        _LOADED[key] = kind(
             spec, batch_size=batch_size, device=device, cache_dir=cache_dir, **options)
     loaded = _LOADED[key]
     if not use_cache:
@@ -66,11 +69,19 @@ def load_backend(model: str, *, backend: str = "hf", batch_size: int | None = No
     return CachedBackend(loaded, cache_dir=cache_dir)
 
 
+def answers(backend: str, operation: str) -> bool:
+    """Whether `backend` answers the optional `operation`: a built-in one as
+    OPTIONAL_OPERATIONS says (without importing it), a plugin's if its class implements it."""
+    if backend in BUILT_IN:
+        return backend in OPTIONAL_OPERATIONS[operation]
+    return getattr(BACKENDS[backend], operation) is not getattr(Backend, operation)
+
+
 def check_operation(backend: str, operation: str, what: str) -> None:
     """InputError, before any model loads, when `backend` does not answer `operation` (one of
     OPTIONAL_OPERATIONS), which `what` needs."""
     answering = OPTIONAL_OPERATIONS[operation]
-    if backend not in answering:
+    if not answers(backend, operation):
         raise InputError(f"{what} needs {operation}, which the {backend} backend does not "
                          f"answer (only {', '.join(answering)})", field_name="backend",
                          hint=f"use --backend {answering[0]}")

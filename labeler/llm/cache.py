@@ -7,6 +7,11 @@ checked against the model's context window first, then computed in the shared Co
 batches of the backend's `call_size` and committed after each (SQLite, WAL), so a killed run
 keeps what it finished and a rerun makes only the missing calls.
 
+The answers live in a `CallStore`: the SQLite file in the cache folder. SQLite's WAL does not
+work over a network filesystem, so a worker on another node never opens that file: its
+executor makes `serve_calls_from` hand every CachedBackend of the worker's process a store
+that asks and commits through the driver, which alone writes the file on its own disk.
+
 The schema evolves by numbered migrations (simonw/llm's pattern): each function in MIGRATIONS
 runs once per database, in order, and is recorded in its `_migrations` table. A `generate`
 answer is stored as `[{"text": ..., "capped": ...}, ...]`, one object per sample.
@@ -104,6 +109,50 @@ def _applied(db: sqlite3.Connection) -> set[int]:
     return {number for (number,) in db.execute("SELECT number FROM _migrations")}
 
 
+class CallStore:
+    """The answers of a cache folder's SQLite file and its hit/miss counters."""
+
+    def __init__(self, cache_dir: str | Path | None = None) -> None:
+        self.path = cache_root(cache_dir) / FILE
+        self.db = _connect(self.path)
+
+    def lookup(self, keys: list[str]) -> dict[str, Any]:
+        """The stored answer of each of `keys` that has one."""
+        found = {}
+        with _database(self.path):
+            for start in range(0, len(keys), 500):
+                part = keys[start:start + 500]
+                rows = self.db.execute(
+                    f"SELECT key, value FROM calls WHERE key IN ({','.join('?' * len(part))})",
+                    part)
+                found.update((k, json.loads(v)) for k, v in rows)
+        return found
+
+    def commit(self, op: str, model: str, answers: list[tuple[str, Any]]) -> None:
+        """Store `answers` ((key, value) computed by `model` for `op`) and count them as
+        misses, in one transaction."""
+        now = time.time()
+        with _database(self.path), self.db:
+            self.db.executemany("INSERT OR REPLACE INTO calls VALUES (?, ?, ?, ?, ?)",
+                                [(k, op, model, json.dumps(v), now) for k, v in answers])
+            _add(self.db, "misses", len(answers))
+
+    def count_hits(self, hits: int) -> None:
+        if hits:
+            with _database(self.path), self.db:
+                _add(self.db, "hits", hits)
+
+
+#: the store every CachedBackend of this process uses instead of its cache folder's file
+_SERVED: list[CallStore] = []
+
+
+def serve_calls_from(store: CallStore) -> None:
+    """Keep this process's calls in `store` (anything with CallStore's methods), whatever
+    cache folder a CachedBackend names: a worker on another node asks the driver's cache."""
+    _SERVED[:] = [store]
+
+
 class CachedBackend(Backend):
     """`inner` behind the persistent cache; `backend_calls` counts requests passed to `inner`."""
 
@@ -113,8 +162,7 @@ class CachedBackend(Backend):
         self.batch_size = inner.batch_size
         self.max_context = inner.max_context
         self.structured_output = inner.structured_output
-        self.path = cache_root(cache_dir) / FILE
-        self.db = _connect(self.path)
+        self.store = _SERVED[0] if _SERVED else CallStore(cache_dir)
         self.backend_calls = 0  # requests forwarded to `inner` by this object
 
     @property
@@ -176,7 +224,7 @@ class CachedBackend(Backend):
         (requests with equal `groups` entries together), each committed when done."""
         model = self.key()
         keys = [_hash({"op": op, "model": model, **p}) for p in params]
-        found = self._lookup(set(keys))
+        found = self.store.lookup(list(dict.fromkeys(keys)))
         todo = {k: i for i, k in enumerate(keys) if k not in found}  # first request per key
         misses = list(todo)
         tokens = self.count_tokens([texts[todo[k]] for k in misses])
@@ -184,42 +232,22 @@ class CachedBackend(Backend):
             check_lengths(tokens, self.max_context, reserved=reserved)
         except PromptTooLongError as error:  # name the caller's request, not the miss
             raise replace(error, index=todo[misses[error.index]]) from None
-        self._count(hits=len(keys) - len(todo))
+        hits = len(keys) - len(todo)  # the bar counts the misses, computed now
+        self.store.count_hits(hits)
         collator = Collator(range(len(misses)), sort_key=tokens.__getitem__,
                             group_key=None if groups is None else
                             (lambda m: groups[todo[misses[m]]]),
                             batch_size=self.call_size)
-        with progress_bar(f"{op} {self.alias} (cached)", len(misses)) as advance:
+        with progress_bar(f"{op} {self.alias}" + (f" ({hits:,} cached)" if hits else ""),
+                          len(misses), covers_inner=True) as advance:
             for batch in collator:
                 chunk = [misses[m] for m in batch]
                 values = compute([requests[todo[k]] for k in chunk])
                 self.backend_calls += len(chunk)
                 found.update(zip(chunk, values))
-                now = time.time()
-                # one transaction per chunk: committed as soon as it is done
-                with _database(self.path), self.db:
-                    self.db.executemany(
-                        "INSERT OR REPLACE INTO calls VALUES (?, ?, ?, ?, ?)",
-                        [(k, op, self.alias, json.dumps(v), now) for k, v in zip(chunk, values)])
-                    _add(self.db, "misses", len(chunk))
+                self.store.commit(op, self.alias, list(zip(chunk, values)))  # each chunk now
                 advance(len(chunk))
         return [found[k] for k in keys]
-
-    def _lookup(self, keys: set[str]) -> dict[str, Any]:
-        found, keys = {}, list(keys)
-        with _database(self.path):
-            for start in range(0, len(keys), 500):
-                part = keys[start:start + 500]
-                rows = self.db.execute(
-                    f"SELECT key, value FROM calls WHERE key IN ({','.join('?' * len(part))})",
-                    part)
-                found.update((k, json.loads(v)) for k, v in rows)
-        return found
-
-    def _count(self, hits: int) -> None:
-        if hits:
-            with _database(self.path), self.db:
-                _add(self.db, "hits", hits)
 
 
 @dataclass

@@ -41,7 +41,6 @@ class DecodeStats:
 
     prompts: int = 0  # rows generated (a prompt's n samples are n rows)
     prefill_tokens: int = 0  # prompt positions run by prefill, left padding included
-    decode_steps: int = 0  # forward passes of one new token per live row
     decode_slots: int = 0  # rows run by those passes (a row per live answer)
     capacity: int = 0  # rows those passes could have run: batch size x steps
     tokens: int = 0  # new tokens chosen (an ending EOS included): prefill's first + decode's
@@ -208,7 +207,6 @@ class _Batch:
                             position_ids=self.mask.sum(-1, keepdim=True) - 1,
                             past_key_values=self.cache, use_cache=True,
                             logits_to_keep=1).logits[:, -1]
-        self.decoder.stats.decode_steps += 1
         self.decoder.stats.decode_slots += len(self.rows)
         return logits
 

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from labeler.retrieval.dense import EncodeShards
 
 POOLS = ("rp", "hgp", "mcp")
+#: queries whose ranked passages are read from the corpus together
+_QUERIES_A_READ = 256
 
 
 @dataclass(frozen=True)
@@ -89,13 +91,18 @@ def build_pools(
                                           index=index, encode=encode or dense.encode_here)
         described = used.describe()
     pools = {}
-    for query in source.queries:
-        retrieved = [
-            Candidate(passages[pid], "retrieved", rank, score,
-                      gold=any(_same(passages[pid], g) for g in query.gold))
-            for rank, (pid, score) in enumerate(ranked.ranking(query.qid)[:k], 1)
-        ]
-        pools[query.qid] = _with_gold(retrieved, query.gold) if pool == "mcp" else retrieved
+    for start in range(0, len(source.queries), _QUERIES_A_READ):
+        queries = source.queries[start:start + _QUERIES_A_READ]
+        rankings = [ranked.ranking(query.qid)[:k] for query in queries]
+        found = iter(passages.get_many([pid for ranking in rankings for pid, _ in ranking]))
+        for query, ranking in zip(queries, rankings):
+            retrieved = [
+                Candidate(passage, "retrieved", rank, score,
+                          gold=any(_same(passage, g) for g in query.gold))
+                for rank, ((_, score), passage) in enumerate(zip(ranking, found), 1)
+            ]
+            pools[query.qid] = _with_gold(retrieved, query.gold) if pool == "mcp" \
+                else retrieved
     return Pools(pools, pool=pool, k=k, encoder=described, run=str(run) if run else None)
 
 
@@ -196,8 +203,8 @@ def gold_recall(pools: dict, source: Source) -> float | None:
 
 class _Lookup:
     """Passages by pid, and the pids a run file may rank: the corpus's, else the queries' own
-    gold passages (a run may name a gold passage the corpus lacks); read one pid at a time,
-    never the whole corpus."""
+    gold passages (a run may name a gold passage the corpus lacks); read a pid or a batch at
+    a time, never the whole corpus."""
 
     def __init__(self, source: Source):
         self._corpus = source.corpus
@@ -213,6 +220,12 @@ class _Lookup:
             except KeyError:  # a gold passage the corpus lacks
                 pass
         return self._gold[pid]
+
+    def get_many(self, pids: list[str]) -> list[Passage]:
+        """`self[pid]` for each of `pids`, the corpus's read together."""
+        found = self._corpus.get_many(pids) if self._corpus is not None else [None] * len(pids)
+        return [self._gold[pid] if passage is None else passage
+                for pid, passage in zip(pids, found)]
 
 
 def _with_gold(retrieved: list[Candidate], gold: list[Passage]) -> list[Candidate]:

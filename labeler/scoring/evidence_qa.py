@@ -6,7 +6,8 @@ generator's tokens.
 
 Table 1's rows: Zero (closed-book, no evidence), Full (every passage the artifact holds for the
 query, in its order), the artifact's own best extraction (a SEER artifact's rank-1 one), and
-the submission (and its baseline). SEER does not publish its generator's prompt: the evidence
+the submission (and its baseline); the kind names its own best evidence
+(`ArtifactKind.best_evidence`). SEER does not publish its generator's prompt: the evidence
 is asked as the utility task's with-passage prompt asks a passage (labeler.tasks.utility
 `evidence_prompt`), with the evidence as the passage's text; blank evidence is asked
 closed-book. Against a utility artifact its own prompts and answer decoding are used, so Zero
@@ -20,6 +21,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from labeler.artifacts.kinds import ArtifactKind
 from labeler.errors import InputError
 from labeler.llm.base import Chat, Sampling
 from labeler.llm.calls import Calls
@@ -29,8 +31,6 @@ from labeler.tasks.utility import ANSWER, evidence_prompt
 
 #: metric name -> (its column header, the function of (response, gold answers))
 METRICS = {"em": ("EM", has_answer), "f1": ("F1", answer_f1)}
-#: the artifact kinds whose records hold questions, answers and passages to answer from
-KINDS = ("utility", "seer")
 #: evidence of one query: its text; passages (Full); None: not submitted (scores 0, no call)
 Evidence = str | Sequence[Passage] | None
 
@@ -39,7 +39,7 @@ Evidence = str | Sequence[Passage] | None
 class QASetting:
     """How the generator is asked and scored against one artifact."""
 
-    artifact: str  # the artifact's kind: utility | seer
+    artifact: type[ArtifactKind]  # the artifact's kind, one whose records --rag answers from
     kind: str  # the prompt pair's kind: question | claim
     sampling: Sampling  # greedy answer decoding
     metric: str  # a METRICS name
@@ -70,26 +70,31 @@ def qa_metric(manifest: dict) -> str:
 
 
 def qa_setting(manifest: dict, where: str, *, max_tokens: int | None = None) -> QASetting:
-    """The QA setting of a utility or SEER artifact: a utility artifact's own prompts and
-    answer decoding (labeler.scoring.rag `artifact_setting`), SEER's questions with the
-    utility task's greedy decoding (`ANSWER`), capped at `max_tokens` new tokens when given.
-    InputError for any other kind, or a cap other than a utility artifact's own."""
+    """The QA setting of an artifact whose kind --rag answers from: the artifact's own prompts
+    and answer decoding where its manifest records them (a utility artifact's; labeler.scoring.
+    rag `artifact_setting`), else questions asked with the utility task's greedy decoding
+    (`ANSWER`), capped at `max_tokens` new tokens when given. InputError for a kind --rag does
+    not answer from, or a cap other than the artifact's own recorded one."""
+    from labeler.tasks import KINDS, load_kind
+
     artifact = manifest.get("artifact")
-    if artifact not in KINDS:
-        raise InputError(f"--rag evaluates evidence against a utility or seer artifact, this "
-                         f"is a {artifact}", where, field_name="against")
-    if artifact == "utility":
+    kind = load_kind(artifact) if artifact in KINDS else None
+    if kind is None or not kind.answers_from:
+        able = [name for name in KINDS if load_kind(name).answers_from]
+        raise InputError(f"--rag evaluates evidence against a {' or '.join(able)} artifact, "
+                         f"this is a {artifact}", where, field_name="against")
+    if kind.own_answer_prompts:
         from labeler.scoring.rag import artifact_setting
 
-        kind, sampling = artifact_setting(manifest, where)
+        queries, sampling = artifact_setting(manifest, where)
         if max_tokens not in (None, sampling.max_tokens):
-            raise InputError(f"a utility artifact's answers are asked with its own cap, "
+            raise InputError(f"a {artifact} artifact's answers are asked with its own cap, "
                              f"{sampling.max_tokens} new tokens (its cached answers serve Zero "
                              "and Full)", where, field_name="max_new_tokens",
                              hint="leave out --max-new-tokens")
     else:
-        kind, sampling = "question", replace(ANSWER, max_tokens=max_tokens or ANSWER.max_tokens)
-    return QASetting(artifact, kind, sampling, qa_metric(manifest))
+        queries, sampling = "question", replace(ANSWER, max_tokens=max_tokens or ANSWER.max_tokens)
+    return QASetting(kind, queries, sampling, qa_metric(manifest))
 
 
 def qa_table(llm: Calls, records: Sequence[dict], setting: QASetting,
@@ -102,8 +107,9 @@ def qa_table(llm: Calls, records: Sequence[dict], setting: QASetting,
     rows: list[tuple[str, str, Sequence[Evidence]]] = [
         ("Zero", "no evidence (closed-book)", [""] * len(records)),
         ("Full", "the artifact's passages", full)]
-    if setting.artifact == "seer":
-        rows.append(("artifact", "its rank-1 extraction", [best_extraction(r) for r in records]))
+    best = [setting.artifact.best_evidence(r) for r in records]
+    if any(e is not None for e in best):
+        rows.append(("artifact", "its rank-1 extraction", best))
     rows += [(name, "the submitted evidence", given) for name, given in evidence]
     scores = qa_scores(llm, records, [e for *_, e in rows], setting)
     tokens = evidence_tokens(llm, [e for *_, e in rows])
@@ -141,12 +147,6 @@ def evidence_tokens(llm: Calls, evidence: Sequence[Sequence[Evidence]]) -> list[
     for (i, j), n in zip(owners, counts):
         out[i][j] += n
     return out
-
-
-def best_extraction(record: dict) -> str:
-    """A SEER record's rank-1 extraction ("" when it has none: a skipped query)."""
-    extractions = record.get("extractions") or []
-    return min(extractions, key=lambda e: e["rank"])["text"] if extractions else ""
 
 
 def _prompt(question: str, evidence: str | Sequence[Passage], kind: str) -> Chat:

@@ -24,6 +24,7 @@ from labeler.llm.calls import Calls
 from labeler.llm.config import LLMConfig
 from labeler.metrics.answers import has_answer
 from labeler.sources.passage import Passage
+from labeler.tasks import KINDS, load_kind
 from labeler.tasks.utility import PROMPT_VERSION, TEMPLATES_BY_KIND, evidence_prompt
 
 
@@ -74,11 +75,13 @@ def _not_found(name: str, why: object) -> InputError:
 
 def artifact_setting(manifest: dict, where: str) -> tuple[str, Sampling]:
     """(kind of query, answer decoding) of a utility artifact: the kind whose prompt pair its
-    manifest records, and its `answer` sampling. InputError for another artifact kind, or
+    manifest records, and its `answer` sampling. InputError for a kind whose manifest records
+    no answer prompts (`ArtifactKind.own_answer_prompts`), or
     prompts this labeler no longer asks (its answers would not be comparable)."""
-    if manifest.get("artifact") != "utility":
-        raise InputError(f"expected a utility artifact, this is a {manifest.get('artifact')}",
-                         where, field_name="artifact")
+    artifact = manifest.get("artifact")
+    if artifact not in KINDS or not load_kind(artifact).own_answer_prompts:
+        raise InputError(f"expected a utility artifact, this is a {artifact}", where,
+                         field_name="artifact")
     texts = {name: t.get("text") for name, t in manifest["prompt_templates"].items()}
     kind = next((kind for kind, pair in TEMPLATES_BY_KIND.items()
                  if all(texts.get(name) == text for name, text in pair.items())), None)

@@ -25,36 +25,34 @@ from labeler.metrics.ranking import rank_metrics
 from labeler.metrics.seer.experts import load_experts
 from labeler.metrics.seer.faithfulness import DEFAULT_FAITHFULNESS
 from labeler.metrics.selection import selection_metrics
+from labeler.scoring import MISSING, RAG_K
 from labeler.scoring.reference import Reference, load_reference
 from labeler.scoring.report import Report, paired_tests, summarize
 from labeler.scoring.submissions import Submission, gc_paused, read_submission
 
-MISSING = ("zero", "skip")
 
-#: --rag on a ranking answers with its top RAG_K passages: the utility paper's ranking rows of
-#: Table 6 ("we use the top-5 utility-based ranked passages as evidence", §5.2)
-RAG_K = 5
+@dataclass(frozen=True)
+class ScoreOptions:
+    """How `score` reads, checks and scores: its keywords, in one object (see `score`)."""
+
+    kind: str | None = None
+    ks: Sequence[int] = (5, 10)
+    missing: str | None = None
+    lenient: bool = False
+    include_empty: bool = False
+    llm: LLMConfig | None = None
+    faithfulness: str = DEFAULT_FAITHFULNESS
+    sbert: str | None = None
+    cache_dir: str | Path | None = None
+    rag: bool = False
+    rag_k: int | None = None
+    max_new_tokens: int | None = None
 
 
-def score(
-    submission: str | Path,
-    against: str | Path | Reference,
-    *,
-    kind: str | None = None,
-    ks: Sequence[int] = (5, 10),
-    missing: str | None = None,
-    lenient: bool = False,
-    baseline: str | Path | None = None,
-    include_empty: bool = False,
-    llm: LLMConfig | None = None,
-    faithfulness: str = DEFAULT_FAITHFULNESS,
-    sbert: str | None = None,
-    cache_dir: str | Path | None = None,
-    rag: bool = False,
-    rag_k: int | None = None,
-    max_new_tokens: int | None = None,
-) -> Report:
-    """Read, check and score `submission` (and `baseline`, paired) against `against`.
+def score(submission: str | Path, against: str | Path | Reference, *,
+          baseline: str | Path | None = None, **options) -> Report:
+    """Read, check and score `submission` (and `baseline`, paired) against `against`; the
+    keywords are `ScoreOptions`'.
 
     `missing`: "zero" scores reference queries absent from the submission 0 on every metric
     (trec_eval -c); "skip" leaves them out; None: the reference's `default_missing` ("skip"
@@ -75,27 +73,19 @@ def score(
     per query (`labeler.scoring.evidence_qa`), answers capped at `max_new_tokens`.
     Every input is read and checked before any model is loaded.
     """
-    [report] = score_datasets(
-        [(submission, against, baseline)], kind=kind, ks=ks, missing=missing, lenient=lenient,
-        include_empty=include_empty, llm=llm, faithfulness=faithfulness, sbert=sbert,
-        cache_dir=cache_dir, rag=rag, rag_k=rag_k, max_new_tokens=max_new_tokens)
+    [report] = score_datasets([(submission, against, baseline)], ScoreOptions(**options))
     return report
 
 
 def score_datasets(pairs: Sequence[tuple[str | Path, str | Path | Reference, str | Path | None]],
-                   **options) -> list[Report]:
-    """`score` of each (submission, against, baseline or None) with the same `options`
-    (`score`'s keywords): every input of every pair is read and checked before any model is
-    loaded (a model loads once per process). `labeler.scoring.overall.overall` pools the
-    reports into the paper's Overall."""
-    reading = {name: options.pop(name) for name in _READING if name in options}
-    plans = [_read(sub, against, baseline, **reading) for sub, against, baseline in pairs]
-    return [_scored(plan, **options) for plan in plans]
-
-
-#: the options of `score` that reading and checking take (`_read`); the others score (`_scored`)
-_READING = ("kind", "ks", "missing", "lenient", "include_empty", "llm", "rag", "rag_k",
-            "max_new_tokens")
+                   options: ScoreOptions | None = None, **keywords) -> list[Report]:
+    """`score` of each (submission, against, baseline or None) with the same `options` (or
+    `ScoreOptions(**keywords)`): every input of every pair is read and checked before any
+    model is loaded (a model loads once per process). `labeler.scoring.overall.overall` pools
+    the reports into the paper's Overall."""
+    options = options or ScoreOptions(**keywords)
+    plans = [_read(sub, against, baseline, options) for sub, against, baseline in pairs]
+    return [_scored(plan, options) for plan in plans]
 
 
 @dataclass
@@ -106,48 +96,46 @@ class _Plan:
     reference: Reference
     runs: list[tuple[Submission | None, _Ranked | None]]  # the submission's, the baseline's
     setting: object  # how --rag asks the reference's LLM (`_rag_setting`), or None
-    llm: LLMConfig | None
-    scoring: dict  # `_report`'s options: missing, include_empty, rag
+    missing: str  # the policy for absent queries, the reference's default where unset
 
 
 def _read(submission: str | Path, against: str | Path | Reference,
-          baseline: str | Path | None, *, kind: str | None = None, ks: Sequence[int] = (5, 10),
-          missing: str | None = None, lenient: bool = False, include_empty: bool = False,
-          llm: LLMConfig | None = None, rag: bool = False, rag_k: int | None = None,
-          max_new_tokens: int | None = None) -> _Plan:
-    if missing is not None and missing not in MISSING:
-        raise UnknownNameError("--missing policy", missing, list(MISSING))
+          baseline: str | Path | None, options: ScoreOptions) -> _Plan:
+    o = options
+    if o.missing is not None and o.missing not in MISSING:
+        raise UnknownNameError("--missing policy", o.missing, list(MISSING))
     reference = against if isinstance(against, Reference) else load_reference(against)
-    missing = missing or reference.default_missing
     known = set(reference.qrels)
-    top = (rag_k or RAG_K) if rag else None
-    ranked = _Ranked(reference.qrels, ks, top)
-    sub = read_submission(submission, kind=kind, known=known, lenient=lenient, consume=ranked)
+    top = (o.rag_k or RAG_K) if o.rag else None
+    ranked = _Ranked(reference.qrels, o.ks, top)
+    sub = read_submission(submission, kind=o.kind, known=known, lenient=o.lenient,
+                          consume=ranked)
     base = base_ranked = None
     if baseline is not None:
-        base_ranked = _Ranked(reference.qrels, ks, top)
-        base = read_submission(baseline, kind=sub.kind, known=known, lenient=lenient,
+        base_ranked = _Ranked(reference.qrels, o.ks, top)
+        base = read_submission(baseline, kind=sub.kind, known=known, lenient=o.lenient,
                                consume=base_ranked)
-    setting = _check_request(sub, reference, llm=llm, rag=rag, include_empty=include_empty,
-                             max_new_tokens=max_new_tokens, rag_k=rag_k)
-    return _Plan(reference, [(sub, ranked), (base, base_ranked)], setting, llm,
-                 {"missing": missing, "include_empty": include_empty, "rag": rag})
+    setting = _check_request(sub, reference, llm=o.llm, rag=o.rag,
+                             include_empty=o.include_empty, max_new_tokens=o.max_new_tokens,
+                             rag_k=o.rag_k)
+    return _Plan(reference, [(sub, ranked), (base, base_ranked)], setting,
+                 o.missing or reference.default_missing)
 
 
-def _scored(plan: _Plan, *, faithfulness: str = DEFAULT_FAITHFULNESS, sbert: str | None = None,
-            cache_dir: str | Path | None = None) -> Report:
+def _scored(plan: _Plan, options: ScoreOptions) -> Report:
     """Score a `_read` plan: load what it needs, the report and its baseline's, --rag's
     answers, the paired tests."""
-    reference, setting, llm = plan.reference, plan.setting, plan.llm
+    reference, setting, llm = plan.reference, plan.setting, options.llm
     (sub, ranked), (base, base_ranked) = plan.runs
-    rag = plan.scoring["rag"]
-    experts = None if llm is None or rag else load_experts(faithfulness, sbert=sbert)
-    model = _load_model(llm, setting, reference, cache_dir)
+    experts = None if llm is None or options.rag else load_experts(options.faithfulness,
+                                                                   sbert=options.sbert)
+    model = _load_model(llm, setting, reference, options.cache_dir)
     with gc_paused() if model is None else nullcontext():
-        options = {**plan.scoring, "model": model, "experts": experts}
-        report = _report(sub, reference, ranked, **options)
+        scoring = {"missing": plan.missing, "include_empty": options.include_empty,
+                   "rag": options.rag, "model": model, "experts": experts}
+        report = _report(sub, reference, ranked, **scoring)
         if base is not None:
-            report.baseline = _report(base, reference, base_ranked, **options)
+            report.baseline = _report(base, reference, base_ranked, **scoring)
         if setting is not None:
             _add_rag_answers(report, plan.runs, reference, model, setting)
         if base is not None:
@@ -173,6 +161,12 @@ def _check_request(sub: Submission, ref: Reference, *, llm: LLMConfig | None, ra
         raise InputError("--max-new-tokens caps the answers of --rag on an extraction",
                          field_name="max_new_tokens")
     setting = _rag_setting(sub, ref, llm, max_new_tokens) if rag else None
+    if sub.kind == "extraction" and (llm is not None or rag):  # evidence lengths in tokens
+        from labeler.llm import check_operation
+        from labeler.scoring.rag import reader_config
+
+        backend = (llm or reader_config(ref.manifest)).backend
+        check_operation(backend, "count_tokens", "scoring an extraction with an LLM")
     if include_empty and sub.kind != "ranking":
         raise InputError(f"--include-empty applies to rankings only, this is a {sub.kind} (a "
                          "selection already scores empty-gold queries, as accuracy)",

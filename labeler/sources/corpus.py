@@ -238,6 +238,16 @@ class Corpus:
         """The `name` field ("title", "text" or "contents") at corpus positions `rows`."""
         return self.contents(rows) if name == "contents" else self._take(rows, [name])[name]
 
+    def get_many(self, pids: Sequence[str]) -> list[Passage | None]:
+        """The passage of each of `pids` (None: not in the corpus): every row a pid may be at
+        read once, its columns together, where `self[pid]` reads a row's pid, then its
+        passage."""
+        rows = [[int(r) for r in self._pid_keys.candidates(pid_key(pid))] for pid in pids]
+        wanted = sorted({row for found in rows for row in found})
+        read = dict(zip(wanted, self._rows(wanted)))
+        return [next((read[r] for r in found if read[r].pid == pid), None)
+                for pid, found in zip(pids, rows)]
+
     def find(self, passage: Passage) -> Passage | None:
         """The corpus passage that is `passage`: the same pid, else the same title and text."""
         row = self._row(passage.pid)
@@ -280,9 +290,9 @@ class Corpus:
         return lambda row: self._at(row, column)[0]
 
     def _take(self, rows, columns: list[str]) -> dict[str, list]:
-        """Columns at corpus positions `rows` (a range is read as one span per chunk)."""
-        spans = [rows] if isinstance(rows, range) and rows.step == 1 else \
-            [range(int(r), int(r) + 1) for r in rows]
+        """Columns at corpus positions `rows` (a range, or a run of consecutive rows, is read
+        as one span per chunk)."""
+        spans = [rows] if isinstance(rows, range) and rows.step == 1 else _spans(rows)
         taken: dict[str, list] = {c: [] for c in columns}
         for span in spans:
             for column in columns:
@@ -294,6 +304,17 @@ class Corpus:
     def _rows(self, rows) -> list[Passage]:
         taken = self._take(rows, list(COLUMNS))
         return [Passage(*values) for values in zip(*taken.values())]
+
+
+def _spans(rows: Iterable[int]) -> list[range]:
+    """`rows` in order as ranges, each run of consecutive rows one range."""
+    spans: list[range] = []
+    for row in map(int, rows):
+        if spans and spans[-1].stop == row:
+            spans[-1] = range(spans[-1].start, row + 1)
+        else:
+            spans.append(range(row, row + 1))
+    return spans
 
 
 class _Passages(Sequence):

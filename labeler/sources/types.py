@@ -31,6 +31,11 @@ class GoldRef:
         return corpus.gold_pids(self.wikipedia_id, self.start_paragraph_id,
                                 self.end_paragraph_id)
 
+    @property
+    def title_only(self) -> bool:
+        """Whether it names only the page's title (KILT's paragraph 0), no text."""
+        return self.end_paragraph_id == 0
+
 
 @dataclass
 class Query:
@@ -103,20 +108,24 @@ class Source:
 
     def gold_in_corpus(self) -> dict | None:
         """How many of the queries' human gold passages the corpus holds (a KILT reference
-        counts as the passages it names, or as one missing where the corpus holds none): {gold, in_corpus, queries_with_gold, queries_with_gold_in_corpus};
-        None without a corpus or without gold."""
+        counts as the passages it names, or as one missing where the corpus holds none):
+        {gold, in_corpus, queries_with_gold, queries_with_gold_in_corpus, title_only}, where
+        `title_only` counts the missing references that name only a page's title (KILT's
+        paragraph 0: a passage corpus holds it as every passage's title, in no passage's
+        text, so it maps onto none); None without a corpus or without gold."""
         if self.corpus is None:
             return None
-        gold = found = queries = queries_found = 0
+        gold = found = queries = queries_found = title_only = 0
         for q in self.queries:
             pids = dict.fromkeys(p.pid for p in q.gold)  # references the corpus holds too
-            unheld = sum(not ref.pids_in(self.corpus) for ref in q.gold_refs)
+            unheld = [ref for ref in q.gold_refs if not ref.pids_in(self.corpus)]
             if not pids and not unheld:
                 continue
             hits = sum(pid in self.corpus for pid in pids)
-            gold, found = gold + len(pids) + unheld, found + hits
+            gold, found = gold + len(pids) + len(unheld), found + hits
             queries, queries_found = queries + 1, queries_found + (hits > 0)
+            title_only += sum(ref.title_only for ref in unheld)
         if not queries:
             return None
         return {"gold": gold, "in_corpus": found, "queries_with_gold": queries,
-                "queries_with_gold_in_corpus": queries_found}
+                "queries_with_gold_in_corpus": queries_found, "title_only": title_only}

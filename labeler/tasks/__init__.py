@@ -1,23 +1,49 @@
-"""Tasks: one module per labelling method on the shared `Task` base.
+"""The one registry of artifact kinds: the labelling tasks `labeler build` runs (`TASKS`) and
+every kind a version folder can hold (`KINDS`: the tasks, `compare`'s comparison, the
+reproduced paper's `report` and `view`'s `review`).
 
-`TASKS` names the artifact kinds `labeler build` labels; each is registered in
-`labeler.artifacts.kinds.KINDS`. Task modules are imported only when used.
+A method is its module (a `labeler.tasks.base.Task`), its schema, its card and one entry
+here; an installed package adds its own under the entry-point group `labeler.tasks`
+(`[project.entry-points."labeler.tasks"] name = "module:TaskClass"`). Modules are imported
+only when their kind is looked up.
 """
 
 from __future__ import annotations
 
-from labeler.artifacts.kinds import load_kind
-from labeler.errors import UnknownNameError
+from labeler.lazy import Registry
 
-#: the artifact kinds that are labelling tasks
-TASKS = ("utility", "seer", "rubric")
+#: labelling task -> its Task class, built-in and installed plugins' (group `labeler.tasks`)
+TASKS = Registry("artifact", {
+    "utility": "labeler.tasks.utility:UtilityTask",
+    "seer": "labeler.tasks.seer:SeerTask",
+    "rubric": "labeler.tasks.rubric:RubricTask",
+}, group="labeler.tasks")
+
+
+class _Kinds(Registry):
+    """The tasks, then the kinds that are not labelling tasks."""
+
+    @property
+    def entries(self) -> dict[str, str]:
+        return {**TASKS.entries, **self._builtin}
+
+
+#: artifact kind -> its ArtifactKind class: the tasks, then the kinds other commands write
+KINDS = _Kinds("artifact", {
+    "compare": "labeler.tasks.compare:Comparison",
+    "report": "labeler.report.kind:PaperReport",
+    "review": "labeler.view.review:ReviewKind",
+})
 
 
 def load_task(name: str):
-    """The Task class of artifact kind `name`; UnknownNameError listing the tasks if none."""
-    if name not in TASKS:
-        raise UnknownNameError("artifact", name, sorted(TASKS))
-    return load_kind(name)
+    """The Task class of labelling task `name`; UnknownNameError listing the tasks if none."""
+    return TASKS[name]
 
 
-__all__ = ["TASKS", "load_task"]
+def load_kind(name: str):
+    """The class of artifact kind `name`; UnknownNameError listing the kinds if none."""
+    return KINDS[name]
+
+
+__all__ = ["KINDS", "TASKS", "load_kind", "load_task"]

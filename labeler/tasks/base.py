@@ -3,8 +3,9 @@ to ask the LLM and how to read its answers.
 
 A task is an artifact kind (`ArtifactKind`: statistics, tables, card, attachments, how
 `labeler score` reads a record) that labels: it has a config (a `TaskConfig` dataclass), named
-prompt templates and decoding settings, checks that fail before any LLM work, and one entry
-point, `label(calls, shard) -> records`. The base builds the calls: one `Calls` per model role
+prompt templates and decoding settings, checks that fail before any LLM work, the calls a
+build would make (`planned_calls`, for `--dry-run`), and one entry point,
+`label(calls, shard) -> records`. The base builds the calls: one `Calls` per model role
 (the build's LLM as `LLM`, and each role of `extra_models`), batched, each distinct request
 asked once per shard.
 
@@ -21,7 +22,7 @@ from abc import abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from itertools import accumulate
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from labeler.artifacts.kinds import ArtifactKind
 from labeler.errors import InputError
@@ -143,6 +144,16 @@ def make_shards(queries: Sequence[Query], pools: dict[str, list[Candidate]],
     ]
 
 
+class PlannedCall(NamedTuple):
+    """One kind of LLM call of a planned build: what is asked, how many calls, passages in
+    each prompt (a mean), and how the count is known (exact, an upper bound, an estimate)."""
+
+    what: str
+    calls: int
+    passages: float
+    how: str
+
+
 class Task(ArtifactKind):
     """One labelling method. Subclasses set the class attributes and implement `label`,
     `statistics` and, if their records can be scored against, `reference`."""
@@ -152,8 +163,11 @@ class Task(ArtifactKind):
     #: prompt templates by name (their text and sha256 go into the manifest), for questions;
     #: a task that also labels other kinds of query (`Source.kind`) overrides `templates`
     prompts: ClassVar[dict[str, str]] = {}
-    #: decoding settings by name (a task may sample with one and score with another)
-    decoding: ClassVar[dict[str, Sampling]] = {}
+    #: what it labels, a paragraph of `labeler build --help` (its first words: the method)
+    summary: ClassVar[str] = ""
+    #: the optional backend operations its `label` asks (`labeler.llm.OPTIONAL_OPERATIONS`):
+    #: a build on a backend lacking one is refused before any model loads
+    operations: ClassVar[tuple[str, ...]] = ()
     #: whether `derive` needs `settle`'s values from the whole build (then every shard is
     #: labelled and staged before any table is written)
     settles: ClassVar[bool] = False
@@ -163,8 +177,21 @@ class Task(ArtifactKind):
             raise TypeError(f"{type(self).__name__} takes a {self.Config.__name__}")
         self.config = config
 
+    @property
+    def decoding(self) -> dict[str, Sampling]:
+        """This build's decoding settings by name (a task may sample with one and score with
+        another), from its config; recorded in the manifest."""
+        return {}
+
     def check(self, source: Source) -> None:
         """Raise InputError for data this task cannot label, before any LLM work."""
+
+    @abstractmethod
+    def planned_calls(self, source: Source, candidates: int, gold: Sequence[int]
+                      ) -> list[PlannedCall]:
+        """Each kind of LLM call a build of `source` would make (`labeler build --dry-run`),
+        given its candidate pools' size (`candidates` over all queries, exact or a bound) and
+        each query's human gold passages (`gold`, estimated for a corpus not stored)."""
 
     def templates(self, kind: str = "question") -> dict[str, str]:
         """The prompt templates for queries of `kind`; InputError for a kind it cannot label."""

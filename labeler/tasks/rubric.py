@@ -32,11 +32,12 @@ from labeler.errors import InputError
 from labeler.formats import Run
 from labeler.llm.base import Chat, ChoiceRequest, Message, Sampling, yes_probability
 from labeler.llm.calls import Calls
+from labeler.metrics.fusion import counted, linear_fusion
 from labeler.metrics.ranking import rank_metrics
 from labeler.metrics.significance import paired_t_test
 from labeler.sources.sampling import SEED, seeded_sample
 from labeler.sources.types import Source
-from labeler.tasks.base import LLM, Shard, Task, TaskConfig
+from labeler.tasks.base import LLM, PlannedCall, Shard, Task, TaskConfig
 from labeler.tasks.rubric_questions import (
     GENERATE,
     GENERATE_SYSTEM,
@@ -113,7 +114,7 @@ class RubricConfig(TaskConfig):
 
     def counted(self, p: float) -> float:
         """What one P(yes) adds to a score: p, or 0 when not above `threshold`."""
-        return p if self.threshold is None or p > self.threshold else 0.0
+        return counted(p, self.threshold)
 
 
 def judge_prompt(document: str, question: str) -> Chat:
@@ -133,9 +134,12 @@ class RubricTask(Task):
     """Questions per query, P(yes) per (question, document), rubric and fused scores."""
 
     name = "rubric"
+    summary = ("rubric: the LLM writes yes/no questions per query; each BM25 top-K document "
+               "scores Σ P(yes) over them, fused with BM25 (bag-of-decisions reranking); "
+               "search data: cisi-sample, or search:QUERIES (TSV or JSONL) with --corpus and "
+               "--qrels.")
     Config = RubricConfig
     prompts = PROMPT_TEMPLATES
-    decoding: ClassVar[dict[str, Sampling]] = {"generate": GENERATE}
     tables = ("candidates",)
     rows = (
         ("queries", "queries", "count"),
@@ -161,6 +165,22 @@ class RubricTask(Task):
     def __init__(self, config: RubricConfig) -> None:
         super().__init__(config)
         self._encoder = None
+
+    @property
+    def decoding(self) -> dict[str, Sampling]:
+        """The questions' generation (P(yes) is read, not decoded)."""
+        return {"generate": GENERATE}
+
+    def planned_calls(self, source: Source, candidates: int, gold: Sequence[int]
+                      ) -> list[PlannedCall]:
+        """Questions per query, then P(yes) per question and document."""
+        queries = len(source.queries)
+        asked = self.config.max_questions + self.config.single_question
+        scored = min(self.config.rerank_k, candidates / max(queries, 1))
+        return [PlannedCall("rubric questions", queries, 0,
+                            "exact (asked again where a reply has none)"),
+                PlannedCall("P(yes)", int(queries * scored * asked), 1,
+                            "upper bound: every query's full rubric on each of its candidates")]
 
     def check(self, source: Source) -> None:
         if source.corpus is None and self.config.run is None:
@@ -315,9 +335,9 @@ class RubricTask(Task):
         for bm25_rank, c in enumerate(record["candidates"], 1):
             bm25, single = c["bm25"], c["single"]
             rubric = float(sum(map(config.counted, c["p_yes"]))) if c["scored"] else None
-            fused = bm25 + config.weight * rubric if c["scored"] else bm25
+            fused = linear_fusion(bm25, rubric, config.weight)
             single_fused = bm25 if not c["scored"] else None if single is None \
-                else bm25 + config.weight * config.counted(single)
+                else linear_fusion(bm25, config.counted(single), config.weight)
             rows.append({"qid": record["qid"], "pid": c["pid"], "bm25": bm25,
                          "bm25_rank": bm25_rank, "p_yes": c["p_yes"], "rubric": rubric,
                          "single": single, "single_fused": single_fused, "fused": fused,

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import accumulate
 from typing import ClassVar
 
 from labeler.errors import InputError, LabelerError
@@ -36,7 +37,7 @@ from labeler.metrics.seer.extraction import Extraction
 from labeler.metrics.seer.faithfulness import DEFAULT_FAITHFULNESS, faithfulness_spec
 from labeler.sources.passage import Passage
 from labeler.sources.types import Query, Source
-from labeler.tasks.base import LLM, Shard, Task, TaskConfig
+from labeler.tasks.base import LLM, PlannedCall, Shard, Task, TaskConfig
 
 #: The extraction instruction (ours: SEER's code does not publish its prompt); the passages
 #: are given as "[i] {title} {text}", one per line.
@@ -132,7 +133,12 @@ class SeerTask(Task):
     """Sampled, expert-scored, ranked extractions and their lambda-weighted preference pairs."""
 
     name = "seer"
+    summary = ("seer: sampled evidence extractions of the top passages, scored by three "
+               "experts, ranked by their CoV-weighted sum and paired with lambda weights for "
+               "preference training (SEER).")
     Config = SeerConfig
+    operations = ("count_tokens",)  # evidence and passage lengths in the generator's tokens
+    answers_from = True
     prompts: ClassVar[dict[str, str]] = {"extract": EXTRACT, **experts.TEMPLATES}
     tables = ("pairs",)
     settles = True
@@ -167,7 +173,7 @@ class SeerTask(Task):
         return experts.load_experts(self.config.faithfulness, sbert=self.config.sbert)
 
     @property
-    def decoding(self) -> dict[str, Sampling]:  # type: ignore[override]
+    def decoding(self) -> dict[str, Sampling]:
         """The extraction sampling and the greedy full-length answer."""
         c = self.config
         return {
@@ -181,6 +187,19 @@ class SeerTask(Task):
         if source.kind != "question":
             raise InputError(f"SEER extracts evidence for questions, not {source.kind}s",
                              field_name="dataset")
+
+    def planned_calls(self, source: Source, candidates: int, gold: Sequence[int]
+                      ) -> list[PlannedCall]:
+        """Extractions of the top-k, then the experts on each distinct one."""
+        queries, per_query = len(source.queries), candidates / max(len(source.queries), 1)
+        extractions = queries * self.config.samples
+        calls = [PlannedCall("evidence extractions", extractions, per_query,
+                             "exact: queries × samples, one prompt a query")]
+        if self.config.faithfulness == "llm":
+            calls.append(PlannedCall("faithfulness judgements", extractions, per_query,
+                                     "upper bound: duplicate extractions are dropped"))
+        return [*calls, PlannedCall("answer likelihoods (helpfulness)", extractions + queries,
+                                    0, "upper bound: with each extraction, and without")]
 
     def manifest(self, kind: str = "question") -> dict:
         """The base's part plus the experts, each by name."""
@@ -224,11 +243,10 @@ class SeerTask(Task):
         full = dict(zip((q.qid for q in todo), full_answers(llm, [
             Extraction(q.question, q.answers[0], "", contents[q.qid], q.qid)
             for q in todo])))  # asked already by conciseness: served by Calls
-        lengths = iter(llm.backend.count_tokens([x.evidence for x in items]
-                                                + [p.contents for q in todo
-                                                   for p in passages[q.qid]]))
-        evidence_tokens = [next(lengths) for _ in items]
-        at = 0
+        evidence_tokens = llm.backend.count_tokens([x.evidence for x in items])
+        passage_tokens = _per_query(todo, llm.backend.count_tokens(
+            [p.contents for q in todo for p in passages[q.qid]]), passages)
+        evidence_of = _per_query(todo, range(len(items)), kept)
         records = []
         for q in shard.queries:
             record = {"qid": q.qid, "question": q.question, "answers": list(q.answers),
@@ -242,11 +260,10 @@ class SeerTask(Task):
             n = len(kept[q.qid])
             blank = sum(not text for text in texts[q.qid])
             extractions = [
-                {"text": items[at + j].evidence, "sample": i, "tokens": evidence_tokens[at + j],
-                 "scores": {name: float(scores[name][at + j]) for name in EXPERTS}}
-                for j, i in enumerate(kept[q.qid])
+                {"text": items[at].evidence, "sample": i, "tokens": evidence_tokens[at],
+                 "scores": {name: float(scores[name][at]) for name in EXPERTS}}
+                for at, i in zip(evidence_of[q.qid], kept[q.qid])
             ]
-            at += n
             records.append({
                 **record,
                 "candidates": [{"pid": cand.passage.pid, "title": cand.passage.title,
@@ -255,7 +272,7 @@ class SeerTask(Task):
                 "samples": len(texts[q.qid]),
                 "blank": blank,
                 "duplicates": len(texts[q.qid]) - blank - n,
-                "passage_tokens": sum(next(lengths) for _ in pool),
+                "passage_tokens": sum(passage_tokens[q.qid]),
                 "extractions": extractions,
                 "pairs": 0,
             })
@@ -360,6 +377,19 @@ class SeerTask(Task):
         """A SEER record judges no passage: it serves `labeler score` as the questions,
         answers and passages that extractions are scored on."""
         return {}, []
+
+    @staticmethod
+    def best_evidence(record: dict) -> str:
+        """The rank-1 extraction ("" when the record has none: a skipped query)."""
+        extractions = record.get("extractions") or []
+        return min(extractions, key=lambda e: e["rank"])["text"] if extractions else ""
+
+
+def _per_query(queries: Sequence[Query], values: Sequence, runs: Mapping[str, Sequence]
+               ) -> dict[str, list]:
+    """`values` cut into each query's run, in order: as many as `runs[qid]` holds."""
+    ends = accumulate(len(runs[q.qid]) for q in queries)
+    return {q.qid: list(values[end - len(runs[q.qid]):end]) for q, end in zip(queries, ends)}
 
 
 def _skip_reason(q: Query, pool: Sequence) -> str | None:

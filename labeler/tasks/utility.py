@@ -22,11 +22,11 @@ from labeler.errors import InputError
 from labeler.llm.base import Chat, Completion, LoglikelihoodRequest, Sampling, chat
 from labeler.llm.calls import Calls
 from labeler.metrics.answers import has_answer
-from labeler.paths import file_label
 from labeler.retrieval import Candidate
 from labeler.sources.passage import Passage
 from labeler.sources.types import Query, Source
-from labeler.tasks.base import LLM, Shard, Task, TaskConfig
+from labeler.tasks.base import LLM, PlannedCall, Shard, Task, TaskConfig
+from labeler.tasks.utility_setting import PROMPT_VERSION, departures
 
 #: The paper's closed-book prompt, L(q, ∅).
 CLOSED_BOOK = (
@@ -44,7 +44,6 @@ PROMPT_TEMPLATES = {"closed_book": CLOSED_BOOK, "with_passage": WITH_PASSAGE}
 #: artifact without one is version 1): 1, "{title} {text}" as stored; 2, each stripped, as the
 #: paper's `format_passage` shows it (they differ where a title or text has edge white space).
 PASSAGE_FORMATS = {1: lambda passage: passage.contents, 2: lambda passage: passage.stripped}
-PROMPT_VERSION = 2
 #: The paper's claim-verification pair for FEVER (its src/fever/dataset.py), verbatim:
 #: "repsonse", the double space and the missing space before "Verify" are the paper's.
 CLAIM_CLOSED_BOOK = (
@@ -68,18 +67,6 @@ TEMPLATES_BY_KIND = {
 MAX_NEW_TOKENS = 256
 #: Greedy decoding, up to `UtilityConfig.max_new_tokens` new tokens.
 ANSWER = Sampling(temperature=0.0, max_tokens=MAX_NEW_TOKENS)
-#: The paper's labelling setting (hengran/LLM_specific_utility: src/pointwise_performance_
-#: answerem.py and without_passage_answer.py, tevatron-main-bge/src/test.sh): answers of up to
-#: 4,096 new tokens, on the top-20 passages BGE-M3 retrieves, for every query of a dataset.
-PAPER = {"max_new_tokens": 4096, "pool": "rp", "k": 20, "encoder": "BAAI/bge-m3"}
-#: the sources that load the paper's query sets (KILT dev, 2WikiQA dev, MS MARCO QA factoid)
-PAPER_QUERY_SETS = frozenset({"nq", "tq", "hotpotqa", "fever", "2wiki", "msmarco-fqa"})
-#: the corpora the paper retrieves from (`CORPORA` names): MS MARCO's for its MS MARCO
-#: queries, KILT's Wikipedia in DPR's 100-word passages for every other query set
-PAPER_CORPORA = {"kilt-w100": "KILT's Wikipedia in DPR's 100-word passages, about 34M",
-                 "msmarco-passage": "MS MARCO's 8.8M passages"}
-POOL_NAMES = {"rp": "top-k retrieved", "hgp": "the human gold passages only",
-              "mcp": "top-k retrieved plus the human gold passages"}
 
 
 @dataclass(frozen=True)
@@ -119,9 +106,11 @@ class UtilityTask(Task):
     """Label every candidate of every query's pool as gold utilitarian for one LLM, or not."""
 
     name = "utility"
+    summary = ("utility (the default): a passage is gold utilitarian for an LLM on a query iff "
+               "the LLM answers correctly given that passage alone and wrongly with no passage "
+               "(Zhang et al., LLM-specific utility).")
     Config = UtilityConfig
     prompts = PROMPT_TEMPLATES
-    decoding: ClassVar[dict[str, Sampling]] = {"answer": ANSWER}
     rows = (
         ("queries", "queries", "count"),
         ("candidates", "candidate passages labelled", "count"),
@@ -144,6 +133,8 @@ class UtilityTask(Task):
                  "llm-specific-utility", "labeler"],
     }
     rank_nonempty_gold = True  # "we only consider queries with non-empty gold utilitarian labels"
+    answers_from = True
+    own_answer_prompts = True
 
     def templates(self, kind: str = "question") -> dict[str, str]:
         """The QA pair for questions, the claim-verification pair for claims (FEVER)."""
@@ -155,17 +146,32 @@ class UtilityTask(Task):
         """The base's, and the `prompt_version` its passages are shown by."""
         return super().manifest(kind) | {"prompt_version": PROMPT_VERSION}
 
-    def __init__(self, config: UtilityConfig) -> None:
-        super().__init__(config)
-        #: this build's decoding: greedy, capped at the config's max_new_tokens
-        self.answer = replace(ANSWER, max_tokens=config.max_new_tokens)
-        self.decoding = {"answer": self.answer}
+    @property
+    def decoding(self) -> dict[str, Sampling]:
+        """Greedy answers, capped at the config's max_new_tokens."""
+        return {"answer": replace(ANSWER, max_tokens=self.config.max_new_tokens)}
 
     def check(self, source: Source) -> None:
         for q in source.queries:
             if not q.answers:
                 raise InputError(f"query {q.qid!r} has no gold answer to check outputs against",
                                  field_name="answers")
+
+    def planned_calls(self, source: Source, candidates: int, gold: Sequence[int]
+                      ) -> list[PlannedCall]:
+        """Closed-book, one-passage (and likelihood), all-passage, utilitarian and human-gold
+        answers."""
+        queries = len(source.queries)
+        per_query = candidates / max(queries, 1)
+        bound = "exact" if self.config.pool == "hgp" else "upper bound"
+        calls = [PlannedCall("closed-book answers", queries, 0, "exact"),
+                 PlannedCall("one-passage answers", candidates, 1, bound)]
+        if self.config.with_likelihood:
+            calls.append(PlannedCall("answer likelihoods", candidates, 1, bound))
+        return [*calls, PlannedCall("all-passage answers", queries, per_query, bound),
+                PlannedCall("utilitarian-passage answers", queries, per_query, "upper bound"),
+                PlannedCall("human-gold answers", sum(map(bool, gold)),
+                            sum(gold) / max(queries, 1), "exact")]
 
     def label(self, calls: Mapping[str, Calls], shard: Shard) -> list[dict]:
         """Closed-book, one-passage, all-passage, utilitarian and human-gold answers; all but
@@ -176,7 +182,8 @@ class UtilityTask(Task):
         pairs = [(q, c) for q in queries for c in pools[q.qid]]
         named = [f"{q.qid}, passage {c.passage.pid}" for q, c in pairs]
         gold = [q for q in queries if q.gold]
-        closed, one, every, human = _answer_all(llm, self.answer, [
+        answer = self.decoding["answer"]
+        closed, one, every, human = _answer_all(llm, answer, [
             ([closed_book_prompt(q.question, kind) for q in queries], qids),
             ([passage_prompt(q.question, [c.passage], kind) for q, c in pairs], named),
             ([evidence_prompt(q.question, [c.passage for c in pools[q.qid]], kind)
@@ -195,7 +202,7 @@ class UtilityTask(Task):
             records.append(_record(q, closed_answer, pools[q.qid], one[span],
                                    None if likelihoods is None else likelihoods[span],
                                    llm=llm.alias, pool=self.config.pool))
-        _add_rag(llm, self.answer, queries, pools, records, kind, {
+        _add_rag(llm, answer, queries, pools, records, kind, {
             "all": dict(zip(qids, every)),
             "human_gold": dict(zip((q.qid for q in gold), human))})
         return records
@@ -262,70 +269,6 @@ class UtilityTask(Task):
         labels = {c["pid"]: c["utility"] for c in record["candidates"]}
         labels.update(dict.fromkeys(record["utility_pids"], 1))
         return labels, record["utility_pids"]
-
-
-def departures(manifest: dict) -> list[str]:
-    """Where the build `manifest` describes departs from the paper's labelling setting
-    (`PAPER`), one clause each, in the card's order: queries, pool, k, retrieval, answer cap.
-    [] when it follows it in everything the manifest records; what it does not record is not
-    judged.
-
-    >>> departures({"prompt_version": 2, "pool": "rp", "k": 20, "encoder": {"name": "bge-m3",
-    ...             "model_id": "BAAI/bge-m3"}, "sampling": {"answer": {"max_tokens": 4096}}})
-    []
-    """
-    found = []
-    config, stats = manifest.get("config") or {}, manifest.get("stats") or {}
-    source = manifest.get("source_dataset") or ""
-    if source == "nq-sample":
-        found.append("the queries are `nq-sample`, a 300-question sample of NQ-open bundled "
-                     "with labeler, not a full query set")
-    elif source.startswith("jsonl:"):
-        found.append(f"the queries come from the file `{source[len('jsonl:'):]}`, not from one "
-                     "of the paper's query sets")
-    elif source and source not in PAPER_QUERY_SETS:
-        found.append(f"the queries are `{source}`, not one of the paper's query sets "
-                     f"({', '.join(sorted(PAPER_QUERY_SETS))})")
-    if "prompt_templates" in manifest and manifest.get("prompt_version", 1) < PROMPT_VERSION:
-        found.append("passages are shown as stored, not stripped as the paper's "
-                     "`format_passage` shows them (prompt version 1)")
-    if config.get("limit"):
-        found.append(f"only the first {config['limit']:,} queries are labelled, not the whole "
-                     "query set")
-    pool = manifest.get("pool")
-    if pool is not None and pool != PAPER["pool"]:
-        found.append(f"the pool is `{pool}` ({POOL_NAMES.get(pool, pool)}), not the paper's "
-                     "top-20 retrieved passages (`rp`)")
-    if pool in ("rp", "mcp"):
-        k, run, encoder = manifest.get("k"), manifest.get("run"), manifest.get("encoder")
-        if k is not None and k != PAPER["k"]:
-            found.append(f"k = {k} retrieved passages per query, not {PAPER['k']}")
-        if run:
-            found.append(f"the retrieved passages come from the run file `{file_label(run)}`, "
-                         "whose retriever is not recorded (the paper retrieves with BGE-M3)")
-        elif encoder and encoder.get("model_id") != PAPER["encoder"]:
-            found.append(f"dense retrieval with {encoder['name']} (`{encoder['model_id']}`), "
-                         "not BGE-M3")
-        # the corpus asked for, else the named corpus a dataset retrieves from by default
-        corpus = config.get("corpus") or (manifest.get("corpus_source") or {}).get("name")
-        if not run and not corpus and manifest.get("corpus_passages"):
-            found.append(f"retrieval searched only the source's own "
-                         f"{manifest['corpus_passages']:,} passages (those shipped with its "
-                         "queries), not a full corpus as the paper's")
-        wanted = "msmarco-passage" if source.startswith("msmarco") else "kilt-w100"
-        if not run and corpus and corpus != wanted:
-            size = manifest.get("corpus_passages")
-            size = f" ({size:,} passages)" if isinstance(size, int) else ""
-            found.append(f"retrieval searched `{file_label(corpus)}`{size}, not the paper's "
-                         f"`{wanted}` ({PAPER_CORPORA[wanted]})")
-    cap = ((manifest.get("sampling") or {}).get("answer") or {}).get("max_tokens")
-    if cap is not None and cap != PAPER["max_new_tokens"]:
-        reached = ""
-        if isinstance(stats.get("capped_answers"), int) and isinstance(stats.get("answers"), int):
-            reached = f" ({stats['capped_answers']:,} of {stats['answers']:,} answers reached it)"
-        found.append(f"answers are capped at {cap:,} new tokens, the paper's code at "
-                     f"{PAPER['max_new_tokens']:,}{reached}")
-    return found
 
 
 def _answers(llm: Calls, sampling: Sampling, prompts: list[Chat], names: list[str],

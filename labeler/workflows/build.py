@@ -24,7 +24,7 @@ from labeler.artifacts.writer import VersionWriter, artifact_dir, check_caller_m
 from labeler.errors import InputError, UnknownNameError
 from labeler.executors import load_executor
 from labeler.executors.base import Executor
-from labeler.llm import BACKENDS, resolve_model
+from labeler.llm import BACKENDS, check_operation, resolve_model
 from labeler.llm.calls import Calls
 from labeler.llm.config import LLMConfig, ModelIdentity
 from labeler.llm.models import check_access
@@ -76,7 +76,8 @@ def build(
     """
     task, source, task_manifest = check_build(artifact, config, llms, out=out, version=version)
     executor = executor or load_executor("local")
-    # workers in other processes or on other nodes see the same cache by its absolute path
+    # workers in other processes name the cache folder by its absolute path (their models load
+    # from it; on Ray their calls go through the driver's keeper)
     cache = str(cache_root(cache_dir).resolve())
     loaded = _identify(executor, llms, task, cache)
     extractor = None
@@ -184,6 +185,8 @@ def check_build(artifact: str, config: TaskConfig, llms: Sequence[LLMConfig], *,
     for llm in dict.fromkeys(llms):
         if llm.backend not in BACKENDS:
             raise UnknownNameError("backend", llm.backend, sorted(BACKENDS))
+        for operation in task.operations:
+            check_operation(llm.backend, operation, f"--artifact {task.name}")
         spec = resolve_model(llm.name)  # an unknown name or a missing file fails now
         check_access(spec)  # so does a gated model whose licence this user has not accepted
         alias = spec.alias

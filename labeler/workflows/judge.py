@@ -1,7 +1,7 @@
 """`labeler judge`: one judge method over the same pools as `labeler build` -> a submission.
 
 The source and pools come from the same two steps as the labels' (`labeler.workflows.build`), the
-judgments from `labeler.judge_methods` shard by shard under one progress bar. The submission
+judgments from `labeler.judges.methods` shard by shard under one progress bar. The submission
 (selection or ranking, one schema-valid line per query) and, beside it, `<name>.manifest.json`
 (method, LLM, prompt templates with their sha256, pools, statistics, and the submission's
 own name and sha256) are each written atomically, after every judgment is made: nothing is
@@ -18,7 +18,7 @@ from pathlib import Path
 from labeler import __version__
 from labeler.artifacts.manifest import hashed_templates
 from labeler.errors import InputError
-from labeler.judge_methods import Judge, JudgeConfig
+from labeler.judges.methods import Judge, JudgeConfig
 from labeler.llm import check_operation
 from labeler.llm.calls import Calls
 from labeler.llm.config import LLMConfig

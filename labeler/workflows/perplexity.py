@@ -31,6 +31,7 @@ from labeler.errors import InputError
 from labeler.llm.calls import Calls
 from labeler.paths import atomic_file
 from labeler.scoring.rag import reader_config
+from labeler.tasks.utility import UtilityTask
 
 #: the two groups of human gold passages, as Fig. 5 names them
 GROUPS = ("HGP ∩ GUP", "HGP \\ GUP")
@@ -64,7 +65,7 @@ def perplexity(artifacts: Sequence[str | Path], *, llms: Mapping[str, str] | Non
     loads; the LLMs run one after another."""
     loaded = [load_artifact(path) for path in artifacts]
     for path, artifact in zip(artifacts, loaded):
-        if (artifact.manifest or {}).get("artifact") != "utility":
+        if (artifact.manifest or {}).get("artifact") != UtilityTask.name:
             raise InputError("expected a utility artifact's version folder", path=str(path))
     llms = dict(llms or {})
     readers = [reader_config(a.manifest, llms.get(a.manifest["llm"])).on_hf() for a in loaded]

@@ -57,7 +57,7 @@ def plan(artifact: str, config: TaskConfig, llms: Sequence[LLMConfig], *,
     rows.append(("candidates", f"{candidates:,}", known))
     passage_chars = mean_chars(source)
     question_chars = sum(len(q.question) for q in queries) / max(len(queries), 1)
-    for what, calls, passages, how in _calls(task.name, config, source, candidates, gold):
+    for what, calls, passages, how in task.planned_calls(source, candidates, gold):
         tokens = calls * (question_chars + passages * passage_chars) / CHARS_PER_TOKEN
         rows.append((f"LLM calls: {what}", f"{calls:,}", how))
         rows.append((f"  prompt tokens: {what}", f"~{int(tokens):,}",
@@ -90,38 +90,6 @@ def _cached_calls(llms: Sequence[LLMConfig], cache_dir) -> list[tuple[str, str, 
         ops = [f"{count:,} {op}" for model, op, count in held if model == alias]
         rows.append((f"answers of {alias} in the call cache", ", ".join(ops) or "0",
                      "exact; which this build asks again needs its prompts rendered"))
-    return rows
-
-
-def _calls(task: str, config: TaskConfig, source: Source, candidates: int, gold: list[int]
-           ) -> list[tuple[str, int, float, str]]:
-    """(kind, calls, passages per prompt, how known) of each kind of call `task` makes;
-    `gold`: each query's human gold passages."""
-    queries = len(source.queries)
-    per_query = candidates / max(queries, 1)
-    if task == "seer":  # extractions of the top-k, then the experts on each distinct one
-        extractions = queries * config.samples
-        rows = [("evidence extractions", extractions, per_query,
-                 "exact: queries × samples, one prompt a query")]
-        if config.faithfulness == "llm":
-            rows.append(("faithfulness judgements", extractions, per_query,
-                         "upper bound: duplicate extractions are dropped"))
-        return [*rows, ("answer likelihoods (helpfulness)", extractions + queries, 0,
-                        "upper bound: with each extraction, and without")]
-    if task == "rubric":  # questions per query, then P(yes) per question and document
-        asked = config.max_questions + config.single_question
-        return [("rubric questions", queries, 0, "exact (asked again where a reply has none)"),
-                ("P(yes)", int(queries * min(config.rerank_k, per_query) * asked), 1,
-                 "upper bound: every query's full rubric on each of its candidates")]
-    bound = "exact" if config.pool == "hgp" else "upper bound"
-    rows = [("closed-book answers", queries, 0, "exact"),
-            ("one-passage answers", candidates, 1, bound)]
-    if getattr(config, "with_likelihood", False):
-        rows.append(("answer likelihoods", candidates, 1, bound))
-    rows += [("all-passage answers", queries, per_query, bound),
-             ("utilitarian-passage answers", queries, per_query, "upper bound"),
-             ("human-gold answers", sum(map(bool, gold)), sum(gold) / max(queries, 1),
-              "exact")]
     return rows
 
 

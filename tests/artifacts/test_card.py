@@ -12,9 +12,9 @@ import shutil
 
 from huggingface_hub import DatasetCard, DatasetCardData
 
-from labeler.artifacts import validate_path
 from labeler.artifacts.manifest import data_files
 from labeler.lines import read_jsonl
+from labeler.workflows.validate import validate_path
 
 
 def _sha256sum_of_sha256sum(folder) -> str:
@@ -73,3 +73,13 @@ def test_versions_of_two_llms_and_a_rebuilt_one_each_load_their_own_records(
     assert load_dataset(str(rebuilt), "default", split="train",
                         cache_dir=cache).to_list() == records[1:]
     assert [r for _, r in read_jsonl(rebuilt / "data-00000.jsonl")] == records[1:]
+
+
+def test_the_card_says_how_many_gold_references_named_only_a_title(write, records, manifest):
+    manifest["corpus_gold"] = {"gold": 7, "in_corpus": 4, "queries_with_gold": 5,
+                               "queries_with_gold_in_corpus": 3, "title_only": 2}
+    card = (write(records) / "README.md").read_text()
+    assert ("| human gold in the corpus | 4 of 7 gold passages (by passage id, else identical "
+            "text), for 3 of 5 queries with gold; 2 of the missing are KILT provenance naming "
+            "only a page's title (paragraph 0), which is every passage's title and no "
+            "passage's text, so it maps onto none |") in card

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from labeler.artifacts.kinds import KINDS, ArtifactKind, load_kind
+from labeler.artifacts.kinds import ArtifactKind
 from labeler.errors import UnknownNameError
 from labeler.resources import card_path, load_schema
-from labeler.tasks import TASKS
+from labeler.tasks import KINDS, TASKS, load_kind
 
 
 @pytest.mark.parametrize("name", sorted(KINDS))

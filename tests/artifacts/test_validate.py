@@ -8,9 +8,10 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from labeler.artifacts import schema_problems, validate_path
+from labeler.artifacts import schema_problems
 from labeler.cli import cli
 from labeler.errors import UnknownNameError
+from labeler.workflows.validate import validate_path
 
 
 def _run(*args):

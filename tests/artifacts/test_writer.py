@@ -14,8 +14,8 @@ from huggingface_hub import DatasetCard
 
 from labeler import __version__
 from labeler.artifacts import load_artifact
-from labeler.artifacts.kinds import load_kind
 from labeler.errors import ArtifactError, InputError, UnknownNameError
+from labeler.tasks import load_kind
 from labeler.tasks.utility import UtilityTask
 
 

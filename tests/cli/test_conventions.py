@@ -16,7 +16,7 @@ from labeler.lazy import load_entry
 #: commands that write a file or folder the user names
 WRITERS = {"build", "retrieve", "judge", "compare", "analyze perplexity",
            "reproduce utility-paper", "reproduce rubric-experiment", "train-extractor", "pull",
-           "push"}
+           "push", "view", "merge-reviews"}
 #: a real utility record of nq-sample by SmolLM2 (tests/artifacts/fixtures/README.md)
 RECORDS = Path(__file__).parents[1] / "artifacts" / "fixtures" / "utility_nq_sample_smollm2.jsonl"
 
@@ -73,3 +73,23 @@ def test_json_is_the_only_thing_on_stdout(tmp_path):
     assert report["problems"] == len(problems) > 0
     assert all(problem.startswith(f"{data}:1:") for problem in problems)
 
+
+
+def test_off_a_terminal_a_table_cuts_no_path_or_name(tmp_path):
+    """A log or a pipe gets each cell on one line, so a path in it can be copied: the bundled
+    model's path (over 80 columns here) and `validate`'s title naming a deep folder."""
+    from labeler.llm.models import resolve_model
+
+    deep = tmp_path / ("a-folder-name-long-enough-to-pass-eighty-columns-" * 2) / "records.jsonl"
+    deep.parent.mkdir()
+    deep.write_bytes(RECORDS.read_bytes())
+    runner = CliRunner()
+
+    models = runner.invoke(cli, ["models"])
+    valid = runner.invoke(cli, ["validate", str(deep), "--schema", "utility"])
+
+    assert models.exit_code == valid.exit_code == 0, models.output + valid.output
+    path = resolve_model("smollm2-135m").model_id
+    assert len(path) > 80
+    assert any(f"│ smollm2-135m   │ {path} │" in line for line in models.stdout.splitlines())
+    assert any(f"validate {deep}" in line for line in valid.stdout.splitlines())

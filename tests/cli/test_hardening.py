@@ -149,19 +149,19 @@ def _dataset(tmp_path: Path, case: str) -> tuple[list, str]:
                                   "corpus is a folder", "non-UTF-8 dataset", "non-UTF-8 corpus",
                                   "pretty-printed dataset"])
 def test_a_bad_dataset_or_corpus_fails_before_any_llm_work(tmp_path, monkeypatch, capsys,
-                                                           loads, case):
+                                                           no_loads, case):
     args, line = _dataset(tmp_path, case)
     out, cache = tmp_path / "out", tmp_path / "cache"
     code, _, err = _main(monkeypatch, capsys, "build", *args, "--llm", "smollm2-135m",
                          "--k", 2, "--out", out, "--cache-dir", cache)
     assert (code, err) == (1, f"error: {line}\n")
-    assert not loads  # failed before the model was even wrapped
+    assert not no_loads  # failed before the model was even wrapped
     assert not out.exists() and cache_stats(cache).entries == 0
 
 
 @pytest.mark.parametrize("case", ["read-only", "no room for a probe", "under a file"])
 def test_an_out_that_cannot_be_written_fails_before_any_llm_work(tmp_path, monkeypatch, capsys,
-                                                                 loads, disk, case):
+                                                                 no_loads, disk, case):
     if case == "read-only":
         out = disk(4, read_only=True) / "out"
         reason = "Read-only file system (write somewhere else)"
@@ -177,7 +177,7 @@ def test_an_out_that_cannot_be_written_fails_before_any_llm_work(tmp_path, monke
                          "--llm", "smollm2-135m", "--limit", 2, "--k", 3, "--out", out,
                          "--cache-dir", tmp_path / "cache")
     assert (code, err) == (1, f"error: cannot write {out}: {reason}\n")
-    assert not loads and cache_stats(tmp_path / "cache").entries == 0
+    assert not no_loads and cache_stats(tmp_path / "cache").entries == 0
     assert _files(out.parent) == before and not out.exists()  # the probe is gone
 
 

@@ -1,6 +1,7 @@
 """The Ray executor against a real local Ray cluster (2 CPUs, started here) and the real
 bundled SmolLM2: the same bytes as a local build, resumption after a killed driver, a worker's
-error as the same one line, and the error without ray installed.
+error as the same one line, and the error without ray installed. The workers never open the
+call cache's SQLite file: they ask the driver's keeper (labeler.executors.ray).
 
 The builds label nq-sample's first 4 queries with their human gold passage (--pool hgp: no
 retrieval), one query per shard, so 4 shards go to 2 workers that each load the model once.
@@ -18,10 +19,10 @@ import pytest
 from click.testing import CliRunner
 from support.processes import kill_when
 
-from labeler.artifacts import validate_path
 from labeler.cli import cli
 from labeler.errors import InputError, MissingDependencyError, PromptTooLongError
 from labeler.llm.cache import cache_stats
+from labeler.workflows.validate import validate_path
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -79,7 +80,8 @@ def test_a_ray_build_writes_the_bytes_of_a_local_build(tmp_path, ray_cluster, lo
 def test_a_killed_ray_build_resumes_at_its_unwritten_shards(tmp_path, ray_cluster, local_build,
                                                             session_cache):
     """SIGKILL to the driver once a shard is written (its workers die with it); the rerun on
-    the same cluster labels only the shards not written and ends with the local bytes."""
+    the same cluster labels only the shards not written, asks no call twice (the workers
+    commit through the driver's keeper, chunk by chunk) and ends with the local bytes."""
     calls = _cache(tmp_path / "calls", session_cache)
     out = tmp_path / "out"
     args = [*map(str, ARGS), "--cache-dir", str(calls), "--out", str(out), "--executor", "ray",
@@ -100,6 +102,7 @@ def test_a_killed_ray_build_resumes_at_its_unwritten_shards(tmp_path, ray_cluste
             "workers") in said
     assert _data(out / FOLDER / "v1") == _data(local_build[0])
     assert validate_path(out / FOLDER / "v1") == []
+    assert cache_stats(calls).misses == local_build[1]
 
 
 def test_an_error_in_a_worker_is_the_local_builds_one_line_and_its_shard_is_not_written(
@@ -129,7 +132,7 @@ def test_an_error_in_a_worker_is_the_local_builds_one_line_and_its_shard_is_not_
     assert "\n" not in failed["ray"]
 
 
-def test_a_ray_address_where_nothing_listens_is_one_line_before_any_work(tmp_path, loads):
+def test_a_ray_address_where_nothing_listens_is_one_line_before_any_work(tmp_path, no_loads):
     pytest.importorskip("ray")
     with socket.socket() as probe:  # a free port: nothing listens there
         probe.bind(("127.0.0.1", 0))
@@ -141,10 +144,10 @@ def test_a_ray_address_where_nothing_listens_is_one_line_before_any_work(tmp_pat
         f"field 'address': cannot connect to the Ray cluster at {address}: [Errno 111] "
         "Connection refused (start it with `ray start --head`, or leave out --ray-address to "
         "start Ray here)")
-    assert loads == [] and not (tmp_path / "out").exists()
+    assert no_loads == [] and not (tmp_path / "out").exists()
 
 
-def test_without_ray_installed_the_ray_executor_names_the_extra(tmp_path, loads, monkeypatch):
+def test_without_ray_installed_the_ray_executor_names_the_extra(tmp_path, no_loads, monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
     monkeypatch.delitem(sys.modules, "labeler.executors.ray", raising=False)
     result = _build(tmp_path / "out", *ARGS, "--executor", "ray")
@@ -153,7 +156,7 @@ def test_without_ray_installed_the_ray_executor_names_the_extra(tmp_path, loads,
     assert result.exception.line() == (
         "the Ray executor needs the 'labeler[ray]' package: pip install 'labeler[ray]' "
         "(from a checkout: pip install -e '.[ray]')")
-    assert loads == [] and not (tmp_path / "out").exists()  # before any model is loaded
+    assert no_loads == [] and not (tmp_path / "out").exists()  # before any model is loaded
 
 
 @pytest.mark.parametrize(("args", "line"), [
@@ -165,10 +168,10 @@ def test_without_ray_installed_the_ray_executor_names_the_extra(tmp_path, loads,
                                "device: tensor parallelism needs the vllm backend (add "
                                "--backend vllm, or leave out --tensor-parallel)")),
 ])
-def test_options_that_do_not_apply_are_refused_before_any_work(tmp_path, loads, args, line):
+def test_options_that_do_not_apply_are_refused_before_any_work(tmp_path, no_loads, args, line):
     result = _build(tmp_path / "out", *ARGS, *args)
     assert result.exit_code == 1
     assert isinstance(result.exception, InputError)
     assert result.exception.line() == line
-    assert all(b.backend_calls == 0 for b in loads)
+    assert no_loads == []
     assert not (tmp_path / "out").exists()

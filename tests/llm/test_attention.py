@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from labeler.errors import InputError
-from labeler.judge_methods import Judge, JudgeConfig
+from labeler.judges.methods import Judge, JudgeConfig
 from labeler.llm import OPTIONAL_OPERATIONS, check_operation
 from labeler.llm.attention import locate, span_weights
 from labeler.llm.base import AttentionRequest, Backend
@@ -49,8 +49,8 @@ def test_a_passage_is_its_tokens_first_run_without_the_newline_token():
     assert locate(prompt, [13]) == (0, 0)  # nothing but the newline
 
 
-def test_only_hf_answers_the_optional_operations():
-    assert set(OPTIONAL_OPERATIONS) == {"attention", "loglikelihood_rolling"}
+def test_hf_answers_every_optional_operation():
+    assert set(OPTIONAL_OPERATIONS) == {"attention", "loglikelihood_rolling", "count_tokens"}
     for operation in OPTIONAL_OPERATIONS:  # hf overrides the contract's refusal of each
         assert getattr(HFBackend, operation) is not getattr(Backend, operation)
         check_operation("hf", operation, "this")
@@ -100,7 +100,7 @@ def test_attr_scores_are_the_papers_loop_on_smollm(smollm, shard):
 
 
 def test_attention_is_cached_and_each_row_answers_as_alone(smollm, shard, tmp_path):
-    from labeler.judge_attention import cut
+    from labeler.judges.attention import cut
     from labeler.tasks.utility import passage_prompt
 
     requests = []
@@ -122,7 +122,7 @@ def _paper_loop(backend, question: str, pool) -> tuple[list[float], str]:
     """src/listwise_attention.py's calculate_attention_weights_batch for a batch of one,
     ported: eager attention, greedy, 32 new tokens, attentions[-1][step] for step in range(new
     tokens), heads averaged, each passage's tokens summed, the steps averaged."""
-    from labeler.judge_attention import cut
+    from labeler.judges.attention import cut
     from labeler.tasks.utility import passage_prompt
 
     tokenizer, model = backend.tokenizer, backend.model

@@ -210,3 +210,24 @@ def test_a_new_migration_applies_once_to_an_existing_cache(tmp_path, monkeypatch
     assert [(n, name) for n, name, _ in _migrations(path)] == [
         (1, "m001_calls_and_counters"), (2, "m002_generate_says_whether_capped"),
         (3, "m003_calls_note")]
+
+
+def test_workers_in_separate_folders_served_by_the_drivers_store_ask_no_call_twice(
+        smollm, questions, tmp_path, monkeypatch):
+    """Two workers whose cache folders differ (two nodes) keep their calls in the driver's
+    store, as the Ray executor serves it: neither opens a SQLite file of its own, the second
+    asks nothing the first asked, and a rerun asks nothing."""
+    driver = cache.CallStore(tmp_path / "driver")
+    monkeypatch.setattr(cache, "_SERVED", [])
+    cache.serve_calls_from(driver)
+    prompts = [chat(q) for q in questions[:3]]
+    first = CachedBackend(smollm, cache_dir=tmp_path / "node-1")
+    answers = first.generate(prompts[:2], GREEDY)
+    second = CachedBackend(smollm, cache_dir=tmp_path / "node-2")
+    assert second.generate(prompts, GREEDY)[:2] == answers
+    assert (first.backend_calls, second.backend_calls) == (2, 1)
+    assert CachedBackend(smollm, cache_dir=tmp_path / "node-1").generate(
+        prompts, GREEDY)[:2] == answers
+    stats = cache_stats(tmp_path / "driver")
+    assert (stats.entries, stats.misses, stats.hits) == (3, 3, 2 + 3)
+    assert not list(tmp_path.glob("node-*/calls.sqlite*"))

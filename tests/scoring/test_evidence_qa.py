@@ -20,11 +20,11 @@ from labeler.errors import InputError
 from labeler.llm.calls import Calls
 from labeler.scoring.evidence_qa import (
     QASetting,
-    best_extraction,
     qa_metric,
     qa_setting,
     qa_table,
 )
+from labeler.tasks.seer import SeerTask
 from labeler.tasks.utility import ANSWER
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -99,7 +99,7 @@ def test_table_one_by_hand_in_one_batched_call():
     backend = ScriptedBackend(answer=_reader)
     given = ["", "Deadpool 2 comes out on May 18, 2018."]  # q0 blank, q1 has the answer
     absent = [None, "May 18, 2018"]  # q0 not submitted
-    rows = qa_table(Calls(backend), records, QASetting("seer", "question", ANSWER, "em"),
+    rows = qa_table(Calls(backend), records, QASetting(SeerTask, "question", ANSWER, "em"),
                     [("mine", given), ("partial", absent)])
 
     assert [r.method for r in rows] == ["Zero", "Full", "artifact", "mine", "partial"]
@@ -112,20 +112,20 @@ def test_table_one_by_hand_in_one_batched_call():
              for r in records]
     tokens = {r.method: r.tokens.tolist() for r in rows}
     assert tokens["Zero"] == [0, 0] and tokens["Full"] == [sum(w) for w in words]
-    assert tokens["artifact"] == [len(best_extraction(r).split()) for r in records]
+    assert tokens["artifact"] == [len(SeerTask.best_evidence(r).split()) for r in records]
     assert tokens["mine"] == [0, 8] and tokens["partial"] == [0, 3]
     # one generate call of the distinct prompts: mine's blank q0 is Zero's q0, partial's
     # missing q0 is not asked
     (batch,) = backend.batches("generate")
     assert len(batch) == 2 + 2 + 2 + 1 + 1  # Zero, Full, artifact, mine q1, partial q1
-    assert best_extraction(records[0]) == next(
+    assert SeerTask.best_evidence(records[0]) == next(
         e["text"] for e in records[0]["extractions"] if e["rank"] == 1)
 
 
 def test_hotpotqa_is_scored_by_f1():
     records = _records(SEER)
     rows = qa_table(Calls(ScriptedBackend(answer=_reader)), records,
-                    QASetting("seer", "question", ANSWER, "f1"), [])
+                    QASetting(SeerTask, "question", ANSWER, "f1"), [])
     full = next(r for r in rows if r.method == "Full")
     # "it was wilhelm conrad röntgen in 1901" against "wilhelm conrad röntgen": P 3/7, R 1,
     # F1 = 2PR/(P+R) = 0.6; q1 exact
@@ -239,7 +239,7 @@ def test_seer_table_one_with_the_bundled_model(tmp_path, loads, smollm):
 
     records, cache = _records(SEER), tmp_path / "calls"
     evidence = _write(tmp_path / "evidence.jsonl", [
-        {"qid": Q0, "evidence": best_extraction(records[0])},  # the artifact's own: one call
+        {"qid": Q0, "evidence": SeerTask.best_evidence(records[0])},  # the artifact's own: one call
         {"qid": Q1, "evidence": records[1]["candidates"][0]["text"]}])
     options = ["--against", str(SEER), "--rag", "--max-new-tokens", "32", "--cache-dir",
                str(cache)]

@@ -74,10 +74,11 @@ def test_a_ranking_as_json_against_a_data_file_imports_nothing_heavy(tmp_path, r
 
 def test_tables_against_a_version_folder_its_data_file_and_qrels_import_nothing_heavy(
         tmp_path, ranking):
-    # a version folder's manifest is checked against its schema; the table is drawn by rich
+    # a version folder's manifest is checked against its compiled schema (jsonschema only
+    # names the problems of an invalid one); the table is drawn by rich
     modules = imported(tmp_path, "score", str(ranking), "--against", str(ARTIFACT))
     assert modules.isdisjoint(HEAVY), sorted(modules & set(HEAVY))
-    assert {"rich", "jsonschema"} <= modules
+    assert "rich" in modules and "jsonschema" not in modules
     qrels = write(tmp_path / "utility.qrels", [f"{r['qid']} 0 {c['pid']} {c['utility']}"
                                                for r in RECORDS for c in r["candidates"]])
     selection = write(tmp_path / "selection.jsonl", [

@@ -24,7 +24,7 @@ def test_gold_passages_map_onto_the_corpus_by_identical_text(tmp_path):
     assert [[p.pid for p in q.gold] for q in source.queries] == [
         ["w0"], ["w1"], [sample.queries[2].gold[0].pid]]  # the third keeps its own text
     assert source.gold_in_corpus() == {"gold": 3, "in_corpus": 2, "queries_with_gold": 3,
-                                       "queries_with_gold_in_corpus": 2}
+                                       "queries_with_gold_in_corpus": 2, "title_only": 0}
 
 
 def test_kilt_paragraphs_read_the_same_in_kilts_file_and_the_hub_builders_layout():

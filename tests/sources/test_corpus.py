@@ -39,6 +39,8 @@ def test_a_file_corpus_reads_back_as_its_passages():
     assert corpus.contents(range(2)) == [p.contents for p in expected[:2]]
     assert all(corpus[p.pid] == p and p.pid in corpus for p in expected)
     assert "no-such-pid" not in corpus
+    asked = [expected[4].pid, "no-such-pid", expected[1].pid, expected[2].pid, expected[4].pid]
+    assert corpus.get_many(asked) == [expected[4], None, expected[1], expected[2], expected[4]]
     moved = Passage("elsewhere", expected[5].title, expected[5].text)  # same text, other id
     assert corpus.find(moved) == expected[5]
     assert corpus.find(Passage("x", "t", "no such text")) is None

@@ -14,6 +14,7 @@ import pytest
 from labeler.errors import HubError
 from labeler.sources.corpus import Corpus
 from labeler.sources.kilt_w100 import WORDS, cut, load_kilt_w100, passages_of
+from labeler.sources.types import GoldRef, Query, Source
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 
@@ -83,3 +84,23 @@ def test_the_first_use_notice_names_the_source_actually_used(source, says, monke
     load_kilt_w100()
 
     assert f"kilt-w100: the first use {says}" in " ".join(capsys.readouterr().err.split())
+
+
+def test_a_provenance_naming_only_the_title_maps_onto_no_passage_and_is_counted(tmp_path):
+    """Paragraph 0 is the page's title: kilt-w100 holds it as every passage's title and in no
+    passage's text, so a provenance of it alone names no passage (taking the first one would
+    make its 100 words gold though no annotator pointed at them); the corpus's gold count
+    says how many such references went unmapped."""
+    page = _page()
+    corpus = Corpus.stored("test-kilt-w100", lambda: cut([page]), cache_dir=tmp_path)
+    title, text = GoldRef("4366", "Scott Derrickson", 0, 0), GoldRef("4366", "Scott Derrickson",
+                                                                      0, 2)
+    queries = [Query("q1", "Who is Scott Derrickson?", ["a director"], gold_refs=[title]),
+               Query("q2", "What does he direct?", ["horror"], gold_refs=[title, text])]
+    for query in queries:  # as load_source does: the passages the references name are gold
+        query.gold = [corpus[pid] for ref in query.gold_refs for pid in ref.pids_in(corpus)]
+    source = Source("kilt-test", "r", queries, corpus)
+
+    assert title.pids_in(corpus) == [] and text.pids_in(corpus) == ["4366-0"]
+    assert source.gold_in_corpus() == {"gold": 3, "in_corpus": 1, "queries_with_gold": 2,
+                                       "queries_with_gold_in_corpus": 1, "title_only": 2}

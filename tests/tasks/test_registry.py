@@ -20,7 +20,7 @@ def test_every_task_has_a_schema_a_card_template_and_rows_from_its_statistics(na
     stats = task.statistics([])
     assert {key for key, _, _ in task.rows} <= set(stats)  # every summary row can be filled
     assert {"pretty_name", "task_categories", "tags"} <= set(task.metadata)
-    assert task.prompts and task.decoding
+    assert task.prompts and task(task.Config(dataset="nq-sample")).decoding
 
 
 def test_an_unknown_kind_names_the_registered_ones():

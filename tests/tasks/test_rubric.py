@@ -10,7 +10,6 @@ from click.testing import CliRunner
 from hub.conftest import hub  # noqa: F401  (the local Hub server fixture)
 from support.loading import check_card_types, check_pushed
 
-from labeler.artifacts import validate_path
 from labeler.cli import cli
 from labeler.errors import InputError
 from labeler.formats import Qrels, Run
@@ -18,6 +17,7 @@ from labeler.lines import read_jsonl
 from labeler.tasks.base import TaskConfig
 from labeler.tasks.rubric import RubricConfig
 from labeler.tasks.rubric_questions import parse_questions
+from labeler.workflows.validate import validate_path
 
 NUMBERED = """Here are some yes/no questions to determine if a document is relevant:
 

@@ -12,9 +12,9 @@ import pytest
 from click.testing import CliRunner
 from support.bm25_reference import ranking, wands_products
 
-from labeler.artifacts import validate_path
 from labeler.cli import cli
 from labeler.lines import read_jsonl
+from labeler.workflows.validate import validate_path
 
 
 @pytest.mark.slow

@@ -12,11 +12,11 @@ from hub.conftest import hub  # noqa: F401  (the local Hub server fixture)
 from support.loading import check_card_types, check_pushed
 from support.seer2 import SEER2_OPTIONS
 
-from labeler.artifacts import validate_path
 from labeler.cli import cli
 from labeler.errors import InputError
 from labeler.llm.cache import cache_stats
 from labeler.tasks.seer import SeerConfig, SeerTask, cov_weights, ranked_pairs
+from labeler.workflows.validate import validate_path
 
 
 def test_cov_weights_of_a_small_matrix_by_hand():

@@ -14,7 +14,7 @@ from support.scripted import ScriptedBackend
 from labeler.retrieval import Candidate
 from labeler.sources.passage import Passage
 from labeler.sources.types import Query
-from labeler.tasks import utility
+from labeler.tasks import utility, utility_setting
 from labeler.tasks.base import Shard
 from labeler.tasks.utility import UtilityConfig, UtilityTask
 
@@ -299,15 +299,15 @@ _PAPERS = {"source_dataset": "nq", "config": {"limit": None, "corpus": None},
 
 
 def test_departures_from_the_papers_setting_come_from_the_manifest():
-    assert utility.departures(_PAPERS) == []
-    assert utility.departures({}) == []  # nothing recorded, nothing judged
+    assert utility_setting.departures(_PAPERS) == []
+    assert utility_setting.departures({}) == []  # nothing recorded, nothing judged
     demo = {**_PAPERS, "source_dataset": "nq-sample", "config": {"limit": 10, "corpus": None},
             "corpus_source": None,
             "pool": "mcp", "k": 5, "corpus_passages": 4349,
             "encoder": {"name": "minilm", "model_id": "sentence-transformers/all-MiniLM-L6-v2"},
             "sampling": {"answer": {"max_tokens": 256}},
             "stats": {"answers": 1200, "capped_answers": 3}}
-    assert utility.departures(demo) == [
+    assert utility_setting.departures(demo) == [
         ("the queries are `nq-sample`, a 300-question sample of NQ-open bundled with labeler, "
          "not a full query set"),
         "only the first 10 queries are labelled, not the whole query set",
@@ -321,32 +321,32 @@ def test_departures_from_the_papers_setting_come_from_the_manifest():
          "reached it)"),
     ]
     run = {**_PAPERS, "run": "my.trec", "encoder": None, "corpus_passages": 4349}
-    assert utility.departures(run) == [
+    assert utility_setting.departures(run) == [
         ("the retrieved passages come from the run file `my.trec`, whose retriever is not "
          "recorded (the paper retrieves with BGE-M3)")]
     gold = {**_PAPERS, "pool": "hgp", "k": 3, "encoder": None, "corpus_passages": 4349}
-    assert utility.departures(gold) == [  # no retrieval: k, encoder and corpus do not apply
+    assert utility_setting.departures(gold) == [  # no retrieval: k, encoder and corpus do not apply
         ("the pool is `hgp` (the human gold passages only), not the paper's top-20 retrieved "
          "passages (`rp`)")]
     own = {**_PAPERS, "source_dataset": "jsonl:/data/dev.jsonl",
            "config": {"limit": None, "corpus": "/data/corpus.jsonl"}, "corpus_passages": 10}
-    assert utility.departures(own) == [
+    assert utility_setting.departures(own) == [
         "the queries come from the file `/data/dev.jsonl`, not from one of the paper's query sets",
         ("retrieval searched `/data/corpus.jsonl` (10 passages), not the paper's `kilt-w100` "
          "(KILT's Wikipedia in DPR's 100-word passages, about 34M)")]
     dpr = {**_PAPERS, "config": {"limit": None, "corpus": "wiki-dpr"},
            "corpus_source": {"name": "wiki-dpr"}, "corpus_passages": 21_015_324}
-    assert utility.departures(dpr) == [
+    assert utility_setting.departures(dpr) == [
         ("retrieval searched `wiki-dpr` (21,015,324 passages), not the paper's `kilt-w100` "
          "(KILT's Wikipedia in DPR's 100-word passages, about 34M)")]
     marco = {**_PAPERS, "source_dataset": "msmarco-fqa", "corpus_passages": 8_841_823,
              "config": {"limit": None, "corpus": "msmarco-passage"}}
-    assert utility.departures(marco) == []
-    assert utility.departures({**marco, "config": {"limit": None, "corpus": "wiki-dpr"},
+    assert utility_setting.departures(marco) == []
+    assert utility_setting.departures({**marco, "config": {"limit": None, "corpus": "wiki-dpr"},
                                "corpus_passages": 21_015_324}) == [
         ("retrieval searched `wiki-dpr` (21,015,324 passages), not the paper's "
          "`msmarco-passage` (MS MARCO's 8.8M passages)")]
     tevatron = {**_PAPERS, "source_dataset": "nq-tevatron"}
-    assert utility.departures(tevatron) == [
+    assert utility_setting.departures(tevatron) == [
         ("the queries are `nq-tevatron`, not one of the paper's query sets (2wiki, fever, "
          "hotpotqa, msmarco-fqa, nq, tq)")]

@@ -77,6 +77,9 @@ def test_a_task_without_claim_prompts_refuses_a_claim_dataset():
         def label(self, llm, shard):
             return []
 
+        def planned_calls(self, source, candidates, gold):
+            return []
+
         @staticmethod
         def statistics(records):
             return {}

@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 from support.processes import kill_when
 
-from labeler.artifacts import load_artifact, validate_path
+from labeler.artifacts import load_artifact
 from labeler.cli import cli
 from labeler.errors import ArtifactError, InputError, ModelLoadError
 from labeler.llm import LoglikelihoodRequest
@@ -28,6 +28,7 @@ from labeler.paths import file_sha256
 from labeler.sources.passage import Passage
 from labeler.sources.registry import load_source
 from labeler.tasks import utility
+from labeler.workflows.validate import validate_path
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 RUN = FIXTURES / "nq_sample_minilm_top3.trec"
@@ -190,7 +191,7 @@ def test_the_first_queries_get_the_same_pools_whatever_the_limit(tmp_path, loads
     assert manifests[5]["corpus_passages"] == manifests[10]["corpus_passages"] == len(
         gold + others)
     assert manifests[5]["corpus_gold"] == {"gold": 5, "in_corpus": 5, "queries_with_gold": 5,
-                                           "queries_with_gold_in_corpus": 5}
+                                           "queries_with_gold_in_corpus": 5, "title_only": 0}
     assert manifests[5]["corpus_source"] is None  # a file, not a named corpus
     assert manifests[5]["encoder"]["index"] == {"kind": "flat"}  # exact search, the default
     folder = tmp_path / "out-5" / "utility" / "nq-sample" / "smollm2-135m" / "v1"
@@ -214,7 +215,7 @@ def _bad_run(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("case", ["missing corpus file", "no corpus",
                                   "run with unknown pid", "unloadable llm", "same llm twice",
                                   "existing version", "unloadable encoder"])
-def test_bad_input_fails_before_any_model_is_loaded_and_leaves_no_artifact(tmp_path, loads,
+def test_bad_input_fails_before_any_model_is_loaded_and_leaves_no_artifact(tmp_path, no_loads,
                                                                             case):
     out = tmp_path / "out"
     base = ["--llm", "smollm2-135m", "--limit", 3, "--k", 3]
@@ -258,18 +259,18 @@ def test_bad_input_fails_before_any_model_is_loaded_and_leaves_no_artifact(tmp_p
     assert isinstance(result.exception, error)
     assert result.exception.line().startswith(line)
     assert "\n" not in result.exception.line()
-    assert loads == []  # no model was loaded: every check runs first
+    assert no_loads == []  # no model was loaded: every check runs first
     assert _computed(tmp_path / "labeler-cache") == 0
     assert (sorted(out.rglob("*")) if out.exists() else []) == before  # nothing written
 
 
-def test_unknown_artifact_is_refused_before_loading_anything(tmp_path, loads):
+def test_unknown_artifact_is_refused_before_loading_anything(tmp_path, no_loads):
     result = _build(tmp_path / "out", "--dataset", "nq-sample", "--llm", "smollm2-135m",
                     "--artifact", "utilty")
-    assert result.exit_code == 1
-    assert result.exception.line().startswith(
-        "unknown artifact 'utilty'. Did you mean 'utility'? Available: rubric, seer, utility")
-    assert loads == [] and not (tmp_path / "out").exists()
+    assert result.exit_code == 2  # a usage error: --artifact is a choice of the tasks
+    assert "Invalid value for '--artifact': 'utilty' is not one of 'utility', 'seer', " \
+        "'rubric'" in result.output
+    assert no_loads == [] and not (tmp_path / "out").exists()
 
 
 def test_manifest_records_how_the_pools_were_made_and_the_default_cap(tmp_path, loads, calls):

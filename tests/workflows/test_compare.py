@@ -17,10 +17,11 @@ from click.testing import CliRunner
 from hub.conftest import TOKEN, hub  # noqa: F401  (the local Hub server fixture)
 from support.nq2 import copy_nq2_build, scripted_utility
 
-from labeler.artifacts import load_artifact, validate_path
+from labeler.artifacts import load_artifact
 from labeler.cli import cli
 from labeler.errors import InputError
 from labeler.workflows.compare import HUMAN, compare, jaccard
+from labeler.workflows.validate import validate_path
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ from support.nq2 import NQ2_OPTIONS, copy_nq2_build
 from labeler.artifacts import load_artifact
 from labeler.cli import cli
 from labeler.errors import InputError
-from labeler.judge_methods import METHODS
+from labeler.judges.methods import METHODS
 from labeler.llm.cache import cache_stats
 from labeler.schemas import check
 from labeler.scoring.submissions import read_submission

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 from labeler.cli import cli
 
 
-def test_a_dry_run_prints_the_plan_loads_no_model_and_writes_nothing(tmp_path, loads):
+def test_a_dry_run_prints_the_plan_loads_no_model_and_writes_nothing(tmp_path, no_loads):
     out = tmp_path / "out"
     args = ["build", "--out", str(out), "--dataset", "nq-sample", "--llm",
             "nonexistent-org/no-such-model", "--limit", "10", "--k", "5", "--encoder", "minilm",
@@ -16,13 +16,13 @@ def test_a_dry_run_prints_the_plan_loads_no_model_and_writes_nothing(tmp_path, l
     result = CliRunner().invoke(cli, args, env={"COLUMNS": "200"})  # rows unwrapped
 
     assert result.exit_code == 0, result.output
-    assert loads == [] and not out.exists()
+    assert no_loads == [] and not out.exists()
     for row in ("queries", "corpus passages", "embeddings to compute", "upper bound: queries × k",
                 "closed-book", "estimate from characters", "in the call cache"):
         assert row in result.output, row
 
 
-def test_a_dry_run_itemises_the_seer_and_rubric_calls(tmp_path, loads):
+def test_a_dry_run_itemises_the_seer_and_rubric_calls(tmp_path, no_loads):
     def rows(*args: str) -> dict[str, str]:
         result = CliRunner().invoke(cli, ["build", "--out", str(tmp_path / "out"), "--llm",
                                           "smollm2-135m", "--limit", "3", *args, "--dry-run"],
@@ -38,4 +38,4 @@ def test_a_dry_run_itemises_the_seer_and_rubric_calls(tmp_path, loads):
     rubric = rows("--artifact", "rubric", "--dataset", "cisi-sample")
     assert rubric["LLM calls: rubric questions"] == "3"
     assert rubric["LLM calls: P(yes)"] == "600"  # 3 queries × 20 candidates × 10 questions
-    assert loads == [] and not (tmp_path / "out").exists()
+    assert no_loads == [] and not (tmp_path / "out").exists()

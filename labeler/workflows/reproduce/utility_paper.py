@@ -92,7 +92,7 @@ def _run(config: ReproduceConfig, llms: Sequence[LLMConfig], aliases: Sequence[s
 def _judge_llm(step: Step, llm: LLMConfig | None) -> LLMConfig | None:
     """The LLM a judge step asks: a method that needs an operation only the hf backend answers
     (AttR's attention) runs on hf, whatever the other steps run on."""
-    from labeler.judge_methods import METHODS
+    from labeler.judges.methods import METHODS
     from labeler.llm import OPTIONAL_OPERATIONS
 
     operation = METHODS[step.method].operation

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from labeler.judge_methods import METHODS
+from labeler.judges.methods import METHODS
 from labeler.llm.config import LLMConfig
 from labeler.workflows.plan import CHARS_PER_TOKEN, mean_chars, plan
 from labeler.workflows.reproduce.utility_steps import (

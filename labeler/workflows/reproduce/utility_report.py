@@ -14,7 +14,7 @@ from pathlib import Path
 
 from labeler.artifacts.reader import load_artifact
 from labeler.artifacts.writer import write_artifact
-from labeler.judge_methods import METHODS
+from labeler.judges.methods import METHODS
 from labeler.progress import track
 from labeler.report.kind import PaperReport
 from labeler.workflows.reproduce import utility_cells as cells

@@ -3,7 +3,7 @@ settings, and where each step writes.
 
 For each dataset: `labeler build` of the utility labels on the pools the paper needs (rp,
 and hgp and mcp on the datasets of its Section 4), every judge method of
-`labeler.judge_methods.METHODS` with and without the pseudo-answer on rp, `labeler score`
+`labeler.judges.methods.METHODS` with and without the pseudo-answer on rp, `labeler score`
 of each submission against the LLM's rp labels (with --rag for the selections with the
 pseudo-answer: Table 6), and `labeler compare` over the LLMs' mcp labels. Every step writes
 under `<out>/utility-paper/` and is skipped when its output is complete; an unfinished build
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from labeler.errors import InputError
-from labeler.judge_methods import METHODS, JudgeConfig
+from labeler.judges.methods import METHODS, JudgeConfig
 from labeler.llm.config import LLMConfig
 from labeler.report import paper
 from labeler.tasks.utility import UtilityConfig

@@ -8,7 +8,7 @@ from support.nq2 import TOP3_RUN
 
 from labeler.cli import cli
 from labeler.errors import InputError, UnknownNameError
-from labeler.judge_methods import METHODS
+from labeler.judges.methods import METHODS
 from labeler.llm.config import LLMConfig
 from labeler.workflows.reproduce.utility_paper import reproduce
 from labeler.workflows.reproduce.utility_plan import plan_rows

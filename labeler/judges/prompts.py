@@ -20,8 +20,6 @@ from labeler.tasks.utility import TEMPLATES_BY_KIND
 
 #: how a listwise passage turn shows a passage (`render_passage`)
 PASSAGE_FORMATS = ("paper", "clean")
-#: the row fields of the paper's data (Tevatron's layout), in its order
-PAPER_ROW = ("docid", "title", "text")
 
 _CRITERIA = (
     "Determine if the passage has utility based on two strict criteria: \n 1. Usefulness: The "

@@ -18,14 +18,14 @@ from click.testing import CliRunner
 from support.scripted import ScriptedBackend
 
 from labeler.cli import cli
-from labeler.judge_methods import Judge, JudgeConfig
+from labeler.judges.methods import Judge, JudgeConfig
 from labeler.llm.calls import Calls
 from labeler.retrieval import Candidate
 from labeler.sources.passage import Passage
 from labeler.sources.types import Query
 from labeler.tasks.base import Shard
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 
 def _shard() -> Shard:

@@ -15,9 +15,9 @@ One `Judge`, one method table: each method says only its prompts and how it read
 - `likelihood`: log P(pseudo-answer | with-passage prompt) per passage, ranked.
 - `retrieval`: the pool's own order, the baseline.
 - `attention`: AttR, the attention the LLM's answer pays to each passage
-  (`labeler.judge_attention`; hf backend only).
+  (`labeler.judges.attention`; hf backend only).
 
-The prompts are the paper's code's, byte for byte (`labeler.judge_prompts`), for questions and
+The prompts are the paper's code's, byte for byte (`labeler.judges.prompts`), for questions and
 for claims (FEVER). With `with_answer` (and always for `likelihood`) the LLM's own greedy answer
 with all top-k passages, asked with the utility task's with-passage prompt, is the
 pseudo-answer. A listwise passage turn shows the paper's dataset row (`passage_format`
@@ -32,8 +32,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 from labeler.errors import InputError, UnknownNameError
-from labeler.judge_attention import attention_ranking
-from labeler.judge_prompts import (
+from labeler.judges.attention import attention_ranking
+from labeler.judges.prompts import (
     LIKELIHOOD,
     PASSAGE_FORMATS,
     PROMPTS,

@@ -15,15 +15,15 @@ import pytest
 from support.scripted import ScriptedBackend
 
 from labeler.errors import InputError, UnknownNameError
-from labeler.judge_methods import Judge, JudgeConfig, named_passages, says_yes
-from labeler.judge_prompts import PROMPTS
+from labeler.judges.methods import Judge, JudgeConfig, named_passages, says_yes
+from labeler.judges.prompts import PROMPTS
 from labeler.llm.calls import Calls
 from labeler.sources.passage import Passage
 from labeler.tasks.base import Shard, make_shards
 from labeler.tasks.utility import passage_prompt
 from labeler.workflows.steps import config_pools, config_source
 
-RUN = Path(__file__).parent / "fixtures" / "nq_sample_minilm_top3.trec"
+RUN = Path(__file__).parents[1] / "fixtures" / "nq_sample_minilm_top3.trec"
 
 
 @pytest.fixture(scope="module")

@@ -8,16 +8,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from labeler.artifacts.card import render_card
-from labeler.artifacts.kinds import KINDS, load_kind
 from labeler.artifacts.manifest import CARD, DATA, MANIFEST, data_files, table_of, table_schema
 from labeler.artifacts.reader import sha256_problem
-from labeler.artifacts.rederive import derived_problems
 from labeler.artifacts.staging import abandoned_partials
 from labeler.errors import ArtifactError
 from labeler.lines import jsonl_lines, read_jsonl
 from labeler.progress import progress_bar
 from labeler.resources import schema_names, schema_path
 from labeler.schemas import schema_problems
+from labeler.tasks import KINDS, load_kind
+from labeler.workflows.rederive import derived_problems
 
 
 @dataclass

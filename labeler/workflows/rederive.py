@@ -13,9 +13,9 @@ import math
 from collections.abc import Iterator
 from pathlib import Path
 
-from labeler.artifacts.kinds import load_kind
 from labeler.artifacts.manifest import DATA, data_file, data_files
 from labeler.lines import read_jsonl
+from labeler.tasks import load_kind
 
 _ABSENT = object()
 

@@ -19,8 +19,8 @@ import pytest
 from support.scripted import ScriptedBackend
 
 from labeler.errors import InputError
-from labeler.judge_methods import Judge, JudgeConfig
-from labeler.judge_prompts import render_passage
+from labeler.judges.methods import Judge, JudgeConfig
+from labeler.judges.prompts import render_passage
 from labeler.llm.calls import Calls
 from labeler.retrieval import Candidate
 from labeler.sources import kilt
@@ -28,7 +28,7 @@ from labeler.sources.passage import Passage
 from labeler.sources.types import Query
 from labeler.tasks.base import Shard
 
-PAPER = json.loads((Path(__file__).parent / "fixtures" / "paper_prompts.json").read_text())
+PAPER = json.loads((Path(__file__).parents[1] / "fixtures" / "paper_prompts.json").read_text())
 PASSAGES = [Passage(r["docid"], r["title"], r["text"]) for r in PAPER["rows"]]
 
 
@@ -117,7 +117,7 @@ def test_options_for_other_methods_are_refused():
 def test_fever_claims_are_judged_with_the_claim_prompts():
     # the real KILT FEVER dev claims, read by the fever adapter's own code
     rows = datasets.load_dataset("json", split="train",
-                                 data_files=str(Path(__file__).parent / "fixtures"
+                                 data_files=str(Path(__file__).parents[1] / "fixtures"
                                                 / "kilt_fever_dev.jsonl"))
     fever = kilt.from_dataset(rows, name="fever", revision="r", kind="claim")
     shard = Shard(0, tuple(fever.queries), {q.qid: [Candidate(p, "retrieved", i) for i, p in

@@ -1,0 +1,46 @@
+"""The `review` artifact kind: people's verdicts on a labels version, one record a verdict
+(schemas/review.schema.json), its manifest naming the labels' version and the sha256 of their
+manifest.json."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from typing import ClassVar
+
+from labeler.artifacts.kinds import ArtifactKind
+
+VERDICTS = ("agree", "disagree", "unsure")
+
+
+class ReviewKind(ArtifactKind):
+    """The `review` kind: a record per (reviewer, llm, qid, pid), its latest verdict."""
+
+    name = "review"
+    rows: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("verdicts", "verdicts", "count"),
+        ("agree", "agree", "count"),
+        ("disagree", "disagree", "count"),
+        ("unsure", "unsure", "count"),
+        ("agreement", "agreement with the labels", "share"),
+    )
+    metadata: ClassVar[dict] = {
+        "pretty_name": "Human verdicts on LLM-specific labels",
+        "task_categories": ["question-answering", "text-retrieval"],
+        "tags": ["rag", "human-review", "labeler"],
+    }
+
+    @staticmethod
+    def statistics(records: Iterable[dict]) -> dict:
+        """`verdicts`, each verdict's count, `queries`, `reviewers` (sorted) and `agreement`:
+        agree / (agree + disagree), None without either."""
+        counts: Counter = Counter()
+        queries, reviewers = set(), set()
+        for record in records:
+            counts[record["verdict"]] += 1
+            queries.add(record["qid"])
+            reviewers.add(record["reviewer"])
+        judged = counts["agree"] + counts["disagree"]
+        return {"verdicts": sum(counts.values()), **{v: counts[v] for v in VERDICTS},
+                "queries": len(queries), "reviewers": sorted(reviewers),
+                "agreement": counts["agree"] / judged if judged else None}

@@ -1,0 +1,251 @@
+// labeler view: the page. Plain JS, no build step, nothing fetched from outside this server.
+// Routes (the URL's hash): #/ the views; #/v/N?filter=F&q=TEXT&page=P a view's query list;
+// #/v/N/q/QID one query. Verdicts are sent to the server the moment they are made.
+"use strict";
+
+const PAGE = 50;
+const main = document.getElementById("main");
+let views = null;
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (key === "onclick" || key === "onchange") node[key] = value;
+    else if (value !== null && value !== undefined && value !== false) node.setAttribute(key, value);
+  }
+  for (const child of children.flat(Infinity)) {
+    if (child === null || child === undefined) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+// Replace the page's content with `nodes` (arrays of them flattened).
+function show(...nodes) { main.replaceChildren(...nodes.flat(Infinity)); }
+
+async function api(path, body) {
+  const response = await fetch(path, body === undefined ? {} : {
+    method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
+  const payload = await response.json();
+  if (!response.ok) throw new Error(payload.error || response.statusText);
+  return payload;
+}
+
+function tag(text, kind) { return el("span", {class: `tag ${kind}`}, text); }
+function rightWrong(correct) { return correct ? tag("right", "right") : tag("wrong", "wrong"); }
+function number(x) {
+  return typeof x === "number" ? (Number.isInteger(x) ? x.toLocaleString("en") : x.toFixed(3)) : x;
+}
+
+// The passage text with every gold answer's occurrences marked (case-insensitive).
+function highlighted(text, answers) {
+  const wanted = answers.filter(a => a.trim()).map(a => a.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+  if (!wanted.length) return [text];
+  const parts = text.split(new RegExp(`(${wanted.join("|")})`, "gi"));
+  return parts.map((part, i) => (i % 2 ? el("mark", {}, part) : part));
+}
+
+// The versions' scalar statistics side by side, then each statistic that is a list of rows
+// (a compare version's transfer and overlap tables) as its own table.
+function statsTables(versions) {
+  const scalar = v => v === null || typeof v !== "object";
+  const keys = [...new Set(versions.flatMap(v => Object.keys(v.stats)
+    .filter(k => scalar(v.stats[k]))))];
+  const cell = x => el("td", {class: "num"}, x === null || x === undefined ? "n/a" : number(x));
+  const tables = [el("table", {id: "stats"},
+    el("tr", {}, el("th", {}, ""), versions.map(v => el("th", {}, `${v.llm} v${v.version}`))),
+    keys.map(k => el("tr", {}, el("th", {}, k), versions.map(v => cell(v.stats[k])))))];
+  for (const v of versions) {
+    for (const [name, rows] of Object.entries(v.stats)) {
+      if (!Array.isArray(rows) || !rows.length || scalar(rows[0])) continue;
+      const columns = Object.keys(rows[0]);
+      tables.push(el("h2", {}, `${name} (${v.llm} v${v.version})`), el("table", {},
+        el("tr", {}, columns.map(c => el("th", {}, c))),
+        rows.map(row => el("tr", {}, columns.map(c => cell(row[c]))))));
+    }
+  }
+  return tables;
+}
+
+async function showViews() {
+  show(el("h1", {}, "Versions being viewed"),
+    views.map((view, i) => el("section", {},
+      el("h2", {}, el("a", {href: `#/v/${i}`}, `${view.kind} · ${view.dataset}`)),
+      el("table", {}, el("tr", {}, el("th", {}, "llm"), el("th", {}, "version"),
+        el("th", {}, "folder")),
+        view.versions.map(v => el("tr", {}, el("td", {}, v.llm), el("td", {}, `v${v.version}`),
+          el("td", {class: "muted"}, v.folder)))))));
+}
+
+async function showList(index, params) {
+  const view = views[index];
+  const filter = params.get("filter") || "all";
+  const search = params.get("q") || "";
+  const page = Number(params.get("page") || 0);
+  const query = new URLSearchParams({filter, q: search, offset: page * PAGE, limit: PAGE});
+  const list = await api(`/api/views/${index}/queries?${query}`);
+  const go = changes => {
+    const next = new URLSearchParams({filter, q: search, page: 0, ...changes});
+    location.hash = `#/v/${index}?${next}`;
+  };
+  const searchBox = el("input", {type: "search", placeholder: "search questions",
+    value: search, id: "search"});
+  searchBox.onchange = () => go({q: searchBox.value});
+  const flagCells = row => Object.keys(view.filters).filter(f => f !== "all" && f in row)
+    .map(f => el("td", {}, row[f] ? tag(f, f === "disagree" ? "wrong" : "gold") : ""));
+  show(
+    el("h1", {}, `${view.kind} · ${view.dataset}: `,
+      view.versions.map(v => `${v.llm} v${v.version}`).join(", ")),
+    el("div", {class: "bar"}, Object.entries(view.filters).map(([name, help]) =>
+      el("button", {class: name === filter ? "on" : null, title: help, "data-filter": name,
+        onclick: () => go({filter: name})}, name)), searchBox,
+      el("span", {class: "muted", id: "total"}, `${list.total.toLocaleString("en")} queries`)),
+    el("table", {id: "queries"}, el("tr", {}, el("th", {}, "qid"), el("th", {}, "question"),
+      Object.keys(view.filters).filter(f => f !== "all").map(f => el("th", {}, f))),
+      list.rows.map(row => el("tr", {}, el("td", {}, el("a", {
+        href: `#/v/${index}/q/${encodeURIComponent(row.key)}`}, row.key)),
+        el("td", {}, row.question), flagCells(row)))),
+    el("div", {class: "bar"},
+      el("button", {onclick: () => go({page: page - 1}), disabled: page === 0 || null}, "‹ prev"),
+      `page ${page + 1} of ${Math.max(1, Math.ceil(list.total / PAGE))}`,
+      el("button", {onclick: () => go({page: page + 1}),
+        disabled: (page + 1) * PAGE >= list.total || null}, "next ›")),
+    el("h2", {}, "Statistics"), statsTables(view.versions));
+}
+
+// The agree / disagree / unsure buttons and note of one label; each change is saved at once.
+function verdictBox(index, version, qid, pid, kept) {
+  const box = el("div", {class: "verdict", "data-pid": pid ?? "", "data-version": version});
+  const status = el("span", {class: "saved"});
+  const note = el("input", {type: "text", placeholder: "note", value: kept?.note ?? ""});
+  let chosen = kept?.verdict ?? null;
+  const save = async verdict => {
+    chosen = verdict;
+    await api(`/api/views/${index}/verdict`, {version, qid, pid, verdict, note: note.value});
+    for (const b of box.querySelectorAll("button")) {
+      b.classList.toggle("on", b.dataset.verdict === verdict);
+    }
+    status.textContent = "saved";
+  };
+  const buttons = ["agree", "disagree", "unsure"].map(v => el("button", {
+    "data-verdict": v, class: v === chosen ? "on" : null, onclick: () => save(v)}, v));
+  note.onchange = () => { if (chosen) save(chosen); };
+  box.append(...buttons, el("br"), note, " ", status);
+  return box;
+}
+
+function utilityPage(index, page) {
+  const view = views[index];
+  const present = page.records.map((r, i) => [r, i]).filter(([r]) => r);
+  const first = present[0][0];
+  const kept = i => Object.fromEntries(page.verdicts[i].map(v => [v.pid ?? "", v]));
+  const verdicts = page.verdicts.map((_, i) => kept(i));
+  const candidates = new Map();
+  for (const [record] of present) {
+    for (const c of record.candidates) if (!candidates.has(c.pid)) candidates.set(c.pid, c);
+  }
+  const llmHead = present.map(([, i]) => el("th", {}, view.versions[i].llm));
+  return [
+    el("h1", {id: "question"}, first.question),
+    el("p", {}, "Gold answers: ", first.answers.map(a => tag(a, "gold")), " ",
+      el("span", {class: "muted"}, `qid ${page.key} · pool ${first.pool}`)),
+    el("h2", {}, "Closed-book"),
+    el("table", {}, el("tr", {}, el("th", {}, "llm"), el("th", {}, "answer"),
+      el("th", {}, "known"), el("th", {}, "gold utilitarian"), el("th", {}, "verdict on the query")),
+      present.map(([r, i]) => el("tr", {}, el("td", {}, r.llm),
+        el("td", {class: "answer"}, r.closed_book_answer), el("td", {}, rightWrong(r.known)),
+        el("td", {}, r.utility_pids.length ? r.utility_pids.join(", ") : "none"),
+        el("td", {}, verdictBox(index, i, page.key, null, verdicts[i][""]))))),
+    el("h2", {}, "Candidates"),
+    el("table", {id: "candidates"}, el("tr", {}, el("th", {}, "passage"), el("th", {}, "source"),
+      llmHead),
+      [...candidates.values()].map(c => el("tr", {"data-pid": c.pid},
+        el("td", {class: "passage"}, el("b", {}, c.title), " ", highlighted(c.text, first.answers)),
+        el("td", {}, c.rank ? `rank ${c.rank}` : "not retrieved", el("br"),
+          c.gold ? tag("human gold", "gold") : "", el("div", {class: "muted"}, c.pid)),
+        present.map(([r, i]) => {
+          const mine = r.candidates.find(x => x.pid === c.pid);
+          if (!mine) return el("td", {class: "muted"}, "not in this pool");
+          return el("td", {}, el("div", {class: "answer"}, mine.answer), rightWrong(mine.correct),
+            " ", mine.utility ? tag("utilitarian", "useful") : "",
+            verdictBox(index, i, page.key, c.pid, verdicts[i][c.pid]));
+        })))),
+  ];
+}
+
+function versionName(index, i) {
+  const v = views[index].versions[i];
+  return `${v.llm} v${v.version}`;
+}
+
+// SEER: a query's extractions with the three experts' scores, weighted score and rank, and
+// its preference pairs with their λ weights.
+function seerPage(index, page) {
+  const score = x => el("td", {class: "num"}, number(x));
+  return page.records.map((r, i) => r && [
+    el("h1", {}, r.question),
+    el("p", {}, "Gold answers: ", r.answers.map(a => tag(a, "gold"))),
+    el("h2", {}, `${versionName(index, i)}: extractions`),
+    el("table", {class: "extractions"}, el("tr", {}, ["rank", "sample", "tokens", "faithfulness",
+      "helpfulness", "conciseness", "weighted", "evidence"].map(h => el("th", {}, h))),
+      r.extractions.map(e => el("tr", {}, score(e.rank), score(e.sample), score(e.tokens),
+        score(e.scores.faithfulness), score(e.scores.helpfulness), score(e.scores.conciseness),
+        score(e.scores.weighted), el("td", {class: "passage"}, highlighted(e.text, r.answers))))),
+    el("h2", {}, `${versionName(index, i)}: preference pairs`),
+    el("table", {class: "pairs"}, el("tr", {}, ["chosen rank", "rejected rank", "λ",
+      "chosen weighted", "rejected weighted"].map(h => el("th", {}, h))),
+      (page.tables[i].pairs || []).map(p => el("tr", {}, score(p.chosen_rank),
+        score(p.rejected_rank), score(p.lambda_weight), score(p.chosen_scores.weighted),
+        score(p.rejected_scores.weighted))))]);
+}
+
+// Rubric: a query's questions x candidates as a P(yes) heatmap, beside each candidate's BM25
+// and fused ranks and its qrels grade.
+function rubricPage(index, page) {
+  return page.records.map((r, i) => {
+    if (!r) return null;
+    const candidates = [...(page.tables[i].candidates || [])].sort((a, b) => a.rank - b.rank);
+    const heat = p => el("td", {class: "cell", title: number(p),
+      style: `background: hsl(140, 60%, ${96 - 50 * p}%)`}, p.toFixed(2));
+    return [
+      el("h1", {}, r.query),
+      el("h2", {}, `${versionName(index, i)}: questions`),
+      el("ol", {}, r.questions.map(q => el("li", {}, q.text))),
+      el("table", {class: "heat"}, el("tr", {}, ["pid", "BM25 rank", "fused rank", "grade"]
+        .map(h => el("th", {}, h)), r.questions.map((q, n) => el("th", {title: q.text}, `Q${n + 1}`))),
+        candidates.map(c => el("tr", {}, el("td", {}, c.pid), el("td", {class: "num"}, c.bm25_rank),
+          el("td", {class: "num"}, c.rank), el("td", {class: "num"}, c.label ?? "n/a"),
+          c.p_yes.map(heat))))];
+  });
+}
+
+// Any other kind: each version's record as JSON.
+function recordPage(index, page) {
+  return [el("h1", {}, page.key), page.records.map((r, i) => [
+    el("h2", {}, `${views[index].versions[i].llm} v${views[index].versions[i].version}`),
+    r ? el("pre", {}, JSON.stringify(r, null, 2)) : el("p", {class: "muted"}, "not here")])];
+}
+
+async function showQuery(index, key) {
+  const page = await api(`/api/views/${index}/query/${encodeURIComponent(key)}`);
+  const pages = {utility: utilityPage, seer: seerPage, rubric: rubricPage};
+  const body = (pages[views[index].kind] || recordPage)(index, page);
+  show(el("p", {}, el("a", {href: `#/v/${index}`}, "‹ all queries")), ...body);
+}
+
+async function route() {
+  views = views || await api("/api/views");
+  const [path, search] = location.hash.slice(1).split("?");
+  const parts = path.split("/").filter(Boolean);
+  try {
+    if (parts[0] === "v" && parts[2] === "q") await showQuery(Number(parts[1]), decodeURIComponent(parts[3]));
+    else if (parts[0] === "v") await showList(Number(parts[1]), new URLSearchParams(search));
+    else if (views.length === 1) await showList(0, new URLSearchParams());
+    else await showViews();
+  } catch (error) {
+    show(el("p", {class: "wrong"}, `error: ${error.message}`));
+  }
+}
+
+window.addEventListener("hashchange", route);
+route();

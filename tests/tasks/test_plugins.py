@@ -1,0 +1,90 @@
+"""A labelling method from an installed plugin package (tests/fixtures/plugin): found by its
+entry point `labeler.tasks`, planned by `--dry-run`, built, validated and carded with its own
+schema and card, without a line of labeler changed."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from labeler.cli import cli
+from labeler.tasks import KINDS, TASKS
+from labeler.workflows.validate import validate_path
+
+PLUGIN = Path(__file__).parents[1] / "fixtures" / "plugin"
+BUILD = ["build", "--artifact", "known", "--dataset", "nq-sample", "--llm", "smollm2-135m",
+         "--limit", "2", "--pool", "hgp"]
+
+
+def install(site: Path, project: dict, monkeypatch) -> None:
+    """A package as pip installs it, as importlib.metadata finds it: a dist-info folder in
+    `site` holding the pyproject `project`'s entry points, `site` on sys.path."""
+    info = site / f"{project['name'].replace('-', '_')}-{project['version']}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {project['name']}\n"
+                                   f"Version: {project['version']}\n")
+    (info / "entry_points.txt").write_text("".join(
+        f"[{group}]\n" + "".join(f"{name} = {value}\n" for name, value in points.items())
+        for group, points in project["entry-points"].items()))
+    monkeypatch.syspath_prepend(str(site))
+
+
+@pytest.fixture
+def installed(tmp_path, monkeypatch):
+    """The plugin package of tests/fixtures/plugin, installed."""
+    monkeypatch.syspath_prepend(str(PLUGIN))
+    install(tmp_path / "site", tomllib.loads((PLUGIN / "pyproject.toml").read_text())["project"],
+            monkeypatch)
+
+
+def test_a_plugin_task_is_registered_and_planned_without_a_model(installed, tmp_path):
+    assert "known" in TASKS and "known" in KINDS and list(TASKS)[:3] == ["utility", "seer",
+                                                                         "rubric"]
+    result = CliRunner().invoke(cli, [*BUILD, "--out", str(tmp_path / "out"), "--dry-run",
+                                      "--json"])
+    assert result.exit_code == 0, result.output
+    plan = {row["step"]: row for row in json.loads(result.stdout)["plan"]}
+    assert plan["LLM calls: closed-book answers"]["count"] == "2"
+    assert not any("passage answers" in step for step in plan)  # no other method's calls
+    assert not (tmp_path / "out").exists()
+
+
+def test_without_the_plugin_its_method_is_unknown(tmp_path):
+    result = CliRunner().invoke(cli, [*BUILD, "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2 and "'known' is not one of 'utility', 'seer', 'rubric'" \
+        in result.output
+
+
+def test_a_plugin_task_builds_a_valid_version_with_its_own_schema_and_card(installed, loads,
+                                                                            tmp_path):
+    result = CliRunner().invoke(cli, [*BUILD, "--out", str(tmp_path / "out"), "--json"])
+    assert result.exit_code == 0, result.output
+    [version] = json.loads(result.stdout)["versions"]
+    folder = Path(version["path"])
+    assert folder == tmp_path / "out" / "known" / "nq-sample" / "smollm2-135m" / "v1"
+    assert validate_path(folder) == []
+    records = [json.loads(line) for line in (folder / "data-00000.jsonl").read_text().splitlines()]
+    assert [r["known"] for r in records] == [bool(r["known"]) for r in records]
+    assert version["stats"]["queries"] == 2
+    assert "Whether **smollm2-135m**" in (folder / "README.md").read_text()
+
+
+def test_a_backend_lacking_an_operation_a_task_asks_is_refused_before_any_model_loads(
+        tmp_path, monkeypatch, no_loads):
+    """A plugin backend answers the optional operations its class implements: the bare
+    contract (labeler.llm.base.Backend, registered as 'bare') answers none, so a seer build,
+    which counts tokens, is refused naming the backend and the operation."""
+    install(tmp_path / "site", {"name": "labeler-bare", "version": "0.1", "entry-points": {
+        "labeler.backends": {"bare": "labeler.llm.base:Backend"}}}, monkeypatch)
+    result = CliRunner().invoke(cli, ["build", "--artifact", "seer", "--dataset", "nq-sample",
+                                      "--llm", "smollm2-135m", "--backend", "bare", "--limit",
+                                      "1", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 1
+    assert result.exception.line().startswith(
+        "field 'backend': --artifact seer needs count_tokens, which the bare backend does not "
+        "answer")
+    assert no_loads == [] and not (tmp_path / "out").exists()

@@ -1,0 +1,44 @@
+"""`labeler view` as a user runs it: a process that prints its address, keeps a verdict, and on
+SIGTERM writes it as the next review version, which `labeler validate` accepts."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import urllib.request
+
+from click.testing import CliRunner
+
+from labeler.artifacts import load_artifact
+from labeler.cli import cli
+
+
+def test_serve_keep_a_verdict_stop_and_the_review_version_is_written(labels, tmp_path):
+    qid = load_artifact(labels).records[0]["qid"]
+    process = subprocess.Popen(
+        [sys.executable, "-c", "from labeler.cli import main; main()", "view", str(labels),
+         "--reviewer", "ann", "--out", str(tmp_path / "reviews"), "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        url = json.loads(process.stdout.readline())["url"]
+        assert url.startswith("http://127.0.0.1:")
+        request = urllib.request.Request(
+            f"{url}api/views/0/verdict", method="POST",
+            data=json.dumps({"version": 0, "qid": qid, "pid": None,
+                             "verdict": "disagree", "note": "known"}).encode())
+        with urllib.request.urlopen(request) as response:
+            assert json.loads(response.read())["verdict"] == "disagree"
+    finally:
+        process.send_signal(signal.SIGTERM)
+        stdout, stderr = process.communicate(timeout=60)
+
+    review = tmp_path / "reviews" / "review" / "nq-sample" / "smollm2-135m" / "v1"
+    assert process.returncode == 0, stderr
+    assert stdout == ""  # --json: the address was the one document
+    assert f"verdicts written: {review}" in stderr
+    assert [(r["qid"], r["verdict"]) for r in load_artifact(review).records] == [
+        (qid, "disagree")]
+    result = CliRunner().invoke(cli, ["validate", str(review)])
+    assert result.exit_code == 0, result.output
