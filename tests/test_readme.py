@@ -52,6 +52,18 @@ SKIPPED = {
                        "local Ray cluster",
     "labeler build --dataset nq --llm llama3.1-8b --backend vllm --executor ray --ray-address "
     "HEAD:6379 --tensor-parallel 2 --cache-dir /shared/labeler-cache": "a Ray cluster, vllm, GPU",
+    "vllm serve meta-llama/Llama-3.1-8B-Instruct --served-model-name llama3.1-8b "
+    "--tensor-parallel-size 8 --api-key \"$OPENAI_API_KEY\"": "vllm, GPUs",
+    "vllm serve meta-llama/Llama-3.1-8B-Instruct --served-model-name llama3.1-8b "
+    "--tensor-parallel-size 4 --data-parallel-size 2 --api-key \"$OPENAI_API_KEY\"":
+        "vllm, GPUs",
+    "labeler build --dataset nq --llm llama3.1-8b --backend openai --base-url "
+    "http://gpu-node:8000/v1 --dry-run": "network (KILT NQ, Llama 3.1's licence check): "
+                                         "tests/workflows/test_plan.py plans a served build",
+    "labeler build --dataset nq --llm llama3.1-8b --backend openai --base-url "
+    "http://gpu-node:8000/v1 --prompt-format text": "a vLLM server on GPUs: "
+                                                    "tests/llm/test_openai_api.py builds "
+                                                    "nq-sample against a real vllm serve",
     "labeler score judged/nq/lvr.jsonl judged/tq/lvr.jsonl --rag --against "
     "out/utility/nq/llama3.1-8b/v1 --baseline judged/nq/retrieval.jsonl --against "
     "out/utility/tq/llama3.1-8b/v1 --baseline judged/tq/retrieval.jsonl":

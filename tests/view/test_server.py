@@ -18,7 +18,7 @@ def server(labels, tmp_path):
     (tmp_path / "secret.txt").write_text("not for the page")
     viewing = open_viewing([labels], reviewer="ann", out=None)
     server = make_server(viewing)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     yield server
     server.shutdown()
