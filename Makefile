@@ -62,6 +62,7 @@ bench: install-vllm
 	$(BIN)/python benchmarks/bench_bm25.py
 	$(BIN)/python benchmarks/bench_dedup.py
 	$(BIN)/python benchmarks/bench_vllm.py
+	$(BIN)/python benchmarks/bench_served.py
 	$(BIN)/python benchmarks/bench_view.py
 
 lock:

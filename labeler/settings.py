@@ -27,9 +27,12 @@ __all__ = [
     "is_true",
     "kilt_source",
     "offline",
+    "openai_api_key",
+    "openai_base_url",
     "passed_to_workers",
     "progress_seconds",
     "quiet",
+    "server_backoff",
     "verbose",
     "vllm_compile_cache",
     "vllm_logging",
@@ -42,6 +45,9 @@ CACHE_DIR = "LABELER_CACHE_DIR"  # the per-user cache folder (LLM calls, embeddi
 KILT_SOURCE = "LABELER_KILT_SOURCE"  # a copy of KILT's kilt_knowledgesource.json: URL or path
 GITHUB_RAW = "LABELER_GITHUB_RAW"  # a mirror of raw.githubusercontent.com (files by repo@commit)
 HUB_BACKOFF = "LABELER_HUB_BACKOFF"  # seconds before the first Hub retry (then doubling)
+SERVER_BACKOFF = "LABELER_SERVER_BACKOFF"  # ... and before a served model's first retry
+OPENAI_BASE_URL = "OPENAI_BASE_URL"  # the openai backend's server, when --base-url is not given
+OPENAI_API_KEY = "OPENAI_API_KEY"  # its key: read here, sent in a header, written nowhere
 PROGRESS_SECONDS = "LABELER_PROGRESS_SECONDS"  # seconds between plain progress lines (no TTY)
 OMP_NUM_THREADS = "OMP_NUM_THREADS"  # threads a process may run (Ray sets an actor's CPUs)
 XDG_CACHE_HOME = "XDG_CACHE_HOME"  # the user cache base when LABELER_CACHE_DIR is unset
@@ -124,6 +130,22 @@ def progress_seconds() -> float:
 def hub_backoff() -> float:
     """Seconds to wait before the first retry of a Hub call ($LABELER_HUB_BACKOFF, default 1)."""
     return _seconds(HUB_BACKOFF, "1")
+
+
+def server_backoff() -> float:
+    """Seconds before the first retry of a request to a served model
+    ($LABELER_SERVER_BACKOFF, default 1)."""
+    return _seconds(SERVER_BACKOFF, "1")
+
+
+def openai_base_url() -> str | None:
+    """The OpenAI-compatible server the openai backend talks to ($OPENAI_BASE_URL)."""
+    return os.environ.get(OPENAI_BASE_URL) or None
+
+
+def openai_api_key() -> str | None:
+    """The key the openai backend sends ($OPENAI_API_KEY); never logged or stored."""
+    return os.environ.get(OPENAI_API_KEY) or None
 
 
 def _seconds(name: str, default: str) -> float:

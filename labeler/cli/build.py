@@ -35,7 +35,7 @@ def _help() -> str:
 @data_options(pools=True, qrels=True, task_defaults=True)
 @click.option("--llm", "llms", multiple=True, required=True,
               help="Model alias, HF repo id, local folder or .gguf; repeat to label for several.")
-@model_options(tensor_parallel=True)
+@model_options(tensor_parallel=True, served=True)
 @executor_options("the shards are labelled", "model")
 @click.option("--artifact", type=Names(registry_names("labeler.tasks", "TASKS")),
               default="utility", show_default=True,
@@ -56,8 +56,9 @@ def _help() -> str:
               help="Check everything and print the plan (queries, passages, embeddings, LLM "
                    "calls); load no model, download no corpus, write nothing.")
 @json_option
-def build(llms, backend, batch_size, device, dtype, tensor_parallel, executor, ray_address, workers,
-          artifact, out, version, shard_size, cache_dir, dry_run, as_json, **options) -> None:
+def build(llms, backend, batch_size, device, dtype, tensor_parallel, base_url, prompt_format,
+          concurrency, executor, ray_address, workers, artifact, out, version, shard_size,
+          cache_dir, dry_run, as_json, **options) -> None:
     from labeler.executors import load_executor
     from labeler.llm.config import LLMConfig
     from labeler.tasks import load_task
@@ -66,7 +67,8 @@ def build(llms, backend, batch_size, device, dtype, tensor_parallel, executor, r
     task = load_task(artifact)
     config = task.Config.from_options(**options)
     models = [LLMConfig(name, backend=backend, batch_size=batch_size, device=device,
-                        tensor_parallel=tensor_parallel, dtype=dtype) for name in llms]
+                        tensor_parallel=tensor_parallel, dtype=dtype, base_url=base_url,
+                        prompt_format=prompt_format, concurrency=concurrency) for name in llms]
     if dry_run:
         from labeler.workflows.plan import plan
 

@@ -9,17 +9,24 @@ from pathlib import Path
 from labeler.errors import InputError
 from labeler.llm.base import Backend
 
+#: how the openai backend sends a prompt: "chat" (messages, the server's chat template) or
+#: "text" (labeler's rendered prompt)
+PROMPT_FORMATS = ("chat", "text")
+
 
 @dataclass(frozen=True)
 class LLMConfig:
     """One model and how it runs; what changes answers is also in the call cache's keys."""
 
     name: str  # alias, HF repo id, local folder or .gguf file
-    backend: str = "hf"  # hf | vllm
+    backend: str = "hf"  # hf | vllm | openai
     batch_size: int | None = None  # None: the backend's default (hf 8 rows, vllm 256 requests)
     device: str | None = None  # e.g. cpu, cuda:0; None: the best available
     tensor_parallel: int = 1  # GPUs one model is split over (vllm only)
     dtype: str | None = None  # the weights' dtype (one of the backend's DTYPES); None: its default
+    base_url: str | None = None  # openai: the server's API root; None: $OPENAI_BASE_URL
+    prompt_format: str = "chat"  # openai: chat (the server's template) or text (labeler's)
+    concurrency: int | None = None  # openai: requests in flight; None: the backend's default
 
     def __post_init__(self) -> None:
         if self.batch_size is not None and self.batch_size < 1:
@@ -32,6 +39,7 @@ class LLMConfig:
             raise InputError(f"the {self.backend} backend runs a model on one device: tensor "
                              "parallelism needs the vllm backend", field_name="tensor_parallel",
                              hint="add --backend vllm, or leave out --tensor-parallel")
+        self._check_served()
         from labeler.llm import DTYPES
 
         taken = DTYPES.get(self.backend, ())
@@ -39,6 +47,23 @@ class LLMConfig:
             raise InputError(
                 f"the {self.backend} backend takes no dtype '{self.dtype}'"
                 + (f": use one of {', '.join(taken)}" if taken else ""), field_name="dtype")
+
+    def _check_served(self) -> None:
+        """The openai backend's options: a known prompt format, and none of them elsewhere."""
+        if self.prompt_format not in PROMPT_FORMATS:
+            raise InputError(f"unknown prompt format '{self.prompt_format}' (use one of "
+                             f"{', '.join(PROMPT_FORMATS)})", field_name="prompt_format")
+        if self.concurrency is not None and self.concurrency < 1:
+            raise InputError(f"concurrency must be at least 1, got {self.concurrency}",
+                             field_name="concurrency")
+        given = [name for name, value in (("--base-url", self.base_url),
+                                          ("--concurrency", self.concurrency),
+                                          ("--prompt-format", self.prompt_format != "chat"))
+                 if value]
+        if given and self.backend != "openai":
+            raise InputError(f"{given[0]} is for a served model: the {self.backend} backend "
+                             "runs it here", field_name=given[0].lstrip("-").replace("-", "_"),
+                             hint="add --backend openai")
 
     def on_hf(self) -> LLMConfig:
         """The same model on the hf backend, for an operation only hf answers: vllm's batch
@@ -49,7 +74,8 @@ class LLMConfig:
         if self.backend == "hf":
             return self
         dtype = self.dtype if self.dtype in DTYPES["hf"] else None
-        return replace(self, backend="hf", batch_size=None, tensor_parallel=1, dtype=dtype)
+        return replace(self, backend="hf", batch_size=None, tensor_parallel=1, dtype=dtype,
+                       base_url=None, prompt_format="chat", concurrency=None)
 
     @property
     def gpus(self) -> int:
@@ -65,7 +91,12 @@ class LLMConfig:
 
         return load_backend(self.name, backend=self.backend, batch_size=self.batch_size,
                             device=self.device, tensor_parallel=self.tensor_parallel,
-                            dtype=self.dtype, cache_dir=cache_dir)
+                            dtype=self.dtype, cache_dir=cache_dir, **self.served())
+
+    def served(self) -> dict:
+        """The openai backend's options that differ from its defaults."""
+        return {k: v for k, v in (("base_url", self.base_url), ("concurrency", self.concurrency),
+                                  ("prompt_format", self.prompt_format)) if v not in (None, "chat")}
 
     def identify(self, cache_dir: str | Path | None = None) -> ModelIdentity:
         """Load the model (a model that cannot load fails now) and say what names it."""
@@ -75,9 +106,10 @@ class LLMConfig:
         """The config for a published manifest: a local model by its file or folder name."""
         from labeler.llm.models import resolve_model
 
+        served = {"prompt_format": self.prompt_format} if self.backend == "openai" else {}
         return {"model": resolve_model(self.name).identity, "backend": self.backend,
                 "batch_size": self.batch_size, "device": self.device,
-                "tensor_parallel": self.tensor_parallel, "dtype": self.dtype}
+                "tensor_parallel": self.tensor_parallel, "dtype": self.dtype, **served}
 
 
 @dataclass(frozen=True)

@@ -123,7 +123,8 @@ def _writers(task: Task, source: Source, config: TaskConfig,
     for alias, (llm, model) in loaded.items():
         manifest = {"model_id": llm.describe()["model"], "model_revision": model.revision,
                     **base, "llm_config": llm.describe(),
-                    "llm_runtime": {k: model.key[k] for k in ("backend", "dtype", "device")}}
+                    "llm_runtime": {k: v for k, v in model.key.items()
+                                    if k not in ("model_id", "revision")}}
         writer = VersionWriter(out, kind=type(task), dataset=folder, llm=alias,
                                version=version, build_id=_build_id(manifest, model.key))
         check_caller_manifest(manifest, artifact=task.name, dataset=folder, llm=alias,

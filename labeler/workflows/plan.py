@@ -24,6 +24,9 @@ from labeler.tasks.base import TaskConfig
 
 #: characters per token of the estimate (English prose under a BPE vocabulary)
 CHARS_PER_TOKEN = 4
+#: requests a served model (--backend openai) gets per call of a kind; others 1: a P(yes)
+#: scores " yes" and " no", one request each
+REQUESTS_PER_CALL = {"P(yes)": 2}
 
 
 def plan(artifact: str, config: TaskConfig, llms: Sequence[LLMConfig], *,
@@ -57,11 +60,17 @@ def plan(artifact: str, config: TaskConfig, llms: Sequence[LLMConfig], *,
     rows.append(("candidates", f"{candidates:,}", known))
     passage_chars = mean_chars(source)
     question_chars = sum(len(q.question) for q in queries) / max(len(queries), 1)
+    requests = 0
     for what, calls, passages, how in task.planned_calls(source, candidates, gold):
         tokens = calls * (question_chars + passages * passage_chars) / CHARS_PER_TOKEN
         rows.append((f"LLM calls: {what}", f"{calls:,}", how))
         rows.append((f"  prompt tokens: {what}", f"~{int(tokens):,}",
                      "estimate from characters (no tokenizer loaded), templates excluded"))
+        requests += calls * REQUESTS_PER_CALL.get(what, 1)
+    if any(llm.backend == "openai" for llm in llms):
+        rows.append(("requests to the server, per served LLM", f"{requests:,}",
+                     ("upper bound: one per call, one per choice of a P(yes); none for an "
+                      "answer the call cache holds")))
     rows += _cached_calls(llms, cache_dir)
     rows.append(("LLMs", ", ".join(llm.name for llm in llms), "none loaded by a dry run"))
     return rows

@@ -1,4 +1,5 @@
-"""The contract suite runs once per backend: hf always, vllm where it imports."""
+"""The contract suite runs once per backend: hf always; vllm, and openai against a real
+`vllm serve`, where vllm imports."""
 
 from __future__ import annotations
 
@@ -18,9 +19,10 @@ def questions() -> list[str]:
 
 
 @pytest.fixture(scope="session", params=[pytest.param("hf", marks=pytest.mark.slow),
-                                         pytest.param("vllm", marks=pytest.mark.vllm)])
+                                         pytest.param("vllm", marks=pytest.mark.vllm),
+                                         pytest.param("openai", marks=[pytest.mark.vllm,
+                                                                       pytest.mark.slow])])
 def backend(request):
     """The bundled SmolLM2-135M-Instruct through each backend, without the call cache."""
-    if request.param == "hf":
-        return request.getfixturevalue("smollm")
-    return request.getfixturevalue("smollm_vllm")
+    return request.getfixturevalue({"hf": "smollm", "vllm": "smollm_vllm",
+                                    "openai": "smollm_served"}[request.param])

@@ -1,0 +1,243 @@
+"""The `openai` backend: a model served behind an OpenAI-compatible API (`vllm serve`, SGLang,
+a load balancer over many of them, a hosted API), labeler as its client.
+
+`--llm` names the model as the server serves it (`vllm serve ... --served-model-name`) and as
+labeler knows it (an alias, Hub id or local model), whose tokenizer renders and counts the
+prompts here, so that every prompt is checked against the served window before any request.
+The start-up probe (GET /models) turns a wrong key, URL or model into one line before a build
+starts. The key comes from OPENAI_API_KEY and goes only into the Authorization header.
+
+`generate` sends chat completions (the server's chat template) or, with prompt format
+"text", completions with labeler's rendered prompt as token ids, byte-exact as the
+in-process vllm backend runs it; sampling seeds per prompt with `row_seed` as vllm does, and
+finish_reason "length" is `capped`. `loglikelihood` and `choice_probs` read vLLM's
+`prompt_logprobs` of completions, as the in-process backend does; a server that is not vLLM
+refuses them before any request. What names the model in the cache key: the served id, the
+model the server loaded (its `root`), the server's version and the prompt format.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+from pathlib import Path
+
+from labeler import settings
+from labeler.errors import InputError, ModelLoadError
+from labeler.llm.base import (
+    CHOICE_TOKENS,
+    Backend,
+    Chat,
+    ChoiceRequest,
+    Completion,
+    LoglikelihoodRequest,
+    Sampling,
+    check_lengths,
+)
+from labeler.llm.models import ModelSpec, model_revision
+from labeler.llm.prompts import (
+    choice_ids,
+    continuation_ids,
+    cut_at_stop,
+    encode,
+    render_chat,
+    row_seed,
+)
+from labeler.llm.served import Server
+from labeler.progress import info, progress_bar, transformers_quiet
+
+#: requests in flight by default: a vLLM server batches up to 256 sequences on a GPU
+CONCURRENCY = 64
+
+# One forward pass that scores the prompt, as the vllm backend's _SCORE
+_SCORE = {"max_tokens": 1, "temperature": 0.0, "prompt_logprobs": 1}
+
+
+class OpenAIBackend(Backend):
+    """A served model answering the contract's operations over HTTP, `concurrency` requests
+    in flight; the call cache commits each call of `batch_size` requests."""
+
+    def __init__(self, spec: ModelSpec, *, batch_size: int | None = None,
+                 device: str | None = None, cache_dir: str | Path | None = None,
+                 base_url: str | None = None, prompt_format: str = "chat",
+                 concurrency: int | None = None) -> None:
+        if device is not None:
+            raise InputError("the openai backend runs the model on its server: it takes no "
+                             "--device", field_name="device")
+        url = base_url or settings.openai_base_url()
+        if not url:
+            raise InputError("the openai backend needs the server's URL",
+                             field_name="base_url", hint="add --base-url http://host:8000/v1 "
+                             "or set OPENAI_BASE_URL")
+        self.spec, self.alias, self.prompt_format = spec, spec.alias, prompt_format
+        self.server = Server(url, settings.openai_api_key(),
+                             concurrency=concurrency or CONCURRENCY)
+        served = _served(self.server.probe(spec.alias), spec)
+        self.served_id, self.model_id = served["id"], served["id"]
+        self.version = self.server.version()  # vLLM's; None: not a vLLM server
+        if prompt_format == "text" and self.version is None:
+            raise ModelLoadError(spec.alias, f"{url} is not a vLLM server: --prompt-format "
+                                 "text sends token ids, which only vLLM takes",
+                                 hint="leave out --prompt-format text")
+        self.tokenizer = _tokenizer(spec, cache_dir)
+        self.max_context = served.get("max_model_len") or _window(self.tokenizer, spec)
+        self.root = Path(str(served.get("root") or served["id"])).name
+        self.revision = hashlib.sha256(json.dumps(
+            [self.served_id, self.root, self.version]).encode()).hexdigest()[:16]
+        self.batch_size = batch_size or self.server.concurrency
+        self.structured_output = self.version is not None  # vLLM's structured_outputs
+
+    def key(self) -> dict:
+        return {"model_id": self.served_id, "root": self.root, "server": self.version,
+                "backend": "openai", "prompt_format": self.prompt_format}
+
+    def render(self, prompt: Chat) -> str:
+        return render_chat(self.tokenizer, prompt)
+
+    def count_tokens(self, texts: list[str]) -> list[int]:
+        return [len(row) for row in encode(self.tokenizer, texts)]
+
+    def generate(self, prompts: list[Chat], sampling: Sampling) -> list[list[Completion]]:
+        texts = [self.render(p) for p in prompts]
+        ids = encode(self.tokenizer, texts)
+        check_lengths([len(x) for x in ids], self.max_context, reserved=sampling.max_tokens)
+        if sampling.top_k and self.version is None:
+            raise InputError("top_k is not in the OpenAI API: only a vLLM server takes it",
+                             field_name="top_k")
+        text = self.prompt_format == "text"
+        bodies = [{**self._sampling(sampling, rendered),
+                   **({"prompt": tokens} if text else self._messages(prompt))}
+                  for prompt, rendered, tokens in zip(prompts, texts, ids)]
+        answers = self._ask("/completions" if text else "/chat/completions", bodies,
+                            "generate")
+        return [[Completion(cut_at_stop(_text(c), sampling.stop), c["finish_reason"] == "length")
+                 for c in sorted(a["choices"], key=lambda c: c["index"])] for a in answers]
+
+    def loglikelihood(self, requests: list[LoglikelihoodRequest]) -> list[float]:
+        self._needs_prompt_logprobs("loglikelihood")
+        pairs = continuation_ids(self.tokenizer, [self.render(r.context) for r in requests],
+                                 [r.continuation for r in requests])
+        check_lengths([sum(map(len, pair)) for pair in pairs], self.max_context)
+        scored = [i for i, (_, cont) in enumerate(pairs) if cont]  # empty continuation: log 1 = 0
+        answers = self._ask("/completions", [self._score(pairs[i][0] + pairs[i][1])
+                                             for i in scored], "loglikelihood")
+        out = [0.0] * len(requests)
+        for i, answer in zip(scored, answers):
+            ctx, cont = pairs[i]
+            out[i] = sum(_logprob(answer, len(ctx) + k, t) for k, t in enumerate(cont))
+        return out
+
+    def choice_probs(self, requests: list[ChoiceRequest]) -> list[dict[str, float]]:
+        self._needs_prompt_logprobs("choice_probs")
+        texts = [self.render(r.prompt) for r in requests]
+        tokens = [choice_ids(self.tokenizer, t, r.choices) for t, r in zip(texts, requests)]
+        ids = encode(self.tokenizer, texts)
+        check_lengths([len(x) for x in ids], self.max_context, reserved=CHOICE_TOKENS)
+        rows = [(i, t) for i, ts in enumerate(tokens) for t in ts]  # first tokens all differ
+        answers = self._ask("/completions", [self._score(ids[i] + [t]) for i, t in rows],
+                            "choice_probs")
+        prob = {(i, t): math.exp(_logprob(a, len(ids[i]), t)) for (i, t), a in zip(rows, answers)}
+        return [{c: prob[i, t] for c, t in zip(r.choices, tokens[i])}
+                for i, r in enumerate(requests)]
+
+    def _sampling(self, sampling: Sampling, rendered: str) -> dict:
+        """The request's sampling fields: OpenAI's, and vLLM's top_k and structured outputs."""
+        body = {"model": self.served_id, "n": sampling.n, "temperature": sampling.temperature,
+                "top_p": sampling.top_p, "max_tokens": sampling.max_tokens}
+        if sampling.stop:
+            body["stop"] = list(sampling.stop)
+        if not sampling.greedy:  # per prompt, as the vllm backend seeds it
+            body["seed"] = row_seed(sampling.seed, rendered, 0)
+        if sampling.top_k:
+            body["top_k"] = sampling.top_k
+        if sampling.json_schema is not None:
+            if not self.structured_output:
+                raise InputError("this server cannot constrain output to a JSON schema",
+                                 field_name="json_schema")
+            body["structured_outputs"] = {"json": json.loads(sampling.json_schema)}
+        return body
+
+    def _messages(self, prompt: Chat) -> dict:
+        """A chat's messages; a final assistant message is a reply the server continues
+        (vLLM's continue_final_message)."""
+        render_chat(self.tokenizer, prompt)  # the same checks of roles as every backend
+        body = {"messages": [{"role": m.role, "content": m.content} for m in prompt]}
+        if prompt[-1].role == "assistant":
+            body |= {"continue_final_message": True, "add_generation_prompt": False}
+        return body
+
+    def _score(self, ids: list[int]) -> dict:
+        return {"model": self.served_id, "prompt": ids, **_SCORE}
+
+    def _needs_prompt_logprobs(self, operation: str) -> None:
+        if self.version is None:
+            raise InputError(f"{operation} needs a vLLM server's prompt_logprobs; the server "
+                             f"at {self.server.base_url} is not one", field_name="backend",
+                             hint="serve the model with vLLM, or use --backend hf or vllm")
+
+    def _ask(self, path: str, bodies: list[dict], operation: str) -> list[dict]:
+        """Every body's answer in order, many in flight, with a progress line and a closing
+        line of requests/s and tokens/s."""
+        answers: list = [None] * len(bodies)
+        tokens, start = 0, time.perf_counter()
+        with progress_bar(f"{operation} {self.alias} (served)", len(bodies)) as advance:
+            for i, answer in self.server.post_all(path, bodies):
+                answers[i] = answer
+                tokens += (answer.get("usage") or {}).get("total_tokens", 0)
+                advance(1)
+        seconds = max(time.perf_counter() - start, 1e-9)
+        if bodies:
+            info(f"{operation} {self.alias}: {len(bodies)} requests, "
+                 f"{len(bodies) / seconds:.1f} requests/s, {tokens / seconds:.0f} tokens/s")
+        return answers
+
+
+def _served(models: list[dict], spec: ModelSpec) -> dict:
+    """The served model `spec` names: by its alias, its id or its file's name."""
+    names = {spec.alias, spec.model_id, spec.identity}
+    for model in models:
+        if model.get("id") in names:
+            return model
+    served = ", ".join(sorted(str(m.get("id")) for m in models)) or "none"
+    raise ModelLoadError(spec.alias, f"the server does not serve it (it serves: {served})",
+                         hint="name the model as the server does (vllm serve "
+                              "--served-model-name)")
+
+
+def _tokenizer(spec: ModelSpec, cache_dir: str | Path | None):
+    """The model's own tokenizer (a bundled GGUF's from its converted folder), for rendering
+    and counting prompts here."""
+    from labeler.llm.gguf import AutoTokenizer, gguf_snapshot  # transformers, made lean
+
+    try:
+        source = gguf_snapshot(spec, model_revision(spec), cache_dir) if spec.gguf \
+            else spec.model_id
+        with transformers_quiet():
+            tokenizer = AutoTokenizer.from_pretrained(source)
+    except (OSError, ValueError) as exc:
+        raise ModelLoadError(spec.alias, f"its tokenizer does not load here: "
+                             f"{str(exc).splitlines()[0]}", hint="the openai backend renders "
+                             "and counts prompts with the model's own tokenizer") from exc
+    if not tokenizer.chat_template:
+        raise ModelLoadError(spec.alias, "the tokenizer has no chat template")
+    return tokenizer
+
+
+def _window(tokenizer, spec: ModelSpec) -> int:
+    """The context window where the server does not say it: the tokenizer's model_max_length."""
+    window = tokenizer.model_max_length
+    if not 0 < window < 10**8:
+        raise ModelLoadError(spec.alias, "neither the server nor the tokenizer gives the "
+                             "model's context window")
+    return window
+
+
+def _text(choice: dict) -> str:
+    return choice["text"] if "text" in choice else choice["message"]["content"] or ""
+
+
+def _logprob(answer: dict, position: int, token: int) -> float:
+    """log P(prompt token at `position` | before) from vLLM's prompt_logprobs."""
+    return answer["choices"][0]["prompt_logprobs"][position][str(token)]["logprob"]

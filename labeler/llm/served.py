@@ -1,0 +1,168 @@
+"""The HTTP side of a served model: one OpenAI-compatible server, many requests in flight.
+
+httpx (already a dependency through huggingface_hub) with a thread pool: `post_all` sends
+every body at once, at most `concurrency` in flight, and yields each answer as it arrives.
+A 429, a 5xx, a timeout or a refused connection (a server restarting) is retried with
+exponential backoff, waiting what the server's `Retry-After` says where it says it; any other
+refusal is one error line. The API key travels only in the Authorization header: no message
+here holds it.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+
+import httpx
+
+from labeler import settings
+from labeler.errors import LabelerError, ModelLoadError
+
+#: statuses worth another try: rate limited, or the server failing or restarting
+RETRIED = frozenset({408, 425, 429, 500, 502, 503, 504})
+#: tries per request before the build stops (a restart of a large model takes minutes)
+ATTEMPTS = 10
+#: the longest wait between two tries, in seconds (Retry-After is honoured up to this)
+MAX_WAIT = 60.0
+#: what reaches no answer in this many seconds is retried (a long generation on a busy server)
+TIMEOUT = 600.0
+#: what a refusal of the start-up probe means
+REFUSED = {401: "the server refused the API key (401 Unauthorized)",
+           403: "the API key may not use this server (403 Forbidden)",
+           404: "no OpenAI-compatible API there (404 Not Found)"}
+
+
+@dataclass
+class ServerError(LabelerError):
+    """The server refused a request, or could not be reached after every retry."""
+
+    url: str
+    reason: str
+    hint: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.url}: {self.reason}"
+
+
+class Server:
+    """An OpenAI-compatible API at `base_url` (…/v1), `concurrency` requests in flight."""
+
+    def __init__(self, base_url: str, api_key: str | None, *, concurrency: int) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.concurrency = concurrency
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.client = httpx.Client(headers=headers, timeout=TIMEOUT, limits=httpx.Limits(
+            max_connections=concurrency, max_keepalive_connections=concurrency))
+        self.pool = ThreadPoolExecutor(concurrency, thread_name_prefix="labeler-openai")
+        self.sent = 0  # requests answered, this process
+        self._lock = threading.Lock()
+
+    def probe(self, model: str) -> list[dict]:
+        """The served models (GET /models): the one request at start-up that a wrong key, a
+        wrong URL or a server that is down fails, as one line naming `model`."""
+        try:
+            response = self.client.get(f"{self.base_url}/models", timeout=30)
+        except httpx.HTTPError as error:
+            raise ModelLoadError(model, f"cannot reach the server at {self.base_url}: "
+                                 f"{_said(error)}", hint="start the server, or check "
+                                 "--base-url / OPENAI_BASE_URL") from None
+        if response.status_code in REFUSED:
+            raise ModelLoadError(model, f"{self.base_url}: {REFUSED[response.status_code]}",
+                                 hint="set OPENAI_API_KEY to the server's key"
+                                 if response.status_code in (401, 403)
+                                 else "--base-url ends in the API's root, e.g. "
+                                      "http://host:8000/v1")
+        if response.status_code != 200:
+            raise ModelLoadError(model, f"{self.base_url}/models answered "
+                                 f"{response.status_code}: {_message(response)}")
+        return response.json().get("data", [])
+
+    def version(self) -> str | None:
+        """The server's reported version (vLLM's GET /version at the server's root), or
+        None where it reports none."""
+        root = self.base_url.removesuffix("/v1")
+        try:
+            response = self.client.get(f"{root}/version", timeout=30)
+            return str(response.json()["version"]) if response.status_code == 200 else None
+        except (httpx.HTTPError, ValueError, KeyError, TypeError):
+            return None
+
+    def post_all(self, path: str, bodies: list[dict]) -> Iterator[tuple[int, dict]]:
+        """(index, answer) for each body POSTed to `path`, as each arrives; at most
+        `concurrency` in flight. A failure stops the rest and is raised."""
+        pending, started = {}, iter(enumerate(bodies))
+        try:
+            while True:
+                for i, body in started:
+                    pending[self.pool.submit(self.post, path, body)] = i
+                    if len(pending) >= self.concurrency:
+                        break
+                if not pending:
+                    return
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    yield pending.pop(future), future.result()
+        finally:
+            for future in pending:
+                future.cancel()
+
+    def post(self, path: str, body: dict) -> dict:
+        """One POST, retried on 429, 5xx, timeouts and refused connections."""
+        url = f"{self.base_url}{path}"
+        for attempt in range(1, ATTEMPTS + 1):
+            wait_for = None
+            try:
+                response = self.client.post(url, json=body)
+            except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError
+                    ) as error:
+                reason = _said(error)
+            else:
+                if response.status_code == 200:
+                    with self._lock:
+                        self.sent += 1
+                    return response.json()
+                reason = f"{response.status_code}: {_message(response)}"
+                if response.status_code not in RETRIED:
+                    raise ServerError(url, f"refused the request ({reason})")
+                wait_for = _retry_after(response)
+            if attempt == ATTEMPTS:
+                break
+            time.sleep(wait_for if wait_for is not None else _backoff(attempt))
+        raise ServerError(url, f"no answer after {ATTEMPTS} tries (last: {reason})",
+                          hint="the build resumes where it stopped: run it again")
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        self.client.close()
+
+
+def _backoff(attempt: int) -> float:
+    """Seconds before try `attempt + 1`: doubling from settings.server_backoff(), jittered."""
+    return min(MAX_WAIT, settings.server_backoff() * 2 ** (attempt - 1)) * random.uniform(0.5, 1)
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    """The server's Retry-After in seconds (a number of seconds; a date is not honoured)."""
+    try:
+        return min(MAX_WAIT, max(0.0, float(response.headers["retry-after"])))
+    except (KeyError, ValueError):
+        return None
+
+
+def _message(response: httpx.Response) -> str:
+    """The server's own error message, on one line."""
+    try:
+        error = response.json()
+        text = error.get("error", error) if isinstance(error, dict) else error
+        text = text.get("message", text) if isinstance(text, dict) else text
+    except ValueError:
+        text = response.text
+    return " ".join(str(text).split())[:300] or response.reason_phrase
+
+
+def _said(error: Exception) -> str:
+    return " ".join(str(error).split()) or type(error).__name__

@@ -1,0 +1,162 @@
+"""The openai backend against a real `vllm serve` of the bundled SmolLM2 (the session's
+`vllm_server`, vLLM's CPU build): a utility build equal to the in-process vllm backend's, the
+key written nowhere, and the faults a served model meets (a 429 storm, a server that goes away
+mid-build and comes back, a wrong key, a server that is not vLLM), counted at the proxy in
+front of the server (tests/support/served.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from support.nq2 import TOP3_RUN
+from support.served import API_KEY
+
+from labeler.cli import cli
+from labeler.errors import InputError
+from labeler.llm import ChoiceRequest, Sampling, chat, load_backend
+from labeler.llm.cache import CachedBackend
+from labeler.llm.models import resolve_model
+from labeler.llm.openai_api import OpenAIBackend
+
+pytestmark = pytest.mark.vllm
+
+#: nats, per answer: the same engine in float32, in other batches
+LOGLIKELIHOOD_TOLERANCE = 2e-3
+
+
+def build(root: Path, session_cache: str, *backend: str) -> tuple[list[dict], dict, str]:
+    """The records, manifest and output of a utility build of three nq-sample queries; the
+    session's converted model is linked into its cache folder (a served model's tokenizer)."""
+    (root / "calls").mkdir(parents=True, exist_ok=True)
+    if not (root / "calls/models").exists():
+        (root / "calls/models").symlink_to(Path(session_cache) / "models")
+    result = CliRunner().invoke(cli, [
+        "build", "--dataset", "nq-sample", "--llm", "smollm2-135m", *backend,
+        "--limit", "3", "--k", "3", "--max-new-tokens", "32", "--with-likelihood",
+        "--run", str(TOP3_RUN), "--cache-dir", str(root / "calls"), "--out", str(root / "out")])
+    assert result.exit_code == 0, result.output
+    [data] = (root / "out/utility/nq-sample/smollm2-135m/v1").glob("data-*.jsonl")
+    manifest = json.loads((data.parent / "manifest.json").read_text())
+    return [json.loads(line) for line in data.read_text().splitlines()], manifest, result.output
+
+
+def served(proxy, session_cache, *, cache_dir, **options):
+    """The openai backend through the proxy (its tokenizer from the session's converted
+    model), behind the call cache of `cache_dir`."""
+    return CachedBackend(load_backend("smollm2-135m", backend="openai", base_url=proxy.base_url,
+                                      cache_dir=session_cache, use_cache=False, **options),
+                         cache_dir=cache_dir)
+
+
+def test_a_served_build_labels_nq_sample_as_the_in_process_vllm_build(
+        smollm_vllm, vllm_server, session_cache, tmp_path, monkeypatch):
+    _, proxy = vllm_server
+    monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+    local, _, _ = build(tmp_path / "vllm", session_cache, "--backend", "vllm")
+    before = proxy.total()
+    served_build = ("--backend", "openai", "--base-url", proxy.base_url, "--prompt-format",
+                    "text")
+    records, manifest, output = build(tmp_path / "served", session_cache, *served_build)
+    asked = proxy.total() - before
+    assert manifest["llm_runtime"] == {"backend": "openai", "prompt_format": "text",
+                                       "server": "0.32.0",
+                                       "root": manifest["llm_runtime"]["root"]}
+    assert manifest["llm_runtime"]["root"].startswith("smollm2-135m-")
+    assert manifest["llm_config"]["prompt_format"] == "text"
+    assert [r["qid"] for r in records] == [r["qid"] for r in local] and len(local) == 3
+    gaps = []
+    for a, b in zip(local, records):
+        for field in ("known", "closed_book_answer", "closed_book_capped", "utility_pids", "rag"):
+            assert a[field] == b[field], (a["qid"], field)
+        for x, y in zip(a["candidates"], b["candidates"], strict=True):
+            for field in ("pid", "answer", "capped", "correct", "utility"):
+                assert x[field] == y[field], (a["qid"], x["pid"], field)
+            gaps.append(abs(x["loglikelihood"] - y["loglikelihood"]))
+    assert len(gaps) == 9 and max(gaps) < LOGLIKELIHOOD_TOLERANCE, gaps
+    assert "requests/s" in output and "tokens/s" in output
+    # a rerun is answered by the call cache: the server is asked nothing
+    (tmp_path / "served/out").rename(tmp_path / "first-out")
+    build(tmp_path / "served", session_cache, *served_build)
+    assert asked > 0 and proxy.total() - before == asked
+    # the key is in no file the builds wrote, nor in what they printed
+    written = [p for p in tmp_path.rglob("*") if p.is_file()
+               and "models" not in p.relative_to(tmp_path).parts]  # the linked model
+    assert any(p.name.startswith("calls.sqlite") for p in written)
+    assert not [p for p in written if API_KEY.encode() in p.read_bytes()]
+    assert API_KEY not in output
+
+
+def test_a_429_storm_is_waited_out_as_retry_after_says(vllm_server, session_cache, tmp_path,
+                                                       monkeypatch):
+    _, proxy = vllm_server
+    monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+    monkeypatch.setenv("LABELER_SERVER_BACKOFF", "60")  # were Retry-After ignored: minutes
+    backend = served(proxy, session_cache, cache_dir=tmp_path, concurrency=4)
+    prompts = [chat(f"Name a colour that starts with {c}.") for c in "BGRY"]
+    proxy.storm(12, retry_after="0.2")
+    start, before = time.monotonic(), proxy.total()
+    answers = backend.generate(prompts, Sampling(max_tokens=4))
+    assert time.monotonic() - start < 50
+    assert len(proxy.refused) >= 12 and proxy.total() - before == 4
+    assert all(a[0].text for a in answers)
+
+
+def test_a_server_gone_mid_build_is_waited_for_and_nothing_answered_is_asked_again(
+        vllm_server, session_cache, tmp_path, monkeypatch):
+    _, proxy = vllm_server
+    monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+    monkeypatch.setenv("LABELER_SERVER_BACKOFF", "0.5")
+    backend = served(proxy, session_cache, cache_dir=tmp_path, concurrency=2, batch_size=4)
+    prompts = [chat(f"What is {n} plus {n}?") for n in range(10)]
+    before = proxy.total()
+    proxy.outage(after=before + 3)  # the server dies after three answers ...
+    threading.Timer(3.0, proxy.restore).start()  # ... and is back three seconds later
+    answers = backend.generate(prompts, Sampling(max_tokens=6))
+    assert proxy.total() - before == 10  # every prompt answered once: none asked twice
+    assert backend.generate(prompts, Sampling(max_tokens=6)) == answers
+    assert proxy.total() - before == 10  # the rerun from the call cache
+
+
+def test_a_wrong_key_fails_in_one_line_before_the_build(vllm_server, tmp_path):
+    _, proxy = vllm_server
+    before = proxy.total()
+    run = subprocess.run([
+        sys.executable, "-m", "labeler", "build", "--dataset", "nq-sample", "--llm",
+        "smollm2-135m", "--backend", "openai", "--base-url", proxy.base_url, "--limit", "3",
+        "--k", "3", "--run", str(TOP3_RUN), "--out", str(tmp_path / "out")],
+        env={**os.environ, "OPENAI_API_KEY": "sk-wrong-key-0000"}, capture_output=True,
+        text=True, timeout=600, check=False)
+    assert run.returncode == 1
+    assert run.stderr.splitlines() == [(
+        f"error: cannot load model 'smollm2-135m': {proxy.base_url}: the server refused the "
+        "API key (401 Unauthorized) (set OPENAI_API_KEY to the server's key)")]
+    assert "sk-wrong-key" not in run.stdout + run.stderr
+    assert proxy.total() == before and not (tmp_path / "out").exists()
+
+
+def test_an_operation_the_server_cannot_answer_fails_before_any_request(
+        vllm_server, session_cache, monkeypatch):
+    _, proxy = vllm_server
+    monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+    proxy.plain = True  # no /version: not a vLLM server, so no prompt_logprobs
+    try:
+        backend = OpenAIBackend(resolve_model("smollm2-135m"), base_url=proxy.base_url,
+                                cache_dir=session_cache)
+    finally:
+        proxy.plain = False
+    before = proxy.total()
+    with pytest.raises(InputError, match=r"^field 'backend': choice_probs needs a vLLM "
+                                         r"server's prompt_logprobs"):
+        backend.choice_probs([ChoiceRequest(chat("Is water wet?"))])
+    assert proxy.total() == before
+    [[answer]] = backend.generate([chat("What is the capital of France?")],
+                                  Sampling(max_tokens=8))  # chat completions: any server
+    assert "Paris" in answer.text and backend.key()["server"] is None
