@@ -26,7 +26,7 @@ from labeler.retrieval import Candidate
 from labeler.sources.passage import Passage
 from labeler.sources.types import Query, Source
 from labeler.tasks.base import LLM, PlannedCall, Shard, Task, TaskConfig
-from labeler.tasks.utility_setting import departures
+from labeler.tasks.utility_setting import PROMPT_VERSION, departures
 
 #: The paper's closed-book prompt, L(q, ∅).
 CLOSED_BOOK = (
@@ -40,6 +40,10 @@ WITH_PASSAGE = (
     " Question: {question}\n\n Answer:"
 )
 PROMPT_TEMPLATES = {"closed_book": CLOSED_BOOK, "with_passage": WITH_PASSAGE}
+#: How the with-passage prompts show a passage, by the manifest's `prompt_version` (an
+#: artifact without one is version 1): 1, "{title} {text}" as stored; 2, each stripped, as the
+#: paper's `format_passage` shows it (they differ where a title or text has edge white space).
+PASSAGE_FORMATS = {1: lambda passage: passage.contents, 2: lambda passage: passage.stripped}
 #: The paper's claim-verification pair for FEVER (its src/fever/dataset.py), verbatim:
 #: "repsonse", the double space and the missing space before "Verify" are the paper's.
 CLAIM_CLOSED_BOOK = (
@@ -81,17 +85,20 @@ def closed_book_prompt(question: str, kind: str = "question") -> Chat:
     return chat(TEMPLATES_BY_KIND[kind]["closed_book"].format(question=question))
 
 
-def passage_prompt(question: str, passages: Sequence[Passage], kind: str = "question") -> Chat:
-    """L(q, D): the passages as "{title} {text}", one per line, in the Information block."""
-    information = "\n".join(p.contents for p in passages)
+def passage_prompt(question: str, passages: Sequence[Passage], kind: str = "question", *,
+                   version: int = PROMPT_VERSION) -> Chat:
+    """L(q, D): the passages as prompt `version` shows them (`PASSAGE_FORMATS`), one per
+    line, in the Information block."""
+    information = "\n".join(map(PASSAGE_FORMATS[version], passages))
     return chat(TEMPLATES_BY_KIND[kind]["with_passage"].format(passage=information,
                                                                question=question))
 
 
-def evidence_prompt(question: str, passages: Sequence[Passage], kind: str = "question") -> Chat:
+def evidence_prompt(question: str, passages: Sequence[Passage], kind: str = "question", *,
+                    version: int = PROMPT_VERSION) -> Chat:
     """L(q, D) as the `rag` answers ask it: with the passages, or closed-book when there are
     none (a query without candidates, or without utilitarian ones)."""
-    return (passage_prompt(question, passages, kind) if passages
+    return (passage_prompt(question, passages, kind, version=version) if passages
             else closed_book_prompt(question, kind))
 
 
@@ -134,6 +141,10 @@ class UtilityTask(Task):
         if kind not in TEMPLATES_BY_KIND:
             return super().templates(kind)
         return dict(TEMPLATES_BY_KIND[kind])
+
+    def manifest(self, kind: str = "question") -> dict:
+        """The base's, and the `prompt_version` its passages are shown by."""
+        return super().manifest(kind) | {"prompt_version": PROMPT_VERSION}
 
     @property
     def decoding(self) -> dict[str, Sampling]:
@@ -283,33 +294,17 @@ def _record(q: Query, closed: Completion, candidates: list[Candidate], answers: 
     rows = []
     for i, (c, answer) in enumerate(zip(candidates, answers)):
         correct = has_answer(answer.text, q.answers)
-        row = {
-            "pid": c.passage.pid,
-            "title": c.passage.title,
-            "text": c.passage.text,
-            "source": c.source,
-            "rank": c.rank,
-            "gold": c.gold,
-            "answer": answer.text,
-            "capped": answer.capped,
-            "correct": correct,
-            "utility": int(correct and not known),
-        }
+        row = {"pid": c.passage.pid, "title": c.passage.title, "text": c.passage.text,
+               "source": c.source, "rank": c.rank, "gold": c.gold, "answer": answer.text,
+               "capped": answer.capped, "correct": correct,
+               "utility": int(correct and not known)}
         if likelihoods is not None:
             row["loglikelihood"] = likelihoods[i]
         rows.append(row)
-    return {
-        "qid": q.qid,
-        "question": q.question,
-        "answers": list(q.answers),
-        "llm": llm,
-        "pool": pool,
-        "known": known,
-        "closed_book_answer": closed.text,
-        "closed_book_capped": closed.capped,
-        "candidates": rows,
-        "utility_pids": [r["pid"] for r in rows if r["utility"]],
-    }
+    return {"qid": q.qid, "question": q.question, "answers": list(q.answers), "llm": llm,
+            "pool": pool, "known": known, "closed_book_answer": closed.text,
+            "closed_book_capped": closed.capped, "candidates": rows,
+            "utility_pids": [r["pid"] for r in rows if r["utility"]]}
 
 
 def _add_rag(llm: Calls, sampling: Sampling, queries: Sequence[Query],
