@@ -52,6 +52,8 @@ bench: install-vllm
 	$(BIN)/python benchmarks/bench_load.py
 	$(BIN)/python benchmarks/bench_memory.py
 	$(BIN)/python benchmarks/bench_build.py
+	$(BIN)/python benchmarks/bench_overhead.py
+	$(BIN)/python benchmarks/bench_pipeline.py
 	$(BIN)/python benchmarks/bench_dtype.py
 	$(BIN)/python benchmarks/bench_rubric.py
 	$(BIN)/python benchmarks/bench_ray.py

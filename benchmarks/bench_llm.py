@@ -21,6 +21,7 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import time
+from copy import copy
 from dataclasses import dataclass
 
 import click
@@ -88,6 +89,7 @@ class Generation:
 
     answers: list
     rate: float
+    cpu_rate: float  # tokens per CPU second of generate's thread
 
 
 def generation_rate(backend, queries, *, batch_size: int = 16,
@@ -99,12 +101,13 @@ def generation_rate(backend, queries, *, batch_size: int = 16,
     backend.generate(prompts[:2], greedy)  # warm-up
     size, backend.batch_size = backend.batch_size, batch_size
     stats = backend.decoder.stats
-    tokens, seconds = stats.tokens, stats.seconds
+    before = copy(stats)
     try:
         answers = backend.generate(prompts, greedy)
     finally:
         backend.batch_size = size
-    return Generation(answers, (stats.tokens - tokens) / (stats.seconds - seconds))
+    ran = stats - before
+    return Generation(answers, ran.rate, ran.cpu_rate)
 
 
 def backend_threads(backend) -> str:

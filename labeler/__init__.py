@@ -10,6 +10,7 @@ stays cheap::
     config = UtilityConfig(dataset="nq-sample", limit=10, k=5, encoder="minilm")
     [built] = build("utility", config, [LLMConfig("smollm2-135m")])
     artifact = load_artifact(built.path)          # its records, manifest and card
+    dataset = artifact.to_dataset()               # a datasets.Dataset, typed as the card says
     report = score("selection.jsonl", against=built.path)
 
 `build`, `judge` and `compare` are in `labeler.workflows`, `score` in `labeler.scoring`,

@@ -242,6 +242,20 @@ def llama_repo(session_cache) -> dict[str, bytes]:
     return llama_files(session_cache)
 
 
+@pytest.fixture
+def github(tmp_path, monkeypatch):
+    """This process reading GitHub's raw files (WANDS's and ESCI's real rows) from the tests'
+    server, with an empty cache."""
+    from support.hub_mirror import seed_github
+    from support.hub_server import HubServer
+
+    with HubServer() as hub:
+        monkeypatch.setenv("LABELER_GITHUB_RAW", seed_github(hub))
+        monkeypatch.setenv("LABELER_CACHE_DIR", str(tmp_path / "labeler-cache"))
+        monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+        yield hub
+
+
 def _bundled_loads() -> int:
     """How many backends of the bundled LLM this process holds loaded (labeler.llm's cache)."""
     return len(_bundled_keys())

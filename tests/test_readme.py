@@ -73,8 +73,13 @@ SKIPPED = {
         "network (Qwen3-8B): tests/workflows/test_compare.py compares SmolLM2's artifact with "
         "a second reader's",
     "labeler reproduce utility-paper --dry-run":
-        "network (the paper's datasets and LLMs): tests/workflows/test_reproduce_plan.py",
-    "labeler reproduce utility-paper --backend vllm --dtype float16": "vllm, GPU",
+        "network (the paper's datasets and LLMs): tests/workflows/reproduce/test_utility_plan.py",
+    "labeler reproduce utility-paper --backend vllm": "vllm, GPU",
+    "labeler reproduce rubric-experiment --dry-run":
+        "tests/workflows/reproduce/test_rubric_experiment.py runs this dry run (and the "
+        "whole command on the tests' mirror of WANDS)",
+    "labeler reproduce rubric-experiment --llm qwen3-8b --backend vllm --queries 100":
+        "vllm, GPU, network",
     "labeler reproduce utility-paper --dataset nq --llm qwen3-8b --limit 500":
         "network (KILT NQ, Qwen3-8B)",
     "labeler build --artifact rubric --dataset wands --llm qwen3-8b --limit 50":

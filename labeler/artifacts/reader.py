@@ -66,6 +66,18 @@ def open_artifact(path: str | Path) -> tuple[dict | None, Iterator[dict]]:
     return manifest, _records(path, manifest, files)
 
 
+def read_tables(path: str | Path) -> tuple[dict, dict[str, list[dict]]]:
+    """A version folder's manifest and every table's rows by table name ("data" and the
+    kind's own), its files verified first."""
+    path = Path(path)
+    manifest = verify_artifact(path)
+    tables: dict[str, list[dict]] = {}
+    for name in sorted(manifest["files"]):
+        if (table := table_of(name)) is not None:
+            tables.setdefault(table, []).extend(r for _, r in read_jsonl(path / name))
+    return manifest, tables
+
+
 def _records(path: Path, manifest: dict | None, files: list[Path]) -> Iterator[dict]:
     count = 0
     for file in files:

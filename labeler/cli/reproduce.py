@@ -1,4 +1,4 @@
-"""`labeler reproduce`: parse, call `labeler.workflows.reproduce.reproduce`, render."""
+"""`labeler reproduce`: parse, call the `labeler.workflows.reproduce` command's run, render."""
 
 from __future__ import annotations
 
@@ -13,10 +13,24 @@ from labeler.cli.options import (
     cache_dir_option,
     executor_options,
     model_options,
+    stacked,
 )
 from labeler.cli.output import emit, json_option
 from labeler.report.paper import DATASETS, LLMS
-from labeler.workflows.reproduce_steps import MAX_NEW_TOKENS
+from labeler.workflows.reproduce.utility_steps import MAX_NEW_TOKENS
+
+
+def _run_options(steps: str, dry_run: str):
+    """--out, --shard-size, --cache-dir, --dry-run (`dry_run`: its help) and --json of a
+    command whose steps write under <out>/`steps`/."""
+    return stacked(
+        click.option("--out", type=click.Path(file_okay=False, path_type=Path), default="out",
+                     show_default=True, help=f"Artifacts root: steps under <out>/{steps}/, the "
+                                             "report under <out>/report/."),
+        click.option("--shard-size", type=click.IntRange(min=1), help="Queries per shard."),
+        cache_dir_option,
+        click.option("--dry-run", is_flag=True, help=dry_run),
+        json_option)
 
 
 @click.group()
@@ -45,15 +59,8 @@ def reproduce() -> None:
 @click.option("--index", metavar="KIND[:NAME=N,...]", help=INDEX_HELP)
 @click.option("--max-new-tokens", type=click.IntRange(min=1), default=MAX_NEW_TOKENS,
               show_default=True, help="Cap on every answer and judgment (the paper's code's).")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default="out",
-              show_default=True, help="Artifacts root: steps under <out>/utility-paper/, the "
-                                      "report under <out>/report/.")
-@click.option("--shard-size", type=click.IntRange(min=1), help="Queries per shard.")
-@cache_dir_option
-@click.option("--dry-run", is_flag=True,
-              help="Check everything and print the plan (steps, LLM calls, tokens); load no "
-                   "model, download no corpus, write nothing.")
-@json_option
+@_run_options("utility-paper", "Check everything and print the plan (steps, LLM calls, "
+                               "tokens); load no model, download no corpus, write nothing.")
 def utility_paper(datasets, llms, backend, batch_size, device, dtype, tensor_parallel, executor,
                   ray_address, workers, out, shard_size, cache_dir, dry_run, as_json,
                   **options) -> None:
@@ -63,27 +70,21 @@ def utility_paper(datasets, llms, backend, batch_size, device, dtype, tensor_par
     Tables 2-6 and Figures 1-5 with the paper's numbers beside ours. Rerun to resume.
     """
     from labeler.llm.config import LLMConfig
-    from labeler.workflows.reproduce_steps import ReproduceConfig
+    from labeler.workflows.reproduce.utility_steps import ReproduceConfig, paper_dtype
 
     config = ReproduceConfig(datasets=tuple(datasets), **{
         k: (str(v) if k == "run" and v is not None else v) for k, v in options.items()})
     models = [LLMConfig(name, backend=backend, batch_size=batch_size, device=device,
-                        tensor_parallel=tensor_parallel, dtype=dtype) for name in llms]
+                        tensor_parallel=tensor_parallel, dtype=paper_dtype(backend, dtype))
+              for name in llms]
     if dry_run:
-        from labeler.workflows.reproduce_plan import plan_rows
+        from labeler.workflows.reproduce.utility_plan import plan_rows
 
-        rows = plan_rows(config, models, out=out, cache_dir=cache_dir)
-        table = Table(title="plan: reproduce utility-paper (dry run: no model loaded, "
-                            "nothing written)", title_justify="left")
-        for column in ("step", "count", "how known"):
-            table.add_column(column)
-        for row in rows:
-            table.add_row(*row)
-        emit({"plan": [dict(zip(("step", "count", "how_known"), row)) for row in rows]},
-             [table], as_json=as_json)
+        _plan("utility-paper", plan_rows(config, models, out=out, cache_dir=cache_dir),
+              as_json)
         return
     from labeler.executors import load_executor
-    from labeler.workflows.reproduce import reproduce as run_reproduce
+    from labeler.workflows.reproduce.utility_paper import reproduce as run_reproduce
 
     runner = load_executor(executor, address=ray_address, workers=workers)
     done = run_reproduce(config, models, out=out, cache_dir=cache_dir, shard_size=shard_size,
@@ -101,3 +102,82 @@ def utility_paper(datasets, llms, backend, batch_size, device, dtype, tensor_par
         table.add_row(*(str(v) for v in items[-1].values()))
     emit({"ran": len(done.ran), "skipped": len(done.skipped), "items": items, "path": done.path},
          [table], [str(done.path)], as_json=as_json)
+
+
+@reproduce.command("rubric-experiment")
+@click.option("--dataset", "datasets", type=DatasetName(), multiple=True,
+              default=("wands", "esci"),
+              show_default=True, help="Dataset to run on; repeat for several (default: the "
+                                      "experiment's two).")
+@click.option("--llm", default="qwen3-8b", show_default=True,
+              help="LLM that writes the questions and answers them (the experiment's, an API "
+                   "model, is not open).")
+@model_options()
+@executor_options("the builds' shards are labelled", "model")
+@click.option("--queries", type=click.IntRange(min=1), default=100, show_default=True,
+              help="Queries sampled per dataset, as the experiment samples them.")
+@click.option("--seed", type=int, default=42, show_default=True,
+              help="The sample's seed (cheat_at_search's run_strategy's).")
+@click.option("--rerank-k", type=click.IntRange(min=1), default=100, show_default=True,
+              help="BM25 top K the LLM reranks.")
+@click.option("--weight", type=float, default=10.0, show_default=True,
+              help="w in fused = BM25 + w · rubric.")
+@click.option("--max-questions", type=click.IntRange(min=1), default=10, show_default=True,
+              help="Questions kept per query.")
+@click.option("--threshold", type=click.FloatRange(0, 1), default=0.7, show_default=True,
+              help="The threshold variant's P (the experiment's earlier versions').")
+@_run_options("rubric-experiment", "Print the plan (steps, LLM calls); load no model and "
+                                   "write nothing.")
+def rubric_experiment(datasets, llm, backend, batch_size, device, dtype, executor, ray_address,
+                      workers, queries, seed, out, shard_size, cache_dir, dry_run, as_json,
+                      **settings) -> None:
+    """The bag-of-decisions experiment (Turnbull's blog): BM25 as it ran, the single
+    relevance question alone and fused, the bag of questions summed and fused, and the
+    threshold variant, on the experiment's seeded query sample; NDCG@10 as the experiment
+    computes it beside trec_eval's, paired t-tests between arms, tables and a figure in one
+    report version. Rerun to resume.
+    """
+    from labeler.llm.config import LLMConfig
+    from labeler.workflows.reproduce.rubric_steps import RubricExperimentConfig
+
+    config = RubricExperimentConfig(datasets=tuple(datasets), queries=queries, seed=seed,
+                                    **settings)
+    model = LLMConfig(llm, backend=backend, batch_size=batch_size, device=device, dtype=dtype)
+    if dry_run:
+        from labeler.workflows.reproduce.rubric_experiment import plan_rows
+
+        _plan("rubric-experiment", plan_rows(config, model, out=out), as_json)
+        return
+    from labeler.executors import load_executor
+    from labeler.workflows.reproduce.rubric_experiment import reproduce_rubric
+
+    done = reproduce_rubric(config, model, out=out, cache_dir=cache_dir, shard_size=shard_size,
+                            executor=load_executor(executor, address=ray_address,
+                                                   workers=workers))
+    table = Table(title=f"report: {len(done.ran)} steps run, {len(done.skipped)} done before",
+                  title_justify="left")
+    for column in ("dataset", "arm", "ndcg@10 (cheat_at_search)", "ndcg@10 (trec_eval)"):
+        table.add_column(column, justify="left" if column in ("dataset", "arm") else "right")
+    means = {(r["dataset"], r["arm"], r["metric"]): r["mean"] for r in done.records
+             if "arm" in r}
+    for (dataset, arm, metric), mean in means.items():
+        if metric != "ndcg@10":
+            table.add_row(dataset, arm, _shown(mean), _shown(means[dataset, arm, "ndcg@10"]))
+    emit({"ran": len(done.ran), "skipped": len(done.skipped), "rows": done.records,
+          "path": done.path}, [table], [str(done.path)], as_json=as_json)
+
+
+def _plan(command: str, rows: list[tuple[str, str, str]], as_json: bool) -> None:
+    """Render a dry run's (step, count, how known) rows."""
+    table = Table(title=f"plan: reproduce {command} (dry run: no model loaded, nothing "
+                        "written)", title_justify="left")
+    for column in ("step", "count", "how known"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*row)
+    emit({"plan": [dict(zip(("step", "count", "how_known"), row)) for row in rows]}, [table],
+         as_json=as_json)
+
+
+def _shown(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.4f}"

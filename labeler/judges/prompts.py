@@ -112,4 +112,4 @@ def render_passage(passage: Passage, passage_format: str = "paper") -> str:
 
 def format_passage(passage: Passage) -> str:
     """The paper's `format_passage`: title and text, each stripped, joined by a space."""
-    return f"{passage.title.strip()} {passage.text.strip()}".strip()
+    return passage.stripped

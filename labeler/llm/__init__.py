@@ -87,7 +87,9 @@ def answers(backend: str, operation: str) -> bool:
     OPTIONAL_OPERATIONS says (without importing it), a plugin's if its class implements it."""
     if backend in BUILT_IN:
         return backend in OPTIONAL_OPERATIONS[operation]
-    return getattr(BACKENDS[backend], operation) is not getattr(Backend, operation)
+    # a backend that tokenizes counts tokens too (`Backend.count_tokens`)
+    names = (operation, "tokenize") if operation == "count_tokens" else (operation,)
+    return any(getattr(BACKENDS[backend], name) is not getattr(Backend, name) for name in names)
 
 
 def check_operation(backend: str, operation: str, what: str) -> None:

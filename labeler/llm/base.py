@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
 from labeler.errors import InputError, PromptTooLongError
@@ -87,6 +87,16 @@ class Message:
 Chat = tuple[Message, ...]
 
 
+@dataclass(frozen=True)
+class Prompt:
+    """A chat as the model reads it, rendered and tokenized once: the call cache keys it by
+    `text` and checks its length by `ids`, and the backend runs these same ids."""
+
+    chat: Chat
+    text: str  # `Backend.render(chat)`
+    ids: Sequence[int]  # `Backend.tokenize([text])[0]`
+
+
 def chat(user: str, system: str | None = None) -> Chat:
     """A one-turn chat prompt."""
     turns = [Message("system", system)] if system else []
@@ -160,10 +170,31 @@ class Backend(ABC):
     def render(self, prompt: Chat) -> str:
         """The exact text the model sees for a chat, through its own chat template."""
 
+    def tokenize(self, texts: list[str]) -> list[list[int]]:
+        """The token ids of each plain text, no special tokens added (a rendered prompt holds
+        its own)."""
+        raise NotImplementedError(f"{type(self).__name__} does not tokenize")
+
     def count_tokens(self, texts: list[str]) -> list[int]:
-        """The number of tokens of each plain text, no special tokens added (a rendered prompt
-        holds its own)."""
-        raise NotImplementedError(f"{type(self).__name__} does not count tokens")
+        """The number of tokens of each plain text (`tokenize`'s)."""
+        return [len(ids) for ids in self.tokenize(texts)]
+
+    def prepare(self, prompts: list[Chat]) -> list[Prompt]:
+        """Each chat rendered and tokenized, once."""
+        texts = [self.render(p) for p in prompts]
+        return [Prompt(p, t, ids) for p, t, ids in zip(prompts, texts, self.tokenize(texts))]
+
+    def stream(self, prompts: list[Prompt], sampling: Sampling
+               ) -> Iterator[tuple[int, list[Completion]]]:
+        """`generate`'s answers as each prompt's answers end: (its index in `prompts`, its
+        completions), every index once, in any order; nothing runs before every prompt is
+        checked against the window. By default `generate` in calls of `call_size`, in the
+        given order; a backend that refills its running batch streams the rows as they end."""
+        check_lengths([len(p.ids) for p in prompts], self.max_context,
+                      reserved=sampling.max_tokens)
+        for start in range(0, len(prompts), self.call_size):
+            chunk = [p.chat for p in prompts[start:start + self.call_size]]
+            yield from enumerate(self.generate(chunk, sampling), start)
 
     @abstractmethod
     def generate(self, prompts: list[Chat], sampling: Sampling) -> list[list[Completion]]:
@@ -202,6 +233,15 @@ def check_lengths(tokens: Sequence[int], window: int, *, reserved: int = 0) -> N
         i = over[0]
         raise PromptTooLongError(index=i, tokens=tokens[i], window=window, reserved=reserved,
                                  others=len(over) - 1)
+
+
+def gathered(stream: Iterator[tuple[int, list[Completion]]], count: int
+             ) -> list[list[Completion]]:
+    """A `Backend.stream` of `count` prompts' answers, in the prompts' order."""
+    out: list[list[Completion]] = [[] for _ in range(count)]
+    for index, completions in stream:
+        out[index] = completions
+    return out
 
 
 def yes_probability(probs: Mapping[str, float], yes: str = " yes", no: str = " no") -> float:

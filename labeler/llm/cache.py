@@ -2,10 +2,13 @@
 
 Like lm-evaluation-harness's CachingLM. A request's key is the sha256 of JSON holding the
 operation, the backend's `key()` (model id, revision, backend, dtype, device), the exact
-rendered prompt and every parameter that changes the answer (the seed included). Misses are
-checked against the model's context window first, then computed in the shared Collator's
-batches of the backend's `call_size` and committed after each (SQLite, WAL), so a killed run
-keeps what it finished and a rerun makes only the missing calls.
+rendered prompt and every parameter that changes the answer (the seed included). A prompt is
+rendered and tokenized once: its text keys it, its token ids are checked against the model's
+context window, then run by the backend as they are. The misses are computed in a thread of
+their own (`labeler.llm.overlap`): `generate` streamed by the backend (`Backend.stream`), the
+other operations in the shared Collator's batches of the backend's `call_size`; answers are
+committed as they come (SQLite, WAL), while the engine goes on, so a killed run keeps what it
+finished and a rerun makes only the missing calls.
 
 The answers live in a `CallStore`: the SQLite file in the cache folder. SQLite's WAL does not
 work over a network filesystem, so a worker on another node never opens that file: its
@@ -41,10 +44,12 @@ from labeler.llm.base import (
     ChoiceRequest,
     Completion,
     LoglikelihoodRequest,
+    Prompt,
     Sampling,
     check_lengths,
 )
 from labeler.llm.batching import Collator, chat_prefix
+from labeler.llm.overlap import overlapped
 from labeler.paths import cache_root
 from labeler.progress import progress_bar, warning
 
@@ -207,16 +212,24 @@ class CachedBackend(Backend):
     def render(self, prompt: Chat) -> str:
         return self.inner.render(prompt)
 
+    def tokenize(self, texts: list[str]) -> list[list[int]]:
+        return self.inner.tokenize(texts)
+
     def count_tokens(self, texts: list[str]) -> list[int]:
         return self.inner.count_tokens(texts)
 
     def generate(self, prompts: list[Chat], sampling: Sampling) -> list[list[Completion]]:
         texts = [self.render(p) for p in prompts]
+        asked = sampling.key()
+
+        def stream(misses: list[int], ids: list[list[int]]):
+            ready = [Prompt(prompts[i], texts[i], x) for i, x in zip(misses, ids)]
+            for k, samples in self.inner.stream(ready, sampling):
+                yield k, [asdict(c) for c in samples]
+
         stored = self._cached("generate", prompts, texts,
-                              [{"prompt": t, "sampling": sampling.key()} for t in texts],
-                              lambda chunk: [[asdict(c) for c in samples]
-                                             for samples in self.inner.generate(chunk, sampling)],
-                              reserved=sampling.max_tokens)
+                              [{"prompt": t, "sampling": asked} for t in texts], None,
+                              reserved=sampling.max_tokens, stream=stream)
         return [[Completion(**c) for c in samples] for samples in stored]
 
     def loglikelihood(self, requests: list[LoglikelihoodRequest]) -> list[float]:
@@ -249,17 +262,21 @@ class CachedBackend(Backend):
                             groups=[chat_prefix(r.prompt) for r in requests])
 
     def _cached(self, op: str, requests: list, texts: list[str], params: list[dict],
-                compute: Callable[[list], list], *, reserved: int = 0,
-                groups: list | None = None) -> list[Any]:
+                compute: Callable[[list], list] | None, *, reserved: int = 0,
+                groups: list | None = None, stream: Callable | None = None) -> list[Any]:
         """Answers from the cache; the misses checked against the context window (`texts` are
         what the model reads, `reserved` the answer's room), then computed in Collator batches
-        (requests with equal `groups` entries together), each committed when done."""
+        (requests with equal `groups` entries together) or, with `stream(misses, their token
+        ids)`, as the backend streams them: (position among the misses, answer) as each ends.
+        The engine works in a thread of its own while answers are committed as they come."""
         model = self.key()
         keys = [_hash({"op": op, "model": model, **p}) for p in params]
         found = self.store.lookup(list(dict.fromkeys(keys)))
         todo = {k: i for i, k in enumerate(keys) if k not in found}  # first request per key
         misses = list(todo)
-        tokens = self.count_tokens([texts[todo[k]] for k in misses])
+        miss_texts = [texts[todo[k]] for k in misses]
+        ids = self.inner.tokenize(miss_texts) if stream else None
+        tokens = [len(x) for x in ids] if stream else self.count_tokens(miss_texts)
         try:
             check_lengths(tokens, self.max_context, reserved=reserved)
         except PromptTooLongError as error:  # name the caller's request, not the miss
@@ -270,14 +287,20 @@ class CachedBackend(Backend):
                             group_key=None if groups is None else
                             (lambda m: groups[todo[misses[m]]]),
                             batch_size=self.call_size)
+        if stream:  # longest first, as the Collator orders them
+            answers = ((collator.order[k], v) for k, v in
+                       stream([todo[misses[m]] for m in collator.order],
+                              [ids[m] for m in collator.order]))
+        else:
+            answers = (pair for batch in collator for pair in
+                       zip(batch, compute([requests[todo[misses[m]]] for m in batch])))
         with progress_bar(f"{op} {self.alias}" + (f" ({hits:,} cached)" if hits else ""),
                           len(misses), covers_inner=True) as advance:
-            for batch in collator:
-                chunk = [misses[m] for m in batch]
-                values = compute([requests[todo[k]] for k in chunk])
+            for done in overlapped(answers):  # committed as they come: a kill keeps them
+                chunk = [(misses[m], v) for m, v in done]
                 self.backend_calls += len(chunk)
-                found.update(zip(chunk, values))
-                self.store.commit(op, self.alias, list(zip(chunk, values)))  # each chunk now
+                found.update(chunk)
+                self.store.commit(op, self.alias, chunk)
                 advance(len(chunk))
         return [found[k] for k in keys]
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 
 import torch
@@ -45,6 +46,7 @@ class DecodeStats:
     capacity: int = 0  # rows those passes could have run: batch size x steps
     tokens: int = 0  # new tokens chosen (an ending EOS included): prefill's first + decode's
     seconds: float = 0.0  # wall time inside generate
+    cpu_seconds: float = 0.0  # CPU time of the thread that ran it (the share others took off)
 
     def __sub__(self, earlier: DecodeStats) -> DecodeStats:
         """What ran since `earlier` (a copy of these stats taken then)."""
@@ -65,6 +67,12 @@ class DecodeStats:
     def rate(self) -> float:
         """Tokens chosen per second inside generate."""
         return self.tokens / self.seconds if self.seconds else 0.0
+
+    @property
+    def cpu_rate(self) -> float:
+        """Tokens chosen per CPU second of generate's thread: on a shared machine, what the
+        other processes took is not counted."""
+        return self.tokens / self.cpu_seconds if self.cpu_seconds else 0.0
 
 
 @dataclass
@@ -88,19 +96,20 @@ class Decoder:
 
     @torch.inference_mode()
     def run(self, groups: list[list[tuple[list[int], int | None]]], sampling: Sampling, *,
-            batch_size: int, advance=lambda n: None) -> list[Completion]:
+            batch_size: int) -> Iterator[tuple[int, Completion]]:
         """The completions of `groups`, each a list of rows (prompt ids, seed or None when
-        greedy) admitted together, in the order the groups list their rows."""
-        start = time.perf_counter()
+        greedy) admitted together, as each row ends: (its place in the order the groups list
+        their rows, its completion)."""
         queue, count = deque(), 0
         for group in groups:
             queue.append([Row(count + k, ids, None if seed is None else
                               torch.Generator(device=self.device).manual_seed(seed))
                           for k, (ids, seed) in enumerate(group)])
             count += len(group)
-        out: list[Completion] = [Completion("")] * count
+        self.stats.prompts += count
         batch = _Batch(self)
         while queue or batch.rows:
+            start, cpu = time.perf_counter(), time.thread_time()
             admitted: list[Row] = []  # whole groups while they fit; one at least
             while queue and (not batch.rows and not admitted
                              or len(batch.rows) + len(admitted) + len(queue[0]) <= batch_size):
@@ -114,13 +123,13 @@ class Decoder:
             ended = {}  # among the rows that just got a token
             for k in range(len(batch.rows) - len(admitted) if admitted else 0, len(batch.rows)):
                 if (done := self._ended(batch.rows[k], sampling)) is not None:
-                    out[batch.rows[k].index] = ended[k] = done
+                    ended[k] = done
+            finished = [(batch.rows[k].index, done) for k, done in ended.items()]
             if ended:
                 batch.keep([k for k in range(len(batch.rows)) if k not in ended])
-                advance(len(ended))
-        self.stats.prompts += count
-        self.stats.seconds += time.perf_counter() - start
-        return out
+            self.stats.seconds += time.perf_counter() - start
+            self.stats.cpu_seconds += time.thread_time() - cpu
+            yield from finished
 
     def _choose(self, logits: torch.Tensor, rows: list[Row], sampling: Sampling) -> torch.Tensor:
         """Each row's next token from its logits: the argmax, after the sampling's warpers and

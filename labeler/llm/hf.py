@@ -15,7 +15,8 @@ running only its tail.
 from __future__ import annotations
 
 import functools
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 import torch
@@ -38,8 +39,10 @@ from labeler.llm.base import (
     ChoiceRequest,
     Completion,
     LoglikelihoodRequest,
+    Prompt,
     Sampling,
     check_lengths,
+    gathered,
 )
 from labeler.llm.batching import Collator, chat_prefix, common_prefix
 from labeler.llm.decoding import Decoder
@@ -67,23 +70,32 @@ CPU_THREADS = 1
 DEFAULT_DTYPES = {"cpu": "float32", "cuda": "bfloat16"}
 
 
-#: batches of requests per call the call cache makes (`call_size`), a killed build losing at
-#: most one call's answers: the running batch refills from the rest of a call
+#: batches of requests per call the call cache makes (`call_size`) of the operations other than
+#: `generate` (which streams every request of a call through one running batch)
 QUEUED_BATCHES = 8
 
 
+@contextmanager
+def fixed_threads(device: torch.device) -> Iterator[None]:
+    """CPU_THREADS torch threads on the CPU in this thread (a thread's own setting), then the
+    ones before."""
+    if device.type != "cpu":
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(CPU_THREADS)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def _fixed_threads(operation):
-    """Run a backend operation with CPU_THREADS torch threads on the CPU, then restore them."""
+    """Run a backend operation under `fixed_threads`."""
     @functools.wraps(operation)
     def run(self, *args, **kwargs):
-        if self.device.type != "cpu":
+        with fixed_threads(self.device):
             return operation(self, *args, **kwargs)
-        before = torch.get_num_threads()
-        torch.set_num_threads(CPU_THREADS)
-        try:
-            return operation(self, *args, **kwargs)
-        finally:
-            torch.set_num_threads(before)
     return run
 
 
@@ -167,29 +179,40 @@ class HFBackend(Backend):
     def render(self, prompt: Chat) -> str:
         return render_chat(self.tokenizer, prompt)
 
-    def count_tokens(self, texts: list[str]) -> list[int]:
-        return [len(row) for row in encode(self.tokenizer, texts)]
+    def tokenize(self, texts: list[str]) -> list[list[int]]:
+        return encode(self.tokenizer, texts)
 
-    @_fixed_threads
     def generate(self, prompts: list[Chat], sampling: Sampling) -> list[list[Completion]]:
+        return gathered(self.stream(self.prepare(prompts), sampling), len(prompts))
+
+    def stream(self, prompts: list[Prompt], sampling: Sampling
+               ) -> Iterator[tuple[int, list[Completion]]]:
+        """Every prompt in one running batch, each prompt's completions as its last row ends."""
         if sampling.json_schema is not None:
             raise InputError("the hf backend cannot constrain its output to a JSON schema",
                              field_name="json_schema", hint="use --backend vllm")
-        texts = [self.render(p) for p in prompts]
-        ids = encode(self.tokenizer, texts)
-        check_lengths([len(x) for x in ids], self.max_context, reserved=sampling.max_tokens)
+        check_lengths([len(p.ids) for p in prompts], self.max_context,
+                      reserved=sampling.max_tokens)
         rows = [(i, j) for i in range(len(prompts)) for j in range(sampling.n)]
         # grouped by prompt: its n samples join the batch together and share one prefill;
         # shortest prompt first: a prompt with little context (closed-book) is the likelier
         # to run to the cap, and starting it first lets the queue refill beside it
-        collator = Collator(rows, sort_key=lambda r: -len(ids[r[0]]), group_key=lambda r: r[0],
-                            batch_size=self.batch_size)
-        groups = [[(ids[i], None if sampling.greedy else row_seed(sampling.seed, texts[i], j))
+        collator = Collator(rows, sort_key=lambda r: -len(prompts[r[0]].ids),
+                            group_key=lambda r: r[0], batch_size=self.batch_size)
+        groups = [[(list(prompts[i].ids), None if sampling.greedy else
+                    row_seed(sampling.seed, prompts[i].text, j))
                    for i, j in (rows[k] for k in group)] for group in collator.groups]
-        with progress_bar(f"generate {self.alias}", len(rows)) as advance:
-            completions = collator.restore(self.decoder.run(
-                groups, sampling, batch_size=self.batch_size, advance=advance))
-        return [completions[i * sampling.n:(i + 1) * sampling.n] for i in range(len(prompts))]
+        samples: dict[int, list[Completion | None]] = {}
+        with progress_bar(f"generate {self.alias}", len(rows)) as advance, \
+                fixed_threads(self.device):
+            for place, completion in self.decoder.run(groups, sampling,
+                                                      batch_size=self.batch_size):
+                i, j = rows[collator.order[place]]
+                mine = samples.setdefault(i, [None] * sampling.n)
+                mine[j] = completion
+                advance(1)
+                if None not in mine:
+                    yield i, samples.pop(i)
 
     @_fixed_threads
     def loglikelihood(self, requests: list[LoglikelihoodRequest]) -> list[float]:

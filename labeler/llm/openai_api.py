@@ -96,8 +96,8 @@ class OpenAIBackend(Backend):
     def render(self, prompt: Chat) -> str:
         return render_chat(self.tokenizer, prompt)
 
-    def count_tokens(self, texts: list[str]) -> list[int]:
-        return [len(row) for row in encode(self.tokenizer, texts)]
+    def tokenize(self, texts: list[str]) -> list[list[int]]:
+        return encode(self.tokenizer, texts)
 
     def generate(self, prompts: list[Chat], sampling: Sampling) -> list[list[Completion]]:
         texts = [self.render(p) for p in prompts]

@@ -20,15 +20,19 @@ so a prompt's samples do not depend on what else is in the call. `loglikelihood`
 to the prompt and reads its prompt log-probability, which is exact for any token (the top-k
 `logprobs` of a generated token would miss choices outside the top k). `Sampling.json_schema`
 becomes vllm's structured outputs (`StructuredOutputsParams(json=...)`). A completion is
-`capped` when vllm reports finish_reason "length" (it reached max_tokens). Engine calls are
-cut by the shared Collator, longest first, the rows of one prompt (its choices) or of one
+`capped` when vllm reports finish_reason "length" (it reached max_tokens). `generate` streams
+its requests into the engine (`LLMEngine.add_request` and `step`), `batch_size` in it at once,
+a finished one replaced at once, and gives each answer as it finishes. The other operations'
+engine calls are cut by the shared Collator, longest first, the rows of one prompt (its choices) or of one
 context (its continuations) in the same call so that vllm's prefix cache serves them.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from labeler import settings
@@ -39,7 +43,7 @@ try:
     from vllm import LLM, SamplingParams
     from vllm.inputs import TokensPrompt
     from vllm.platforms import current_platform
-    from vllm.sampling_params import StructuredOutputsParams
+    from vllm.sampling_params import RequestOutputKind, StructuredOutputsParams
 except ImportError as exc:
     raise MissingDependencyError("the vllm backend", "labeler[vllm]") from exc
 
@@ -50,8 +54,10 @@ from labeler.llm.base import (
     ChoiceRequest,
     Completion,
     LoglikelihoodRequest,
+    Prompt,
     Sampling,
     check_lengths,
+    gathered,
 )
 from labeler.llm.batching import Collator
 from labeler.llm.gguf import gguf_snapshot
@@ -74,6 +80,9 @@ CPU_DTYPE = "float32"
 CPU_KV_SHARE = 0.25
 #: prompt tokens one engine step may prefill on the CPU, at least (and the context window)
 MIN_BATCHED_TOKENS = 8192
+
+#: numbers the streamed calls, whose requests' ids it prefixes
+_CALLS = itertools.count()
 
 # One forward pass that scores the prompt: prompt_logprobs=1 returns, for every prompt position
 # after the first, the log-probability of the prompt's own token (plus the top-1).
@@ -136,25 +145,63 @@ class VLLMBackend(Backend):
     def render(self, prompt: Chat) -> str:
         return render_chat(self.tokenizer, prompt)
 
-    def count_tokens(self, texts: list[str]) -> list[int]:
-        return [len(row) for row in encode(self.tokenizer, texts)]
+    def tokenize(self, texts: list[str]) -> list[list[int]]:
+        return encode(self.tokenizer, texts)
 
     def generate(self, prompts: list[Chat], sampling: Sampling) -> list[list[Completion]]:
-        texts = [self.render(p) for p in prompts]
-        ids = encode(self.tokenizer, texts)
-        check_lengths([len(x) for x in ids], self.max_context, reserved=sampling.max_tokens)
-        params = [SamplingParams(
+        return gathered(self.stream(self.prepare(prompts), sampling), len(prompts))
+
+    def stream(self, prompts: list[Prompt], sampling: Sampling
+               ) -> Iterator[tuple[int, list[Completion]]]:
+        """The prompts' token ids streamed into the engine, `batch_size` requests in it at a
+        time, each refilled as one finishes; each prompt's completions as it finishes."""
+        check_lengths([len(p.ids) for p in prompts], self.max_context,
+                      reserved=sampling.max_tokens)
+        params = self.sampling_params(prompts, sampling)
+        with progress_bar(f"generate {self.alias}", len(prompts)) as advance:
+            for k, output in self._stream([list(p.ids) for p in prompts], params):
+                advance(1)
+                # finish_reason "length": the completion reached max_tokens; "stop": EOS or a
+                # stop string
+                yield k, [Completion(cut_at_stop(c.text, sampling.stop),
+                                     c.finish_reason == "length")
+                          for c in sorted(output.outputs, key=_index)]
+
+    def sampling_params(self, prompts: list[Prompt], sampling: Sampling) -> list:
+        """vllm's SamplingParams of each prompt (n samples ride in one request), seeded by the
+        prompt's text."""
+        return [SamplingParams(
             n=sampling.n, temperature=sampling.temperature, top_p=sampling.top_p,
             top_k=sampling.top_k or -1, max_tokens=sampling.max_tokens,
             stop=list(sampling.stop) or None, skip_special_tokens=True,
-            seed=None if sampling.greedy else row_seed(sampling.seed, text, 0),
+            seed=None if sampling.greedy else row_seed(sampling.seed, p.text, 0),
             structured_outputs=None if sampling.json_schema is None
             else StructuredOutputsParams(json=sampling.json_schema),
-        ) for text in texts]
-        outputs = self._run(ids, params, "generate")  # n samples ride in one request
-        # finish_reason "length": the completion reached max_tokens; "stop": EOS or a stop string
-        return [[Completion(cut_at_stop(c.text, sampling.stop), c.finish_reason == "length")
-                 for c in sorted(o.outputs, key=_index)] for o in outputs]
+        ) for p in prompts]
+
+    def _stream(self, prompts: list[list[int]], params: list) -> Iterator[tuple[int, object]]:
+        """(index, finished output) of each token-id prompt, in the order they finish, at most
+        `batch_size` of them in the engine at once; the prompts' requests are aborted when the
+        caller stops early."""
+        engine, waiting, running = self.llm.llm_engine, iter(range(len(prompts))), set()
+        call = f"labeler-{next(_CALLS)}"
+        try:
+            while True:
+                for k in itertools.islice(waiting, self.batch_size - len(running)):
+                    params[k].output_kind = RequestOutputKind.FINAL_ONLY
+                    engine.add_request(f"{call}-{k}", TokensPrompt(prompt_token_ids=prompts[k]),
+                                       params[k])
+                    running.add(k)
+                if not running:
+                    return
+                for output in engine.step():
+                    if output.finished:
+                        k = int(output.request_id.rsplit("-", 1)[1])
+                        running.discard(k)
+                        yield k, output
+        finally:
+            if running:
+                engine.abort_request([f"{call}-{k}" for k in running])
 
     def loglikelihood(self, requests: list[LoglikelihoodRequest]) -> list[float]:
         pairs = continuation_ids(self.tokenizer, [self.render(r.context) for r in requests],

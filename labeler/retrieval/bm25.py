@@ -98,15 +98,17 @@ def retrieve(source: Source, *, k: int = 20, encoder: str | None = None, cache_d
 
 
 def bm25_run(corpus: Corpus, queries: list[Query], *, k: int, bm25: BM25 = DEFAULT,
-             cache_dir=None) -> Run:
+             cache_dir=None, zeros: bool = False) -> Run:
     """qid -> {pid: BM25 score} of the `k` best passages with a score above 0, from the
-    corpus's cached index of each field (built first if missing)."""
+    corpus's cached index of each field (built first if missing); with `zeros`, the `k` best
+    as the rubric experiment's BM25 ran (`top_as_ran`: zero-score passages kept)."""
     _bm25s()
     fields = [(open_index(corpus, bm25, field=name, cache_dir=cache_dir), boost)
               for name, boost in bm25.fields]
     run = Run()
     for query, terms in zip(queries, analyze([q.question for q in queries], bm25)):
-        positions, scores = top(fields, terms, k)
+        positions, scores = top_as_ran(fields, terms, k, len(corpus)) if zeros \
+            else top(fields, terms, k)
         run[query.qid] = dict(zip(corpus.pids(positions.tolist()), scores.tolist()))
     return run
 
@@ -175,6 +177,22 @@ def top(fields: list[tuple[SparseIndex, float]], terms: list[str], k: int
     best = np.argsort(-values, kind="stable")[:k]
     best = best[values[best] > 0]
     return found[best].astype(np.int64), values[best]
+
+
+def top_as_ran(fields: list[tuple[SparseIndex, float]], terms: list[str], k: int, size: int
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """(corpus positions, scores) of the `k` best of all `size` passages as the rubric
+    experiment's BM25 ranks them (cheat_at_search's `BM25Search.search`): every passage
+    scored, `np.argsort(-scores)[:k]` with numpy's default sort, so zero-score passages fill
+    the k and equal scores fall where that sort leaves them."""
+    total = np.zeros(size, dtype=np.float64)
+    for index, boost in fields:
+        vocab = index.model.vocab_dict
+        ids = [vocab[t] for t in terms if t in vocab]
+        if ids:
+            total += boost * index.model.get_scores_from_ids(ids).astype(np.float64)
+    best = np.argsort(-total)[:k]
+    return best.astype(np.int64), total[best]
 
 
 def index_folder(corpus: Corpus, bm25: BM25 = DEFAULT, *, field: str = "contents",

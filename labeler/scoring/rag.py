@@ -25,7 +25,7 @@ from labeler.llm.config import LLMConfig
 from labeler.metrics.answers import has_answer
 from labeler.sources.passage import Passage
 from labeler.tasks import KINDS, load_kind
-from labeler.tasks.utility import TEMPLATES_BY_KIND, evidence_prompt
+from labeler.tasks.utility import PROMPT_VERSION, TEMPLATES_BY_KIND, evidence_prompt
 
 
 def load_reader(manifest: dict, name: str | None = None, *,
@@ -93,19 +93,26 @@ def artifact_setting(manifest: dict, where: str) -> tuple[str, Sampling]:
     return kind, Sampling(**{**answer, "stop": tuple(answer.get("stop", ()))})
 
 
+def prompt_version(manifest: dict) -> int:
+    """The prompt version a utility artifact was built with (1 before versions were recorded):
+    how its RAG answers show passages, and so how they are asked again alike."""
+    return int(manifest.get("prompt_version", 1))
+
+
 def rag_correct(llm: Calls, records: Sequence[dict], chosen: Sequence[Collection[str]], *,
-                kind: str, sampling: Sampling, what: str, ranked: bool = False) -> list[bool]:
+                kind: str, sampling: Sampling, what: str, ranked: bool = False,
+                version: int = PROMPT_VERSION) -> list[bool]:
     """Per utility record, whether the LLM answers right (`has_answer`) with only the
     candidates whose pid is in `chosen[i]`: in pool order, or with `ranked` in the order of
     `chosen[i]` (a ranking's top k); chosen pids outside the pool are not shown. One batched
-    call."""
+    call; the passages shown as prompt `version` shows them (the artifact's: `prompt_version`)."""
     prompts = []
     for record, pids in zip(records, chosen):
         pool = {c["pid"]: Passage(c["pid"], c["title"], c["text"]) for c in record["candidates"]}
         keep = set(pids)
         order = list(dict.fromkeys(pids)) if ranked else [p for p in pool if p in keep]
         passages = [pool[p] for p in order if p in pool]
-        prompts.append(evidence_prompt(record["question"], passages, kind))
+        prompts.append(evidence_prompt(record["question"], passages, kind, version=version))
     outputs = llm.generate(prompts, sampling, what, [r["qid"] for r in records])
     return [has_answer(out[0].text.strip(), r["answers"]) for out, r in zip(outputs, records)]
 

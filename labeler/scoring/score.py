@@ -261,12 +261,12 @@ def _add_rag(report: Report, chosen: dict[str, Sequence[str]], ref: Reference, l
     chosen for), and the artifact's own `rag_all_accuracy` and `rag_utilitarian_accuracy`
     (`reference_per_query`), each split by the record's `known`; their means in the summary
     and the known and unknown queries counted."""
-    from labeler.scoring.rag import known_split, rag_correct
+    from labeler.scoring.rag import known_split, prompt_version, rag_correct
 
     asked = [q for q in report.qids if q in chosen]
     correct = dict(zip(asked, rag_correct(
         llm, [ref.records[q] for q in asked], [chosen[q] for q in asked], kind=kind,
-        sampling=sampling, what=what, ranked=ranked)))
+        sampling=sampling, what=what, ranked=ranked, version=prompt_version(ref.manifest))))
     records = [ref.records[q] for q in report.qids]
     known = [bool(r["known"]) for r in records]
     own = known_split("rag_accuracy", [float(correct.get(q, False)) for q in report.qids],

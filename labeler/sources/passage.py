@@ -17,3 +17,9 @@ class Passage:
     def contents(self) -> str:
         """The text an LLM or an encoder sees: `"{title} {text}"`."""
         return f"{self.title} {self.text}" if self.title else self.text
+
+    @property
+    def stripped(self) -> str:
+        """Title and text, each stripped, joined by a space: the utility paper's
+        `format_passage`, which its prompts show."""
+        return f"{self.title.strip()} {self.text.strip()}".strip()

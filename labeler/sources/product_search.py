@@ -6,7 +6,7 @@ catalogue holds are their gold.
 `wands`: Wayfair's WANDS (Chen et al., ECIR 2022; MIT), the three tab-separated files of the
 wayfair/WANDS repository at a pinned commit, read by `datasets`' csv builder: 42,994
 products, 480 queries, 233,448 judgments graded as the experiment grades them, Exact 2,
-Partial 1, Irrelevant 0. Its BM25 is the experiment's: `title^9.4,text^4`, English Snowball
+Partial 1, Irrelevant 0 (a product judged twice for a query keeps its first grade). Its BM25 is the experiment's: `title^9.4,text^4`, English Snowball
 stems (`Source.bm25`).
 
 `esci`: Amazon's Shopping Queries Dataset (Reddy et al., 2022; Apache-2.0), the two Git LFS
@@ -81,8 +81,8 @@ def load_wands(*, limit: int | None = None) -> Source:
         if label not in WANDS_GRADES:
             raise InputError(f"unknown label {label!r} (not {', '.join(WANDS_GRADES)})",
                              paths["labels"], row, "label")
-        if qid in wanted:
-            judged.setdefault(qid, {})[pid] = WANDS_GRADES[label]
+        if qid in wanted:  # a (query, product) judged twice keeps its first grade, as the
+            judged.setdefault(qid, {}).setdefault(pid, WANDS_GRADES[label])  # experiment
     return _source("wands", f"{WANDS_REPO}@{WANDS_COMMIT}", "mit", "en",
                    zip(queries["query_id"], queries["query"]), judged,
                    _products(paths["products"]))

@@ -73,6 +73,11 @@ class TaskConfig:
         for f in fields(self):
             _check_bounds(f.name, getattr(self, f.name), f.metadata)
 
+    def select(self, source: Source) -> Source:
+        """The queries of `source` this config labels: all that were loaded (a task that
+        samples them overrides this)."""
+        return source
+
     def bm25(self) -> dict:
         """The BM25 options as `build_pools` takes them: {fields, stemmer, k1, b}."""
         return {"fields": self.bm25_fields, "stemmer": self.bm25_stemmer, "k1": self.bm25_k1,

@@ -35,6 +35,7 @@ from labeler.llm.calls import Calls
 from labeler.metrics.fusion import counted, linear_fusion
 from labeler.metrics.ranking import rank_metrics
 from labeler.metrics.significance import paired_t_test
+from labeler.sources.sampling import SEED, seeded_sample
 from labeler.sources.types import Source
 from labeler.tasks.base import LLM, PlannedCall, Shard, Task, TaskConfig
 from labeler.tasks.rubric_questions import (
@@ -87,16 +88,29 @@ class RubricConfig(TaskConfig):
     single_question: bool = field(default=False, metadata={
         "help": "also score the single-question baseline (\"Is this document relevant to this "
                 "query?\"), alone and fused with BM25"})
+    sample: int | None = field(default=None, metadata={
+        "help": "label N queries drawn with --sample-seed as the experiment draws them "
+                "(pandas' DataFrame.sample) [default: all, or the first --limit]",
+        "metavar": "N", "min": 1})
+    sample_seed: int = field(default=SEED, metadata={"help": "the seed of --sample"})
     threshold: float | None = field(default=None, metadata={
         "help": "sum only the P(yes) above P (the experiment's earlier versions: 0.7) "
                 "[default: none, every P(yes)]", "metavar": "P", "min": 0.0, "max": 1.0})
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.sample is not None and self.limit is not None:
+            raise InputError("--sample draws from every query: leave --limit unset",
+                             field_name="sample")
         if self.run is None and self.encoder != "bm25":
             raise InputError(f"the rubric fuses with BM25 scores, not {self.encoder}'s",
                              field_name="encoder", hint="leave --encoder unset (bm25) or pass "
                                                         "a BM25 run with --run")
+
+    def select(self, source: Source) -> Source:
+        """The experiment's seeded sample of `sample` queries, or every query loaded."""
+        return source if self.sample is None else seeded_sample(source, self.sample,
+                                                                self.sample_seed)
 
     def counted(self, p: float) -> float:
         """What one P(yes) adds to a score: p, or 0 when not above `threshold`."""
@@ -223,13 +237,8 @@ class RubricTask(Task):
     def derive(self, records: list[dict], settled: dict) -> dict[str, list[dict]]:
         """data: one record per query with its questions and NDCG@10 per method (when it has
         judgments); candidates: one per document with its scores and fused rank."""
-        rows, data = [], []
-        runs: dict[str, dict[str, dict[str, float]]] = {m: {} for m in METHODS}
-        for record in records:
-            scored = self._scores(record)
-            rows.extend(scored)
-            for method in METHODS:
-                runs[method][record["qid"]] = _ranked(scored, self._ranking_score(method))
+        data = []
+        rows, runs = self.rankings(records)
         judged = [r["qid"] for r in records if any(v > 0 for v in r["relevance"].values())]
         qrels = {r["qid"]: r["relevance"] for r in records}
         ndcg = {m: dict(zip(judged, rank_metrics(runs[m], qrels, ks=[NDCG_K],
@@ -244,6 +253,19 @@ class RubricTask(Task):
                         | {"scored": sum(c["scored"] for c in record["candidates"]),
                            f"ndcg@{NDCG_K}": values})
         return {"data": data, "candidates": rows}
+
+    def rankings(self, records: Sequence[dict]
+                 ) -> tuple[list[dict], dict[str, dict[str, dict[str, float]]]]:
+        """The candidate rows of labelled `records` (`_scores`), and each method's ranking
+        of every query as a run (method -> qid -> pid -> score, the best scored highest)."""
+        rows: list[dict] = []
+        runs: dict[str, dict[str, dict[str, float]]] = {m: {} for m in METHODS}
+        for record in records:
+            scored = self._scores(record)
+            rows.extend(scored)
+            for method in METHODS:
+                runs[method][record["qid"]] = _ranked(scored, self._ranking_score(method))
+        return rows, runs
 
     def labelled(self, tables: Mapping[str, list[dict]]) -> list[dict]:
         """What `derive` was given, from what it wrote: each data record with its candidate

@@ -27,7 +27,7 @@ from labeler.sources.passage import Passage
 from labeler.sources.types import Query, Source
 from labeler.tasks.base import LLM, PlannedCall, Shard, Task, TaskConfig
 from labeler.tasks.utility_record import record_of, with_flags
-from labeler.tasks.utility_setting import departures
+from labeler.tasks.utility_setting import PROMPT_VERSION, departures
 
 #: The paper's closed-book prompt, L(q, ∅).
 CLOSED_BOOK = (
@@ -41,6 +41,10 @@ WITH_PASSAGE = (
     " Question: {question}\n\n Answer:"
 )
 PROMPT_TEMPLATES = {"closed_book": CLOSED_BOOK, "with_passage": WITH_PASSAGE}
+#: How the with-passage prompts show a passage, by the manifest's `prompt_version` (an
+#: artifact without one is version 1): 1, "{title} {text}" as stored; 2, each stripped, as the
+#: paper's `format_passage` shows it (they differ where a title or text has edge white space).
+PASSAGE_FORMATS = {1: lambda passage: passage.contents, 2: lambda passage: passage.stripped}
 #: The paper's claim-verification pair for FEVER (its src/fever/dataset.py), verbatim:
 #: "repsonse", the double space and the missing space before "Verify" are the paper's.
 CLAIM_CLOSED_BOOK = (
@@ -82,17 +86,20 @@ def closed_book_prompt(question: str, kind: str = "question") -> Chat:
     return chat(TEMPLATES_BY_KIND[kind]["closed_book"].format(question=question))
 
 
-def passage_prompt(question: str, passages: Sequence[Passage], kind: str = "question") -> Chat:
-    """L(q, D): the passages as "{title} {text}", one per line, in the Information block."""
-    information = "\n".join(p.contents for p in passages)
+def passage_prompt(question: str, passages: Sequence[Passage], kind: str = "question", *,
+                   version: int = PROMPT_VERSION) -> Chat:
+    """L(q, D): the passages as prompt `version` shows them (`PASSAGE_FORMATS`), one per
+    line, in the Information block."""
+    information = "\n".join(map(PASSAGE_FORMATS[version], passages))
     return chat(TEMPLATES_BY_KIND[kind]["with_passage"].format(passage=information,
                                                                question=question))
 
 
-def evidence_prompt(question: str, passages: Sequence[Passage], kind: str = "question") -> Chat:
+def evidence_prompt(question: str, passages: Sequence[Passage], kind: str = "question", *,
+                    version: int = PROMPT_VERSION) -> Chat:
     """L(q, D) as the `rag` answers ask it: with the passages, or closed-book when there are
     none (a query without candidates, or without utilitarian ones)."""
-    return (passage_prompt(question, passages, kind) if passages
+    return (passage_prompt(question, passages, kind, version=version) if passages
             else closed_book_prompt(question, kind))
 
 
@@ -135,6 +142,10 @@ class UtilityTask(Task):
         if kind not in TEMPLATES_BY_KIND:
             return super().templates(kind)
         return dict(TEMPLATES_BY_KIND[kind])
+
+    def manifest(self, kind: str = "question") -> dict:
+        """The base's, and the `prompt_version` its passages are shown by."""
+        return super().manifest(kind) | {"prompt_version": PROMPT_VERSION}
 
     @property
     def decoding(self) -> dict[str, Sampling]:

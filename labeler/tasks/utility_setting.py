@@ -15,6 +15,9 @@ PAPER_QUERY_SETS = frozenset({"nq", "tq", "hotpotqa", "fever", "2wiki", "msmarco
 #: queries, KILT's Wikipedia in DPR's 100-word passages for every other query set
 PAPER_CORPORA = {"kilt-w100": "KILT's Wikipedia in DPR's 100-word passages, about 34M",
                  "msmarco-passage": "MS MARCO's 8.8M passages"}
+#: the version of the prompts a build records (`prompt_version`; none recorded: 1): from 2 on,
+#: passages are shown stripped, as the paper's `format_passage` shows them
+PROMPT_VERSION = 2
 POOL_NAMES = {"rp": "top-k retrieved", "hgp": "the human gold passages only",
               "mcp": "top-k retrieved plus the human gold passages"}
 
@@ -25,7 +28,7 @@ def departures(manifest: dict) -> list[str]:
     [] when it follows it in everything the manifest records; what it does not record is not
     judged.
 
-    >>> departures({"pool": "rp", "k": 20, "encoder": {"name": "bge-m3",
+    >>> departures({"prompt_version": 2, "pool": "rp", "k": 20, "encoder": {"name": "bge-m3",
     ...             "model_id": "BAAI/bge-m3"}, "sampling": {"answer": {"max_tokens": 4096}}})
     []
     """
@@ -41,6 +44,9 @@ def departures(manifest: dict) -> list[str]:
     elif source and source not in PAPER_QUERY_SETS:
         found.append(f"the queries are `{source}`, not one of the paper's query sets "
                      f"({', '.join(sorted(PAPER_QUERY_SETS))})")
+    if "prompt_templates" in manifest and manifest.get("prompt_version", 1) < PROMPT_VERSION:
+        found.append("passages are shown as stored, not stripped as the paper's "
+                     "`format_passage` shows them (prompt version 1)")
     if config.get("limit"):
         found.append(f"only the first {config['limit']:,} queries are labelled, not the whole "
                      "query set")

@@ -34,7 +34,7 @@ from labeler.errors import InputError
 from labeler.llm.base import Backend
 from labeler.llm.calls import Calls
 from labeler.progress import track
-from labeler.scoring.rag import artifact_setting, load_reader, rag_correct
+from labeler.scoring.rag import artifact_setting, load_reader, prompt_version, rag_correct
 from labeler.tasks.compare import HUMAN, VIEWS, Comparison
 from labeler.tasks.utility import TEMPLATES_BY_KIND
 
@@ -97,6 +97,7 @@ def compare(paths: Sequence[str | Path], *, out: str | Path = "out",
                               [own[q] for _ in aliases for q in qids],
                               [by_llm[b][q]["utility_pids"] for b in aliases for q in qids],
                               kind=kind, sampling=sampling,
+                              version=prompt_version(artifacts[aliases.index(reader)].manifest),
                               what=f"{reader}: answers with each LLM's gold utilitarian passages")
         for i, other in enumerate(aliases):
             rows += _pair(reader, other, qids, own,

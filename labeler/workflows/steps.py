@@ -17,11 +17,13 @@ from labeler.sources.registry import CORPORA, JSONL_PREFIX, SEARCH_PREFIX, load_
 from labeler.sources.types import Source
 from labeler.tasks.base import TaskConfig
 
+
 def config_source(config: TaskConfig, *, stored_only: bool = False) -> Source:
-    """The queries and corpus `config` names: the first step of `build` and `judge`;
-    `stored_only` (a dry run) downloads no named corpus (`load_source`)."""
-    return load_source(config.dataset, corpus=config.corpus, limit=config.limit,
-                       qrels=config.qrels, stored_only=stored_only)
+    """The queries and corpus `config` names (the queries it selects: `TaskConfig.select`):
+    the first step of `build` and `judge`; `stored_only` (a dry run) downloads no named
+    corpus (`load_source`)."""
+    return config.select(load_source(config.dataset, corpus=config.corpus, limit=config.limit,
+                                     qrels=config.qrels, stored_only=stored_only))
 
 
 def config_pools(source: Source, config: TaskConfig, cache_dir: str | Path | None = None,

@@ -105,7 +105,7 @@ def test_a_killed_run_reruns_only_the_missing_calls(smollm, questions, tmp_path)
 
     killed = subprocess.Popen(job, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 600
-    # batch size 2: calls of 16 requests (HFBackend.call_size), each committed when done
+    # batch size 2: every answer committed as it ends (a call streams through one batch)
     while cache_stats(cache_dir).entries < 16:
         assert killed.poll() is None, "the job ended before it could be killed"
         assert time.monotonic() < deadline, "the job made no progress"

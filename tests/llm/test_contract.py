@@ -174,8 +174,10 @@ def _model_calls(backend, monkeypatch) -> list:
         monkeypatch.setattr(backend.model, "forward", lambda *a, **kw: calls.append(a) or 1 / 0)
     elif hasattr(backend, "server"):  # openai: a request to the server
         monkeypatch.setattr(backend.server, "post", lambda *a, **kw: calls.append(a) or 1 / 0)
-    else:  # vllm
+    else:  # vllm: generate streams requests into the engine, the others call LLM.generate
         monkeypatch.setattr(backend.llm, "generate", lambda *a, **kw: calls.append(a) or 1 / 0)
+        monkeypatch.setattr(backend.llm.llm_engine, "add_request",
+                            lambda *a, **kw: calls.append(a) or 1 / 0)
     return calls
 
 

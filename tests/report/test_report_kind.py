@@ -12,7 +12,7 @@ from support.paper_report import write_report
 from labeler.cli import cli
 from labeler.report.figures import FIGURES, render_figure
 from labeler.report.tables import TITLES, render_table
-from labeler.workflows.paper_results import cell
+from labeler.workflows.reproduce.utility_cells import cell
 
 
 def test_a_cell_has_the_papers_number_where_the_paper_reports_its_llm_and_dataset():

@@ -134,3 +134,22 @@ def test_bad_settings_fail_with_their_option():
     with pytest.raises(InputError, match="--bm25-stemmer set BM25 retrieval"):
         TaskConfig(dataset="nq-sample", encoder="bm25", pool="hgp", bm25_stemmer="english")
     TaskConfig(dataset="nq-sample", encoder="bm25", bm25_stemmer="english", bm25_k1=0.9)
+
+
+def test_as_the_experiment_ran_zero_score_products_fill_the_k(products, corpus, queries,
+                                                                tmp_path):
+    """`zeros`: every product scored and numpy's argsort(-scores)[:k], as cheat_at_search's
+    BM25Search.search: the positive scores first, as without `zeros`, then zero-score products
+    until there are k."""
+    import numpy as np
+
+    k = len(products)
+    kept = bm25_run(corpus, queries, k=k, bm25=EXPERIMENT, cache_dir=tmp_path)
+    ran = bm25_run(corpus, queries, k=k, bm25=EXPERIMENT, cache_dir=tmp_path, zeros=True)
+    for query in queries:
+        positive = {pid: s for pid, s in ran[query.qid].items() if s > 0}
+        assert len(ran[query.qid]) == k and positive == pytest.approx(kept[query.qid])
+        scores = np.zeros(k)
+        for pid, score in ran[query.qid].items():
+            scores[[d["pid"] for d in products].index(pid)] = score
+        assert list(ran[query.qid]) == [products[i]["pid"] for i in np.argsort(-scores)]

@@ -15,6 +15,7 @@ import pytest
 from support.hub_mirror import CONTENT, FIXTURES, KILT_SOURCE_COMMIT, mirror_env
 from support.hub_server import HubServer
 
+from labeler.sources import product_search
 from labeler.sources.hub_files import HUB_FILES, KILT_SOURCE_REPO
 from labeler.sources.product_search import ESCI_COMMIT, ESCI_FILES, ESCI_REPO, WANDS_COMMIT
 from labeler.sources.registry import CORPORA, SOURCES
@@ -208,6 +209,17 @@ def test_an_esci_label_outside_e_s_c_i_names_its_row(mirror, tmp_path):
 
     assert "shopping_queries_dataset_examples.parquet:6 field 'esci_label'" in got
     assert "unknown label 'X' (not E, S, C, I)" in got and "\n" not in got
+
+
+def test_a_wands_product_judged_twice_keeps_its_first_grade_as_the_experiment(mirror):
+    hub, env = mirror
+    labels = (FIXTURES / "hub_mirror" / "wands" / "label.csv").read_text()
+    hub.static(f"{product_search.WANDS_REPO}/{WANDS_COMMIT}/"
+               f"{product_search.WANDS_FILES['labels']}",
+               (labels + "234015\t0\t25434\tIrrelevant\n").encode())  # first: Exact
+    got = _run(LOAD_ESCI.replace('"esci", limit=2', '"wands", limit=1'), [], env)
+
+    assert got["0"]["relevance"]["25434"] == 2
 
 
 def test_offline_with_an_empty_cache_needs_network_on_first_use(mirror):

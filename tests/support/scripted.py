@@ -47,8 +47,9 @@ class ScriptedBackend(Backend):
     def render(self, prompt: Chat) -> str:
         return "\n".join(m.content for m in prompt)
 
-    def count_tokens(self, texts: list[str]) -> list[int]:
-        return [len(t.split()) for t in texts]
+    def tokenize(self, texts: list[str]) -> list[list[int]]:
+        """A word's length stands for its token id."""
+        return [[len(word) for word in t.split()] for t in texts]
 
     def generate(self, prompts: list[Chat], sampling: Sampling) -> list[list[Completion]]:
         self._fits([self.render(p) for p in prompts], sampling.max_tokens)

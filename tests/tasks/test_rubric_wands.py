@@ -11,22 +11,10 @@ import json
 import pytest
 from click.testing import CliRunner
 from support.bm25_reference import ranking, wands_products
-from support.hub_mirror import seed_github
-from support.hub_server import HubServer
 
 from labeler.cli import cli
 from labeler.lines import read_jsonl
 from labeler.workflows.validate import validate_path
-
-
-@pytest.fixture
-def github(tmp_path, monkeypatch):
-    """This process reading GitHub's raw files from the tests' server, with an empty cache."""
-    with HubServer() as hub:
-        monkeypatch.setenv("LABELER_GITHUB_RAW", seed_github(hub))
-        monkeypatch.setenv("LABELER_CACHE_DIR", str(tmp_path / "labeler-cache"))
-        monkeypatch.setenv("HF_HUB_OFFLINE", "0")
-        yield hub
 
 
 @pytest.mark.slow

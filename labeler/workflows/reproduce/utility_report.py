@@ -1,5 +1,5 @@
 """The report of `labeler reproduce utility-paper`: every number of the paper's tables and
-figures read off the finished steps (`labeler.workflows.paper_results`), written as one
+figures read off the finished steps (`labeler.workflows.reproduce.utility_cells`), written as one
 `report` version folder (`labeler.report.kind.PaperReport`).
 
 The score steps run here, as `labeler score` would: they write nothing, and the call cache
@@ -17,8 +17,14 @@ from labeler.artifacts.writer import write_artifact
 from labeler.judges.methods import METHODS
 from labeler.progress import track
 from labeler.report.kind import PaperReport
-from labeler.workflows import paper_results as cells
-from labeler.workflows.reproduce_steps import NQ, ReproduceConfig, Step, utility_folder, work_folder
+from labeler.workflows.reproduce import utility_cells as cells
+from labeler.workflows.reproduce.utility_steps import (
+    NQ,
+    ReproduceConfig,
+    Step,
+    utility_folder,
+    work_folder,
+)
 
 #: the order of the paper's rows within a table
 ROW_ORDER = ("utilitarian_count", "no_passage", "all", "utilitarian", "retrieval", "attention",

@@ -15,7 +15,13 @@ from pathlib import Path
 from labeler.judges.methods import METHODS
 from labeler.llm.config import LLMConfig
 from labeler.workflows.plan import CHARS_PER_TOKEN, mean_chars, plan
-from labeler.workflows.reproduce_steps import ReproduceConfig, Step, aliases_of, steps, work_folder
+from labeler.workflows.reproduce.utility_steps import (
+    ReproduceConfig,
+    Step,
+    aliases_of,
+    steps,
+    work_folder,
+)
 from labeler.workflows.steps import config_source
 
 Row = tuple[str, str, str]

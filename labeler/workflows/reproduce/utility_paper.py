@@ -1,10 +1,10 @@
 """`labeler reproduce utility-paper`: the utility paper's experiments in one resumable run,
 written as one `report` version (its Tables 2-6 and Figures 1-5, the paper's numbers beside).
 
-The steps (`labeler.workflows.reproduce_steps`): for each dataset, `labeler build` of the
+The steps (`labeler.workflows.reproduce.utility_steps`): for each dataset, `labeler build` of the
 utility labels on the pools the paper needs, every judge method with and without the
 pseudo-answer, `labeler compare` over the LLMs' mcp labels; then the scores and the report
-(`labeler.workflows.reproduce_report`). A step whose output is complete is skipped; an
+(`labeler.workflows.reproduce.utility_report`). A step whose output is complete is skipped; an
 unfinished build resumes at its unfinished shards, and the call cache serves every answer
 already asked.
 """
@@ -12,12 +12,12 @@ already asked.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from labeler.llm.config import LLMConfig
-from labeler.workflows.reproduce_report import write_report
-from labeler.workflows.reproduce_steps import (
+from labeler.workflows.reproduce.steps import Reproduced
+from labeler.workflows.reproduce.utility_report import write_report
+from labeler.workflows.reproduce.utility_steps import (
     ReproduceConfig,
     Step,
     aliases_of,
@@ -25,16 +25,6 @@ from labeler.workflows.reproduce_steps import (
     utility_folder,
     work_folder,
 )
-
-
-@dataclass
-class Reproduced:
-    """A written report: its version folder, its records, and the steps run or skipped."""
-
-    path: Path
-    records: list[dict]
-    ran: list[Step]
-    skipped: list[Step]
 
 
 def reproduce(config: ReproduceConfig, llms: Sequence[LLMConfig], *, out: str | Path = "out",

@@ -10,9 +10,9 @@ from labeler.cli import cli
 from labeler.errors import InputError, UnknownNameError
 from labeler.judges.methods import METHODS
 from labeler.llm.config import LLMConfig
-from labeler.workflows.reproduce import reproduce
-from labeler.workflows.reproduce_plan import plan_rows
-from labeler.workflows.reproduce_steps import ReproduceConfig, steps
+from labeler.workflows.reproduce.utility_paper import reproduce
+from labeler.workflows.reproduce.utility_plan import plan_rows
+from labeler.workflows.reproduce.utility_steps import ReproduceConfig, steps
 
 
 def test_the_steps_are_every_pool_and_every_judge_method_with_and_without_the_answer(tmp_path):
@@ -69,3 +69,11 @@ def test_the_dry_run_prints_every_step_and_writes_nothing(tmp_path):
     assert rows["nq-sample: judge retrieval (no LLM)"].startswith("0 calls")
     assert rows["nq-sample: compare mcp"].startswith("2 calls")
     assert not (tmp_path / "out").exists()
+
+
+def test_the_llms_load_in_the_papers_float16_where_the_backend_takes_it():
+    from labeler.workflows.reproduce.utility_steps import paper_dtype
+
+    assert paper_dtype("vllm", None) == "float16"
+    assert paper_dtype("hf", None) is None  # hf takes float32 and bfloat16 only
+    assert paper_dtype("vllm", "bfloat16") == "bfloat16"
