@@ -18,7 +18,7 @@ import argparse
 import heapq
 import math
 import random
-from itertools import accumulate
+from itertools import accumulate, pairwise
 
 from rich.console import Console
 from rich.table import Table
@@ -33,7 +33,7 @@ def idle_share(costs: list[float], sizes: list[int], workers: int) -> float:
     each, in order) as each gets free."""
     starts = [0, *accumulate(sizes)]
     free = [0.0] * workers  # when each worker is next free
-    for a, b in zip(starts, starts[1:]):
+    for a, b in pairwise(starts):
         heapq.heapreplace(free, free[0] + sum(costs[a:b]))
     return 1 - sum(costs) / (workers * max(free))
 

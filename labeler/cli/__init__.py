@@ -24,11 +24,11 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 #: (tests/cli/test_startup.py checks each summary against its command's docstring).
 COMMANDS = {
     "build": ("labeler.cli.build:build",
-              "Label the candidate passages of a dataset for each LLM, and write one artifact "
-              "each."),
+              ("Label the candidate passages of a dataset for each LLM, and write one artifact "
+               "each.")),
     "retrieve": ("labeler.cli.retrieve:retrieve",
-                 "Retrieve the top-k passages for every query of a dataset into a TREC run "
-                 "file: dense, or BM25 with --encoder bm25."),
+                 ("Retrieve the top-k passages for every query of a dataset into a TREC run "
+                 "file: dense, or BM25 with --encoder bm25.")),
     "models": ("labeler.cli.llm:models", "List the model aliases and what each resolves to."),
     "cache": ("labeler.cli.llm:cache", "Inspect the persistent LLM call cache."),
     "validate": ("labeler.cli.artifacts:validate",
@@ -38,8 +38,8 @@ COMMANDS = {
              "Download one artifact version from a Hub dataset repo and check its sha256 sums."),
     "score": ("labeler.cli.score:score", "Score SUBMISSIONS against reference labels."),
     "judge": ("labeler.cli.judge:judge",
-              "Judge the candidate passages of a dataset with one method, and write a "
-              "submission."),
+              ("Judge the candidate passages of a dataset with one method, and write a "
+              "submission.")),
     "compare": ("labeler.cli.compare:compare",
                 "Compare utility ARTIFACTS of one dataset by several LLMs (version folders)."),
     "analyze": ("labeler.cli.analyze:analyze",
@@ -47,9 +47,9 @@ COMMANDS = {
     "reproduce": ("labeler.cli.reproduce:reproduce",
                   "Reproduce a paper's experiments end to end, as one report version."),
     "train-extractor": ("labeler.cli.train:train_extractor",
-                        "Train the extractor of a seer artifact on its preference pairs, each "
+                        ("Train the extractor of a seer artifact on its preference pairs, each "
                         "pair's DPO loss weighted by its λ (SEER's LPO), and write the trained "
-                        "model to --out."),
+                        "model to --out.")),
     "view": ("labeler.cli.view:view",
              "Look at artifact version FOLDERS in a local web page, side by side across LLMs."),
     "merge-reviews": ("labeler.cli.reviews:merge_reviews",

@@ -21,7 +21,7 @@ import copy
 from abc import abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
-from itertools import accumulate
+from itertools import accumulate, pairwise
 from typing import Any, ClassVar, NamedTuple
 
 from labeler.artifacts.kinds import ArtifactKind
@@ -140,7 +140,7 @@ def make_shards(queries: Sequence[Query], pools: dict[str, list[Candidate]],
     starts = [0, *accumulate(size)]
     return [
         Shard(i, tuple(part), {q.qid: pools.get(q.qid, []) for q in part}, kind)
-        for i, part in enumerate(queries[a:b] for a, b in zip(starts, starts[1:]))
+        for i, part in enumerate(queries[a:b] for a, b in pairwise(starts))
     ]
 
 

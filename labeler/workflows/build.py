@@ -35,8 +35,8 @@ from labeler.sources import answer_extraction
 from labeler.sources.types import Source
 from labeler.tasks import load_task
 from labeler.tasks.base import Shard, Task, TaskConfig, make_shards
-from labeler.workflows.labelling import Job, label_shards
 from labeler.tasks.shard_plan import plan_shards
+from labeler.workflows.labelling import Job, label_shards
 from labeler.workflows.steps import (
     config_pools,
     config_source,
