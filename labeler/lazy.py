@@ -12,8 +12,6 @@ import sys
 from collections.abc import Callable, Iterator, Mapping
 from importlib.metadata import entry_points
 
-from labeler.errors import UnknownNameError
-
 
 def lazy_exports(package: str, exports: dict[str, str]) -> tuple[Callable, Callable]:
     """The `__getattr__` and `__dir__` of `package`, whose public names (`exports`: name ->
@@ -59,6 +57,8 @@ class Registry(Mapping):
 
     def __getitem__(self, name: str):
         if name not in self.entries:
+            from labeler.errors import UnknownNameError  # importing labeler imports only this
+
             raise UnknownNameError(self.what, name, sorted(self.entries))
         return load_entry(self.entries[name])
 

@@ -3,7 +3,6 @@ batch job's log) a plain line every few seconds instead; nothing with --quiet.""
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections.abc import Iterable, Iterator
@@ -137,8 +136,7 @@ def other_bars_off() -> None:
     inherit), read when each is imported; one imported already is switched off directly."""
     if sys.stderr.isatty() and not settings.quiet():
         return
-    for name in settings.BAR_SWITCHES:
-        os.environ.setdefault(name, "1")
+    settings.bar_switches_on()
     if "huggingface_hub" in sys.modules:  # transformers' bars follow huggingface_hub's
         from huggingface_hub.utils import disable_progress_bars
 

@@ -71,6 +71,12 @@ VLLM_AOT_COMPILE = "VLLM_USE_AOT_COMPILE"  # ... and vllm's ahead-of-time compil
 TRUE_VALUES = frozenset({"1", "ON", "YES", "TRUE"})
 
 
+def bar_switches_on() -> None:
+    """Set every library's no-progress-bar switch (kept where the user set it already)."""
+    for name in BAR_SWITCHES:
+        os.environ.setdefault(name, "1")
+
+
 def is_true(value: str | None) -> bool:
     """True for 1/on/yes/true in any case; False for anything else, unset included."""
     return value is not None and value.upper() in TRUE_VALUES
