@@ -188,7 +188,7 @@ def test_an_out_that_cannot_be_written_fails_before_any_llm_work(tmp_path, monke
 
 def test_a_disk_that_fills_during_the_write_is_one_line_and_leaves_no_data(
         tmp_path, monkeypatch, capsys, loads, disk):
-    out = disk(2, free=1) / "out"  # room for the 4 KiB probe, not for the two queries' data
+    out = disk(3, free=2) / "out"  # room for the 4 KiB probe and the shard plan, not the data
     code, _, err = _main(monkeypatch, capsys, "-q", "build", "--dataset", "nq-sample", "--run",
                          _two_queries(tmp_path),
                          "--llm", "smollm2-135m", "--limit", 2, "--k", 3, "--max-new-tokens", 8,
