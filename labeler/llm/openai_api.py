@@ -20,26 +20,21 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import time
 from pathlib import Path
 
 from labeler import settings
 from labeler.errors import InputError, ModelLoadError
 from labeler.llm.base import (
-    CHOICE_TOKENS,
     Backend,
     Chat,
-    ChoiceRequest,
     Completion,
-    LoglikelihoodRequest,
     Sampling,
     check_lengths,
 )
 from labeler.llm.models import ModelSpec, model_revision
+from labeler.llm.prompt_logprobs import PromptLogprobScoring
 from labeler.llm.prompts import (
-    choice_ids,
-    continuation_ids,
     cut_at_stop,
     encode,
     render_chat,
@@ -55,7 +50,7 @@ CONCURRENCY = 64
 _SCORE = {"max_tokens": 1, "temperature": 0.0, "prompt_logprobs": 1}
 
 
-class OpenAIBackend(Backend):
+class OpenAIBackend(PromptLogprobScoring, Backend):
     """A served model answering the contract's operations over HTTP, `concurrency` requests
     in flight; the call cache commits each call of `batch_size` requests."""
 
@@ -115,32 +110,13 @@ class OpenAIBackend(Backend):
         return [[Completion(cut_at_stop(_text(c), sampling.stop), c["finish_reason"] == "length")
                  for c in sorted(a["choices"], key=lambda c: c["index"])] for a in answers]
 
-    def loglikelihood(self, requests: list[LoglikelihoodRequest]) -> list[float]:
-        self._needs_prompt_logprobs("loglikelihood")
-        pairs = continuation_ids(self.tokenizer, [self.render(r.context) for r in requests],
-                                 [r.continuation for r in requests])
-        check_lengths([sum(map(len, pair)) for pair in pairs], self.max_context)
-        scored = [i for i, (_, cont) in enumerate(pairs) if cont]  # empty continuation: log 1 = 0
-        answers = self._ask("/completions", [self._score(pairs[i][0] + pairs[i][1])
-                                             for i in scored], "loglikelihood")
-        out = [0.0] * len(requests)
-        for i, answer in zip(scored, answers):
-            ctx, cont = pairs[i]
-            out[i] = sum(_logprob(answer, len(ctx) + k, t) for k, t in enumerate(cont))
-        return out
+    def _score_ids(self, prompts: list[list[int]], operation: str, groups: list) -> list:
+        self._needs_prompt_logprobs(operation)
+        return self._ask("/completions", [self._score(ids) for ids in prompts], operation)
 
-    def choice_probs(self, requests: list[ChoiceRequest]) -> list[dict[str, float]]:
-        self._needs_prompt_logprobs("choice_probs")
-        texts = [self.render(r.prompt) for r in requests]
-        tokens = [choice_ids(self.tokenizer, t, r.choices) for t, r in zip(texts, requests)]
-        ids = encode(self.tokenizer, texts)
-        check_lengths([len(x) for x in ids], self.max_context, reserved=CHOICE_TOKENS)
-        rows = [(i, t) for i, ts in enumerate(tokens) for t in ts]  # first tokens all differ
-        answers = self._ask("/completions", [self._score(ids[i] + [t]) for i, t in rows],
-                            "choice_probs")
-        prob = {(i, t): math.exp(_logprob(a, len(ids[i]), t)) for (i, t), a in zip(rows, answers)}
-        return [{c: prob[i, t] for c, t in zip(r.choices, tokens[i])}
-                for i, r in enumerate(requests)]
+    @staticmethod
+    def _prompt_logprob(output: dict, position: int, token: int) -> float:
+        return output["choices"][0]["prompt_logprobs"][position][str(token)]["logprob"]
 
     def _sampling(self, sampling: Sampling, rendered: str) -> dict:
         """The request's sampling fields: OpenAI's, and vLLM's top_k and structured outputs."""
@@ -236,8 +212,3 @@ def _window(tokenizer, spec: ModelSpec) -> int:
 
 def _text(choice: dict) -> str:
     return choice["text"] if "text" in choice else choice["message"]["content"] or ""
-
-
-def _logprob(answer: dict, position: int, token: int) -> float:
-    """log P(prompt token at `position` | before) from vLLM's prompt_logprobs."""
-    return answer["choices"][0]["prompt_logprobs"][position][str(token)]["logprob"]

@@ -30,7 +30,6 @@ context (its continuations) in the same call so that vllm's prefix cache serves 
 from __future__ import annotations
 
 import itertools
-import math
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -48,12 +47,9 @@ except ImportError as exc:
     raise MissingDependencyError("the vllm backend", "labeler[vllm]") from exc
 
 from labeler.llm.base import (
-    CHOICE_TOKENS,
     Backend,
     Chat,
-    ChoiceRequest,
     Completion,
-    LoglikelihoodRequest,
     Prompt,
     Sampling,
     check_lengths,
@@ -63,9 +59,8 @@ from labeler.llm.batching import Collator
 from labeler.llm.gguf import gguf_snapshot
 from labeler.llm.hf import context_window
 from labeler.llm.models import ModelSpec, model_revision
+from labeler.llm.prompt_logprobs import PromptLogprobScoring
 from labeler.llm.prompts import (
-    choice_ids,
-    continuation_ids,
     cut_at_stop,
     encode,
     render_chat,
@@ -89,7 +84,7 @@ _CALLS = itertools.count()
 _SCORE = {"max_tokens": 1, "temperature": 0.0, "prompt_logprobs": 1, "detokenize": False}
 
 
-class VLLMBackend(Backend):
+class VLLMBackend(PromptLogprobScoring, Backend):
     """A vllm engine answering the three operations; `batch_size` requests per engine call."""
 
     structured_output = True  # Sampling.json_schema: vllm's structured outputs (xgrammar)
@@ -203,31 +198,13 @@ class VLLMBackend(Backend):
             if running:
                 engine.abort_request([f"{call}-{k}" for k in running])
 
-    def loglikelihood(self, requests: list[LoglikelihoodRequest]) -> list[float]:
-        pairs = continuation_ids(self.tokenizer, [self.render(r.context) for r in requests],
-                                 [r.continuation for r in requests])
-        check_lengths([sum(map(len, pair)) for pair in pairs], self.max_context)
-        scored = [i for i, (_, cont) in enumerate(pairs) if cont]  # empty continuation: log 1 = 0
-        outputs = self._run([pairs[i][0] + pairs[i][1] for i in scored],
-                            [SamplingParams(**_SCORE)] * len(scored), "loglikelihood",
-                            groups=[tuple(pairs[i][0]) for i in scored])
-        out = [0.0] * len(requests)
-        for i, output in zip(scored, outputs):
-            ctx, cont = pairs[i]
-            out[i] = sum(_logprob(output, len(ctx) + k, token) for k, token in enumerate(cont))
-        return out
+    def _score_ids(self, prompts: list[list[int]], operation: str, groups: list) -> list:
+        return self._run(prompts, [SamplingParams(**_SCORE)] * len(prompts), operation,
+                         groups=groups)
 
-    def choice_probs(self, requests: list[ChoiceRequest]) -> list[dict[str, float]]:
-        texts = [self.render(r.prompt) for r in requests]
-        tokens = [choice_ids(self.tokenizer, t, r.choices) for t, r in zip(texts, requests)]
-        ids = encode(self.tokenizer, texts)
-        check_lengths([len(x) for x in ids], self.max_context, reserved=CHOICE_TOKENS)
-        rows = [(i, t) for i, ts in enumerate(tokens) for t in ts]  # first tokens all differ
-        outputs = self._run([ids[i] + [t] for i, t in rows], [SamplingParams(**_SCORE)] * len(rows),
-                            "choice_probs", groups=[i for i, _ in rows])
-        prob = {(i, t): math.exp(_logprob(o, len(ids[i]), t)) for (i, t), o in zip(rows, outputs)}
-        return [{c: prob[i, t] for c, t in zip(r.choices, tokens[i])}
-                for i, r in enumerate(requests)]
+    @staticmethod
+    def _prompt_logprob(output, position: int, token: int) -> float:
+        return output.prompt_logprobs[position][token].logprob
 
     def _run(self, prompts: list[list[int]], params: list, description: str,
              groups: list | None = None) -> list:
@@ -280,11 +257,6 @@ def _device(name: str | None) -> str:
         raise InputError(f"this vllm build runs on '{platform}', not '{name}'",
                          field_name="device", hint="leave --device unset, or use --backend hf")
     return platform
-
-
-def _logprob(output, position: int, token: int) -> float:
-    """log P(prompt token at `position` | the tokens before it) from vllm's prompt_logprobs."""
-    return output.prompt_logprobs[position][token].logprob
 
 
 def _index(completion) -> int:
