@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from labeler import settings
@@ -29,6 +30,7 @@ from labeler.llm.base import (
     Backend,
     Chat,
     Completion,
+    Prompt,
     Sampling,
     check_lengths,
 )
@@ -52,7 +54,7 @@ _SCORE = {"max_tokens": 1, "temperature": 0.0, "prompt_logprobs": 1}
 
 class OpenAIBackend(PromptLogprobScoring, Backend):
     """A served model answering the contract's operations over HTTP, `concurrency` requests
-    in flight; the call cache commits each call of `batch_size` requests."""
+    in flight; the call cache commits each answer as it arrives (`stream`)."""
 
     def __init__(self, spec: ModelSpec, *, batch_size: int | None = None,
                  device: str | None = None, cache_dir: str | Path | None = None,
@@ -95,20 +97,29 @@ class OpenAIBackend(PromptLogprobScoring, Backend):
         return encode(self.tokenizer, texts)
 
     def generate(self, prompts: list[Chat], sampling: Sampling) -> list[list[Completion]]:
-        texts = [self.render(p) for p in prompts]
-        ids = encode(self.tokenizer, texts)
-        check_lengths([len(x) for x in ids], self.max_context, reserved=sampling.max_tokens)
+        answers: list = [None] * len(prompts)
+        for i, completions in self.stream(self.prepare(prompts), sampling):
+            answers[i] = completions
+        return answers
+
+    def stream(self, prompts: list[Prompt], sampling: Sampling
+               ) -> Iterator[tuple[int, list[Completion]]]:
+        """Every prompt's request in flight at once (`concurrency` at a time), each answer
+        yielded as it arrives, so the call cache commits it then."""
+        check_lengths([len(p.ids) for p in prompts], self.max_context,
+                      reserved=sampling.max_tokens)
         if sampling.top_k and self.version is None:
             raise InputError("top_k is not in the OpenAI API: only a vLLM server takes it",
                              field_name="top_k")
         text = self.prompt_format == "text"
-        bodies = [{**self._sampling(sampling, rendered),
-                   **({"prompt": tokens} if text else self._messages(prompt))}
-                  for prompt, rendered, tokens in zip(prompts, texts, ids)]
-        answers = self._ask("/completions" if text else "/chat/completions", bodies,
-                            "generate")
-        return [[Completion(cut_at_stop(_text(c), sampling.stop), c["finish_reason"] == "length")
-                 for c in sorted(a["choices"], key=lambda c: c["index"])] for a in answers]
+        bodies = [{**self._sampling(sampling, p.text),
+                   **({"prompt": list(p.ids)} if text else self._messages(p.chat))}
+                  for p in prompts]
+        for i, answer in self._answers("/completions" if text else "/chat/completions",
+                                       bodies, "generate"):
+            yield i, [Completion(cut_at_stop(_text(c), sampling.stop),
+                                 c["finish_reason"] == "length")
+                      for c in sorted(answer["choices"], key=lambda c: c["index"])]
 
     def _score_ids(self, prompts: list[list[int]], operation: str, groups: list) -> list:
         self._needs_prompt_logprobs(operation)
@@ -154,20 +165,26 @@ class OpenAIBackend(PromptLogprobScoring, Backend):
                              hint="serve the model with vLLM, or use --backend hf or vllm")
 
     def _ask(self, path: str, bodies: list[dict], operation: str) -> list[dict]:
-        """Every body's answer in order, many in flight, with a progress line and a closing
-        line of requests/s and tokens/s."""
+        """Every body's answer, in order."""
         answers: list = [None] * len(bodies)
+        for i, answer in self._answers(path, bodies, operation):
+            answers[i] = answer
+        return answers
+
+    def _answers(self, path: str, bodies: list[dict], operation: str
+                 ) -> Iterator[tuple[int, dict]]:
+        """(index, answer) of each body as it arrives, many in flight, with a progress line
+        and a closing line of requests/s and tokens/s."""
         tokens, start = 0, time.perf_counter()
         with progress_bar(f"{operation} {self.alias} (served)", len(bodies)) as advance:
             for i, answer in self.server.post_all(path, bodies):
-                answers[i] = answer
                 tokens += (answer.get("usage") or {}).get("total_tokens", 0)
                 advance(1)
+                yield i, answer
         seconds = max(time.perf_counter() - start, 1e-9)
         if bodies:
             info(f"{operation} {self.alias}: {len(bodies)} requests, "
                  f"{len(bodies) / seconds:.1f} requests/s, {tokens / seconds:.0f} tokens/s")
-        return answers
 
 
 def _served(models: list[dict], spec: ModelSpec) -> dict:
