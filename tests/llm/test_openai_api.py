@@ -17,12 +17,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from support.nq2 import TOP3_RUN
+from support.processes import kill_when
 from support.served import API_KEY
 
 from labeler.cli import cli
 from labeler.errors import InputError
 from labeler.llm import ChoiceRequest, Sampling, chat, load_backend
-from labeler.llm.cache import CachedBackend
+from labeler.llm.cache import CachedBackend, cache_stats
 from labeler.llm.models import resolve_model
 from labeler.llm.openai_api import OpenAIBackend
 
@@ -125,6 +126,46 @@ def test_a_server_gone_mid_build_is_waited_for_and_nothing_answered_is_asked_aga
     assert proxy.total() - before == 10  # the rerun from the call cache
 
 
+def test_a_build_killed_mid_way_and_rerun_asks_no_committed_prompt_again(
+        vllm_server, session_cache, tmp_path, monkeypatch):
+    """A `labeler build` process SIGKILLed once the (slowed) server has answered three of
+    its prompts (three queries' closed-book, one-passage, all-passage ... answers), then
+    rerun to the end. Counted at
+    the proxy: the POSTs it answered in each run, by body. An answer the server gave but the
+    killed build had not committed (in flight at the kill, at most one at concurrency 1) may
+    be asked again; no committed one is."""
+    _, proxy = vllm_server
+    monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+    (tmp_path / "calls").mkdir()
+    (tmp_path / "calls/models").symlink_to(Path(session_cache) / "models")
+    command = [sys.executable, "-m", "labeler", "build", "--dataset", "nq-sample", "--llm",
+               "smollm2-135m", "--backend", "openai", "--base-url", proxy.base_url,
+               "--concurrency", "1", "--limit", "3", "--k", "1", "--max-new-tokens", "8",
+               "--run", str(TOP3_RUN), "--cache-dir", str(tmp_path / "calls"),
+               "--out", str(tmp_path / "out")]
+    start = len(proxy.asked)
+    proxy.delay = 0.5  # the kill lands between answers, not after the last
+    try:
+        kill_when(command, lambda: len(proxy.asked) - start >= 3, "the served build")
+        while proxy.in_flight:  # the answer in flight at the kill, given to no one
+            time.sleep(0.05)
+    finally:
+        proxy.delay = 0.0
+    first = proxy.asked[start:]
+    committed = cache_stats(tmp_path / "calls").entries
+    in_flight = len(first) - committed
+    assert len(first) >= 3 and 0 <= in_flight <= 1, (len(first), committed)
+    rerun = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    second = proxy.asked[start + len(first):]
+    distinct = cache_stats(tmp_path / "calls").entries
+    assert committed < distinct == len(set(first + second))
+    # both runs' POSTs, less the answers in flight at the kill: each prompt once
+    assert len(first) + len(second) - in_flight == distinct
+    assert len(set(first) & set(second)) <= in_flight
+    assert list((tmp_path / "out/utility/nq-sample/smollm2-135m/v1").glob("data-*.jsonl"))
+
+
 def test_a_wrong_key_fails_in_one_line_before_the_build(vllm_server, tmp_path):
     _, proxy = vllm_server
     before = proxy.total()
@@ -160,3 +201,4 @@ def test_an_operation_the_server_cannot_answer_fails_before_any_request(
     [[answer]] = backend.generate([chat("What is the capital of France?")],
                                   Sampling(max_tokens=8))  # chat completions: any server
     assert "Paris" in answer.text and backend.key()["server"] is None
+

@@ -5,6 +5,7 @@ storm, a server that goes away and comes back): the only double, and only for fa
 
 from __future__ import annotations
 
+import hashlib
 import http.client
 import os
 import subprocess
@@ -66,14 +67,18 @@ class FaultProxy:
     (by path) and injects faults: `storm(n, retry_after)` answers the next n POSTs 429, and
     `outage(after)` drops every connection, as a killed server, from the `after`-th answered
     POST on until `restore()`; with `plain` set it answers GET /version 404, as a server
-    that is not vLLM."""
+    that is not vLLM. `delay` holds each POST that long before forwarding it (a slow
+    server); `asked` is the sha256 of each answered POST's body, `in_flight` the POSTs
+    being answered now."""
 
     def __init__(self, upstream: str) -> None:
         self.upstream = upstream
         self.answered: dict[str, int] = {}
         self.refused: list[float] = []  # when each 429 went out
         self._storm, self._retry_after, self._down_after = 0, "0", None
-        self.plain = False
+        self.plain, self.delay = False, 0.0
+        self.asked: list[str] = []
+        self.in_flight = 0
         self._lock = threading.Lock()
         proxy = self
 
@@ -134,6 +139,18 @@ class FaultProxy:
         if storm:
             return _reply(handler, 429, b'{"error": {"message": "rate limited"}}',
                           {"Retry-After": self._retry_after})
+        with self._lock:
+            self.in_flight += post
+        try:
+            self._answer(handler, body, post)
+        finally:
+            with self._lock:
+                self.in_flight -= post
+
+    def _answer(self, handler: BaseHTTPRequestHandler, body: bytes, post: bool) -> None:
+        """Forward to the upstream server, count an answered POST and pass its answer back."""
+        if post:
+            time.sleep(self.delay)
         connection = http.client.HTTPConnection(self.upstream, timeout=600)
         headers = {k: v for k, v in handler.headers.items() if k.lower() != "host"}
         connection.request(handler.command, handler.path, body or None, headers)
@@ -146,6 +163,7 @@ class FaultProxy:
         if post and response.status == 200:
             with self._lock:
                 self.answered[handler.path] = self.answered.get(handler.path, 0) + 1
+                self.asked.append(hashlib.sha256(body).hexdigest())
         _reply(handler, response.status, data, {})
 
 
