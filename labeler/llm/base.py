@@ -179,6 +179,11 @@ class Backend(ABC):
         """The number of tokens of each plain text (`tokenize`'s)."""
         return [len(ids) for ids in self.tokenize(texts)]
 
+    def refusal(self, operation: str) -> str | None:
+        """Why this loaded model cannot answer the contract's `operation` (a served model
+        whose server lacks what it needs); None: it can."""
+        return None
+
     def prepare(self, prompts: list[Chat]) -> list[Prompt]:
         """Each chat rendered and tokenized, once."""
         texts = [self.render(p) for p in prompts]

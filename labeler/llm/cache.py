@@ -218,6 +218,9 @@ class CachedBackend(Backend):
     def count_tokens(self, texts: list[str]) -> list[int]:
         return self.inner.count_tokens(texts)
 
+    def refusal(self, operation: str) -> str | None:
+        return self.inner.refusal(operation)
+
     def generate(self, prompts: list[Chat], sampling: Sampling) -> list[list[Completion]]:
         texts = [self.render(p) for p in prompts]
         asked = sampling.key()

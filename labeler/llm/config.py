@@ -98,9 +98,18 @@ class LLMConfig:
         return {k: v for k, v in (("base_url", self.base_url), ("concurrency", self.concurrency),
                                   ("prompt_format", self.prompt_format)) if v not in (None, "chat")}
 
-    def identify(self, cache_dir: str | Path | None = None) -> ModelIdentity:
-        """Load the model (a model that cannot load fails now) and say what names it."""
-        return ModelIdentity.of(self.load(cache_dir))
+    def identify(self, cache_dir: str | Path | None = None, needs: tuple[str, ...] = (),
+                 what: str = "") -> ModelIdentity:
+        """Load the model (a model that cannot load fails now) and say what names it; one
+        that refuses an operation of `needs`, which `what` asks, fails now too, before any
+        request."""
+        model = self.load(cache_dir)
+        for operation in needs:
+            if why := model.refusal(operation):
+                raise InputError(f"{what} needs {operation}, which needs {why}",
+                                 field_name="backend", hint="use --backend hf or vllm, or a "
+                                 f"server that answers {operation}")
+        return ModelIdentity.of(model)
 
     def describe(self) -> dict:
         """The config for a published manifest: a local model by its file or folder name."""

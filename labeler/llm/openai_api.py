@@ -158,10 +158,16 @@ class OpenAIBackend(PromptLogprobScoring, Backend):
     def _score(self, ids: list[int]) -> dict:
         return {"model": self.served_id, "prompt": ids, **_SCORE}
 
+    def refusal(self, operation: str) -> str | None:
+        """The scoring operations read vLLM's prompt_logprobs, which no other server gives."""
+        if operation in ("loglikelihood", "choice_probs") and self.version is None:
+            return (f"a vLLM server's prompt_logprobs; the server at {self.server.base_url} "
+                    "is not one")
+        return None
+
     def _needs_prompt_logprobs(self, operation: str) -> None:
-        if self.version is None:
-            raise InputError(f"{operation} needs a vLLM server's prompt_logprobs; the server "
-                             f"at {self.server.base_url} is not one", field_name="backend",
+        if why := self.refusal(operation):
+            raise InputError(f"{operation} needs {why}", field_name="backend",
                              hint="serve the model with vLLM, or use --backend hf or vllm")
 
     def _ask(self, path: str, bodies: list[dict], operation: str) -> list[dict]:

@@ -186,6 +186,12 @@ class Task(ArtifactKind):
     def check(self, source: Source) -> None:
         """Raise InputError for data this task cannot label, before any LLM work."""
 
+    def scoring(self) -> tuple[str, ...]:
+        """The contract's scoring operations (loglikelihood, choice_probs) its `label` asks
+        with this config: a loaded model that refuses one (`Backend.refusal`) fails the
+        build once it loads, before any request."""
+        return ()
+
     @abstractmethod
     def planned_calls(self, source: Source, candidates: int, gold: Sequence[int]
                       ) -> list[PlannedCall]:

@@ -171,6 +171,9 @@ class RubricTask(Task):
         """The questions' generation (P(yes) is read, not decoded)."""
         return {"generate": GENERATE}
 
+    def scoring(self) -> tuple[str, ...]:
+        return ("choice_probs",)  # P(yes)
+
     def planned_calls(self, source: Source, candidates: int, gold: Sequence[int]
                       ) -> list[PlannedCall]:
         """Questions per query, then P(yes) per question and document."""

@@ -158,6 +158,9 @@ class UtilityTask(Task):
                 raise InputError(f"query {q.qid!r} has no gold answer to check outputs against",
                                  field_name="answers")
 
+    def scoring(self) -> tuple[str, ...]:
+        return ("loglikelihood",) if self.config.with_likelihood else ()
+
     def planned_calls(self, source: Source, candidates: int, gold: Sequence[int]
                       ) -> list[PlannedCall]:
         """Closed-book, one-passage (and likelihood), all-passage, utilitarian and human-gold

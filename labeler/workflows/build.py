@@ -215,10 +215,13 @@ def check_build(artifact: str, config: TaskConfig, llms: Sequence[LLMConfig], *,
 def _identify(executor: Executor, llms: Sequence[LLMConfig], task: Task, cache: str
               ) -> dict[str, tuple[LLMConfig, ModelIdentity]]:
     """alias -> (its config, what names it), each model (and the task's extra models) loaded
-    where the executor's workers load it, so that one that cannot load fails now."""
+    where the executor's workers load it, so that one that cannot load, or cannot answer
+    the task's scoring operations, fails now."""
     loaded = {}
     for llm in dict.fromkeys(llms):
-        model = executor.call(partial(llm.identify, cache), gpus=llm.gpus, cache_dir=cache)
+        model = executor.call(partial(llm.identify, cache, task.scoring(),
+                                      f"--artifact {task.name}"),
+                              gpus=llm.gpus, cache_dir=cache)
         loaded[model.alias] = (llm, model)
         for name in task.extra_models().values():
             extra = replace(llm, name=name)

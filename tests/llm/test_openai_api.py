@@ -202,3 +202,29 @@ def test_an_operation_the_server_cannot_answer_fails_before_any_request(
                                   Sampling(max_tokens=8))  # chat completions: any server
     assert "Paris" in answer.text and backend.key()["server"] is None
 
+
+def test_a_rubric_build_on_a_server_without_prompt_logprobs_fails_before_any_request(
+        vllm_server, session_cache, tmp_path):
+    """The rubric's P(yes) needs choice_probs: a server that is not vLLM is refused once
+    the model loads, in one line naming the artifact and the operation, before retrieval or
+    any POST."""
+    _, proxy = vllm_server
+    (tmp_path / "calls").mkdir()
+    (tmp_path / "calls/models").symlink_to(Path(session_cache) / "models")
+    before, proxy.plain = proxy.total(), True
+    try:
+        run = subprocess.run([
+            sys.executable, "-m", "labeler", "build", "--artifact", "rubric", "--dataset",
+            "cisi-sample", "--llm", "smollm2-135m", "--backend", "openai", "--base-url",
+            proxy.base_url, "--limit", "2", "--rerank-k", "3", "--cache-dir",
+            str(tmp_path / "calls"), "--out", str(tmp_path / "out")],
+            env={**os.environ, "OPENAI_API_KEY": API_KEY}, capture_output=True, text=True,
+            timeout=600, check=False)
+    finally:
+        proxy.plain = False
+    assert run.returncode == 1, run.stderr[-2000:]
+    [line] = run.stderr.splitlines()
+    assert line.startswith(
+        "error: field 'backend': --artifact rubric needs choice_probs, which needs a vLLM "
+        f"server's prompt_logprobs; the server at {proxy.base_url} is not one"), line
+    assert proxy.total() == before and not (tmp_path / "out").exists()
