@@ -1,8 +1,9 @@
 """The openai backend against a real `vllm serve` of the bundled SmolLM2 (the session's
 `vllm_server`, vLLM's CPU build): a utility build equal to the in-process vllm backend's, the
-key written nowhere, and the faults a served model meets (a 429 storm, a server that goes away
-mid-build and comes back, a wrong key, a server that is not vLLM), counted at the proxy in
-front of the server (tests/support/served.py)."""
+key written nowhere, a build killed mid-way asking nothing committed again, an operation the
+server cannot answer refused before any request, and the faults a served model meets (a 429
+storm, a server that goes away mid-build and comes back, a wrong key, a server that is not
+vLLM), counted at the proxy in front of the server (tests/support/served.py)."""
 
 from __future__ import annotations
 
