@@ -23,19 +23,27 @@ from labeler.cli.output import json_option
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
               help="Artifacts root of the review versions: <out>/review/<dataset>/<llm>/v<N>/ "
                    "(default: the labels' own <out>, beside <out>/utility/).")
+@click.option("--submission", "submissions", multiple=True,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="A submission (a selection, ranking or extraction, as `labeler score` reads "
+                   "it), scored against each of FOLDERS as `labeler score SUB --against FOLDER` "
+                   "scores it: a page of its per-query metrics beside the reference's gold "
+                   "(repeat the option).")
 @json_option
 def view(folders: tuple[Path, ...], port: int, open_browser: bool, reviewer: str,
-         out: Path | None, as_json: bool) -> None:
+         out: Path | None, submissions: tuple[Path, ...], as_json: bool) -> None:
     """Look at artifact version FOLDERS in a local web page, side by side across LLMs.
 
     Prints the page's address (--json: {"url": ...} on one line); Ctrl-C stops. Verdicts (agree / disagree / unsure and a note)
     on a utility label are saved the moment they are made, and written as the next `review`
     version beside the labels when the server stops (a killed server's are written by the
-    next). Serves 127.0.0.1 only, and no file outside FOLDERS.
+    next). Each --submission is scored against each of FOLDERS when the server starts, and
+    its page lists its per-query metrics. Serves 127.0.0.1 only, and no file outside FOLDERS.
     """
     from labeler.view import make_server, open_viewing, serve_until_stopped
 
-    viewing = open_viewing(list(folders), reviewer=reviewer, out=out)
+    viewing = open_viewing(list(folders), reviewer=reviewer, out=out,
+                           submissions=list(submissions))
     server = make_server(viewing, port=port)
     url = f"http://127.0.0.1:{server.server_address[1]}/"
     click.echo(json.dumps({"url": url}) if as_json else url)

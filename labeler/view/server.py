@@ -19,6 +19,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from labeler.errors import LabelerError
 from labeler.view.catalog import View, open_views
+from labeler.view.submission import Scored, score_submissions
 from labeler.view.verdicts import Verdicts
 
 STATIC = Path(__file__).parent / "static"
@@ -27,11 +28,13 @@ HOST = "127.0.0.1"
 
 @dataclass
 class Viewing:
-    """What one server shows: its views and, per (view, version), the verdicts kept."""
+    """What one server shows: its views, per (view, version) the verdicts kept, and the
+    submissions scored against its versions."""
 
     views: list[View]
     verdicts: dict[tuple[int, int], Verdicts]
     lock: Lock
+    submissions: list[Scored]
 
     def seal(self) -> list[Path]:
         """Write every labels version's new verdicts as a review version; their folders."""
@@ -39,15 +42,17 @@ class Viewing:
             return [folder for v in self.verdicts.values() if (folder := v.seal())]
 
 
-def open_viewing(folders: list[str | Path], *, reviewer: str, out: Path | None) -> Viewing:
+def open_viewing(folders: list[str | Path], *, reviewer: str, out: Path | None,
+                 submissions: list[str | Path] = ()) -> Viewing:
     """Open the folders; each utility version gets its verdicts, kept under `out` (default:
-    the labels' own output folder, `<out>` of `<out>/utility/<dataset>/<llm>/v<N>`)."""
+    the labels' own output folder, `<out>` of `<out>/utility/<dataset>/<llm>/v<N>`); each of
+    `submissions` is scored against each folder (`labeler.view.submission`)."""
     views = open_views(folders)
     verdicts = {(i, j): Verdicts(v.folder, v.manifest, reviewer=reviewer,
                                  out=out or v.folder.parents[3])
                 for i, view in enumerate(views) if view.kind == "utility"
                 for j, v in enumerate(view.versions)}
-    return Viewing(views, verdicts, Lock())
+    return Viewing(views, verdicts, Lock(), score_submissions(list(submissions), views))
 
 
 def make_server(viewing: Viewing, *, port: int = 0) -> ThreadingHTTPServer:
@@ -95,11 +100,17 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._file(version.folder, "/".join(parts[3:]))
             if parts == ["api", "views"]:
                 return self._json([v.describe() for v in self.viewing.views])
+            if parts == ["api", "submissions"]:
+                return self._json([s.describe(self.viewing.views)
+                                   for s in self.viewing.submissions])
+            if len(parts) == 3 and parts[:2] == ["api", "submissions"]:
+                return self._json(self.viewing.submissions[int(parts[2])].page(
+                    sort=query.get("sort", ""), descending=query.get("desc") == "1",
+                    **self._window(query)))
             if len(parts) == 4 and parts[:1] == ["api"] and parts[3] == "queries":
                 return self._json(self._view(parts[2]).page(
                     filter=query.get("filter", "all"), search=query.get("q", ""),
-                    offset=int(query.get("offset", 0)), limit=min(int(query.get("limit", 50)),
-                                                                  500)))
+                    **self._window(query)))
             if len(parts) == 5 and parts[:1] == ["api"] and parts[3] == "query":
                 return self._json(self._query(int(parts[2]), parts[4]))
         except (LabelerError, ValueError, IndexError) as exc:
@@ -119,6 +130,12 @@ class _Handler(BaseHTTPRequestHandler):
         except (LabelerError, ValueError, KeyError, TypeError) as exc:
             return self._error(HTTPStatus.BAD_REQUEST, str(exc))
         return self._json(record)
+
+    @staticmethod
+    def _window(query: dict[str, str]) -> dict[str, int]:
+        """A list page's offset and limit (at most 500 rows)."""
+        return {"offset": int(query.get("offset", 0)),
+                "limit": min(int(query.get("limit", 50)), 500)}
 
     def _view(self, index: str) -> View:
         return self.viewing.views[int(index)]

@@ -18,11 +18,12 @@ CONFIG = "utility.nq-sample.smollm2-135m"
 def test_a_selection_scores_the_same_against_the_hub_and_the_local_version(hub, write, tmp_path):
     v1 = write()
     push([v1], repo=REPO)
-    # select each query's utilitarian passages, plus its first candidate
+    # select each query's utilitarian passages, plus its first candidate (each pid once)
     submission = tmp_path / "selection.jsonl"
     with submission.open("w", encoding="utf-8") as f:
         for record in load_artifact(v1).records:
-            chosen = record["utility_pids"] + [record["candidates"][0]["pid"]]
+            chosen = list(dict.fromkeys(
+                record["utility_pids"] + [record["candidates"][0]["pid"]]))
             f.write(json.dumps({"qid": record["qid"], "selected": chosen}) + "\n")
 
     def score(against: str) -> dict:

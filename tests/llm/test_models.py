@@ -54,7 +54,7 @@ def test_load_failures_say_why_before_any_work():
     assert str(caught.value).startswith("cannot load model 'nobody/no-such-model': ")
     assert "network access" in caught.value.hint
     with pytest.raises(UnknownNameError, match=r"unknown backend 'vlm'\. Did you mean 'vllm'\? "
-                                               r"Available: hf, vllm"):
+                                               r"Available: hf, openai, vllm"):
         load_backend("smollm2-135m", backend="vlm")
 
 

@@ -1,10 +1,12 @@
 """`labeler view` driven in a real headless Chromium: SmolLM2's nq2 build (built once per
 session) beside the scripted reader's labels of the same pools, filtered to the queries where
 they disagree; a verdict made on a query's page is still there after a reload, and the server
-writes it as a review version. Screenshots go to the test's tmp folder."""
+writes it as a review version; a selection's per-query scores sort and lead to a query's page.
+Screenshots go to the test's tmp folder."""
 
 from __future__ import annotations
 
+import json
 import threading
 
 import pytest
@@ -18,10 +20,15 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture
 def site(nq2_build, tmp_path):
-    """The server over both LLMs' versions: (its address, the Viewing, both folders)."""
+    """The server over both LLMs' versions and a selection of each query's first candidate:
+    (its address, the Viewing, both folders)."""
     run, _, smollm = copy_nq2_build(nq2_build, tmp_path)
     scripted, _ = scripted_utility(run, tmp_path / "out")
-    viewing = open_viewing([smollm, scripted], reviewer="ann", out=None)
+    selection = tmp_path / "selection.jsonl"
+    selection.write_text("".join(json.dumps({"qid": r["qid"], "selected": [
+        r["candidates"][0]["pid"]]}) + "\n" for r in load_artifact(smollm).records))
+    viewing = open_viewing([smollm, scripted], reviewer="ann", out=None,
+                           submissions=[selection])
     server = make_server(viewing)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_address[1]}/", viewing, (smollm, scripted)
@@ -42,7 +49,7 @@ def test_filter_open_mark_reload_and_the_verdict_is_kept(browser, site, tmp_path
     assert disagree, "the two readers should disagree on some query"
     page = browser.new_page(viewport={"width": 1400, "height": 900})
 
-    page.goto(url)
+    page.goto(f"{url}#/v/0")
     page.click("button[data-filter=disagree]")
     page.wait_for_selector("button.on[data-filter=disagree]")
     page.screenshot(path=tmp_path / "list.png", full_page=True)
@@ -67,12 +74,23 @@ def test_filter_open_mark_reload_and_the_verdict_is_kept(browser, site, tmp_path
     assert kept.locator("button.on").inner_text() == "disagree"
     assert kept.locator("input").input_value() == "the passage holds the answer"
     page.screenshot(path=tmp_path / "reloaded.png", full_page=True)
+
+    page.goto(f"{url}#/s/0")
+    page.click("#scores th[data-sort=f1]")
+    page.wait_for_selector("#scores th:text('f1 ▲')")
+    page.screenshot(path=tmp_path / "submission.png", full_page=True)
+    scores = viewing.submissions[0].page(sort="f1")["rows"]
+    assert page.locator("#scores tr[data-qid]").evaluate_all(
+        "rows => rows.map(r => r.dataset.qid)") == [row["qid"] for row in scores]
+    page.click(f"#scores a:text-is('{scores[0]['qid']}')")
+    page.wait_for_selector("#candidates")
     page.close()
 
     (review,) = viewing.seal()
     assert [(r["llm"], r["qid"], r["pid"], r["verdict"]) for r in load_artifact(review).records
             ] == [("scripted", disagree[0], pid, "disagree")]
-    assert {p.name for p in tmp_path.glob("*.png")} == {"list.png", "query.png", "reloaded.png"}
+    assert {p.name for p in tmp_path.glob("*.png")} == {"list.png", "query.png", "reloaded.png",
+                                                       "submission.png"}
 
 
 def test_a_seer_query_shows_its_extractions_scores_and_pairs(browser, seer2_build, tmp_path):

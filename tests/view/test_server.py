@@ -1,5 +1,5 @@
 """The server of `labeler view`: 127.0.0.1 only, no file outside the folders it was given, the
-query list's filters and the verdict API."""
+query list's filters, the verdict API and a submission's per-query scores."""
 
 from __future__ import annotations
 
@@ -16,7 +16,10 @@ from labeler.view import make_server, open_viewing
 @pytest.fixture
 def server(labels, tmp_path):
     (tmp_path / "secret.txt").write_text("not for the page")
-    viewing = open_viewing([labels], reviewer="ann", out=None)
+    yield from _serving(open_viewing([labels], reviewer="ann", out=None))
+
+
+def _serving(viewing):
     server = make_server(viewing)
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
@@ -76,3 +79,39 @@ def test_the_list_filters_and_a_verdict_comes_back_with_the_query(server, labels
     status, body = _get(server, "/api/views/0/verdict", "POST",
                         {"version": 0, "qid": qid, "pid": None, "verdict": "perhaps"})
     assert status == 400
+
+
+def test_a_submission_is_listed_with_the_per_query_scores_labeler_score_gives(labels, tmp_path):
+    from labeler.scoring.score import score
+
+    records = load_artifact(labels).records
+    submission = tmp_path / "selection.jsonl"  # each query's first two candidates
+    submission.write_text("".join(json.dumps({"qid": r["qid"], "selected": [
+        c["pid"] for c in r["candidates"][:2]]}) + "\n" for r in records[:2]))
+    expected = {row["qid"]: row for row in score(submission, labels).rows()}
+    server = next(_serving(open_viewing([labels], reviewer="ann", out=None,
+                                        submissions=[submission])))
+    try:
+        (listed,) = json.loads(_get(server, "/api/submissions")[1])
+        assert (listed["kind"], listed["reference"]) == ("selection", "smollm2-135m v1")
+        assert listed["metrics"] == ["precision", "recall", "f1", "accuracy"]
+
+        status, body = _get(server, "/api/submissions/0?sort=f1&desc=1")
+        assert status == 200
+        rows = json.loads(body)["rows"]
+        assert [row["qid"] for row in rows] == sorted(
+            expected, key=lambda q: -1 if expected[q]["f1"] is None else expected[q]["f1"],
+            reverse=True)
+        for row in rows:
+            record = next(r for r in records if r["qid"] == row["qid"])
+            assert {k: row[k] for k in expected[row["qid"]]} == expected[row["qid"]]
+            selected = None if record is records[2] else [c["pid"] for c in
+                                                          record["candidates"][:2]]
+            assert (row["question"], row["gold"], row["submitted"]) == (
+                record["question"], record["utility_pids"], selected)
+        assert [r["missing"] for r in rows].count(True) == 1  # the third query: scored 0
+        status, body = _get(server, "/api/submissions/0?sort=nonsense")
+        assert status == 400 and b"cannot sort by" in body
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -1,11 +1,13 @@
 // labeler view: the page. Plain JS, no build step, nothing fetched from outside this server.
 // Routes (the URL's hash): #/ the views; #/v/N?filter=F&q=TEXT&page=P a view's query list;
-// #/v/N/q/QID one query. Verdicts are sent to the server the moment they are made.
+// #/v/N/q/QID one query; #/s/N?sort=COLUMN&desc=1&page=P a submission's per-query scores.
+// Verdicts are sent to the server the moment they are made.
 "use strict";
 
 const PAGE = 50;
 const main = document.getElementById("main");
 let views = null;
+let submissions = null;
 
 function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
@@ -67,6 +69,69 @@ function statsTables(versions) {
   return tables;
 }
 
+// Links to the submissions scored against view `index` (every view's when undefined).
+function submissionLinks(index) {
+  const scored = submissions.map((s, i) => [s, i]).filter(([s]) => index === undefined || s.view === index);
+  if (!scored.length) return [];
+  return [el("h2", {}, "Submissions scored"), el("table", {id: "submissions"},
+    el("tr", {}, ["submission", "kind", "against", "queries"].map(h => el("th", {}, h))),
+    scored.map(([s, i]) => el("tr", {}, el("td", {}, el("a", {href: `#/s/${i}`}, s.submission)),
+      el("td", {}, s.kind), el("td", {}, `${views[s.view].kind} · ${views[s.view].dataset}: ${s.reference}`),
+      el("td", {class: "num"}, number(s.counts.queries)))))];
+}
+
+// A submission's summary, then a row per scored query: its metrics beside the reference's
+// gold, sorted by the column clicked (again: the other way), each qid linking to its page.
+async function showSubmission(index, params) {
+  const s = submissions[index];
+  const sort = params.get("sort") || "";
+  const desc = params.get("desc") === "1";
+  const page = Number(params.get("page") || 0);
+  const query = new URLSearchParams({sort, desc: desc ? 1 : 0, offset: page * PAGE, limit: PAGE});
+  const list = await api(`/api/submissions/${index}?${query}`);
+  const go = changes => {
+    location.hash = `#/s/${index}?${new URLSearchParams({sort, desc: desc ? 1 : 0, page, ...changes})}`;
+  };
+  const columns = ["qid", "question", "gold", "submitted", ...s.metrics];
+  const head = c => {
+    if (c === "gold") return el("th", {}, "reference gold");
+    if (c === "submitted") return el("th", {}, s.kind === "ranking" ? "ranked first" : s.kind === "selection" ? "selected" : "evidence");
+    const arrow = c === sort ? (desc ? " ▼" : " ▲") : "";
+    return el("th", {class: "sortable", "data-sort": c,
+      onclick: () => go({sort: c, desc: c === sort && !desc ? 1 : 0, page: 0})}, c + arrow);
+  };
+  const cell = (row, c) => {
+    if (c === "qid") {
+      return el("td", {}, el("a", {href: `#/v/${s.view}/q/${encodeURIComponent(row.qid)}`}, row.qid),
+        row.missing ? [" ", tag("missing", "wrong")] : "");
+    }
+    if (c === "question") return el("td", {}, row.question ?? "");
+    const pids = (list, gold) => list.length ? list.map((pid, n) => [n ? ", " : "",
+      gold.includes(pid) ? tag(pid, "useful pid") : el("span", {class: "pid"}, pid)]) : "none";
+    if (c === "gold") return el("td", {class: "muted"}, row.gold ? pids(row.gold, []) : "n/a");
+    if (c === "submitted") {
+      const given = row.submitted;
+      if (given === null) return el("td", {class: "muted"}, "not in the submission");
+      if (!Array.isArray(given)) return el("td", {class: "passage"}, given);
+      return el("td", {}, pids(given, row.gold || []));
+    }
+    return el("td", {class: "num"}, row[c] === null ? "n/a" : number(row[c]));
+  };
+  show(
+    el("h1", {}, `${s.kind} ${s.submission}`),
+    el("p", {}, `scored against ${views[s.view].kind} · ${views[s.view].dataset}: ${s.reference}`,
+      el("span", {class: "muted"}, " as labeler score does; click a column to sort")),
+    el("table", {id: "summary"}, el("tr", {}, Object.keys(s.summary).map(k => el("th", {}, k))),
+      el("tr", {}, Object.values(s.summary).map(v => el("td", {class: "num"}, v === null ? "n/a" : number(v))))),
+    el("table", {id: "scores"}, el("tr", {}, columns.map(head)),
+      list.rows.map(row => el("tr", {"data-qid": row.qid}, columns.map(c => cell(row, c))))),
+    el("div", {class: "bar"},
+      el("button", {onclick: () => go({page: page - 1}), disabled: page === 0 || null}, "‹ prev"),
+      `page ${page + 1} of ${Math.max(1, Math.ceil(list.total / PAGE))}`,
+      el("button", {onclick: () => go({page: page + 1}),
+        disabled: (page + 1) * PAGE >= list.total || null}, "next ›")));
+}
+
 async function showViews() {
   show(el("h1", {}, "Versions being viewed"),
     views.map((view, i) => el("section", {},
@@ -74,7 +139,7 @@ async function showViews() {
       el("table", {}, el("tr", {}, el("th", {}, "llm"), el("th", {}, "version"),
         el("th", {}, "folder")),
         view.versions.map(v => el("tr", {}, el("td", {}, v.llm), el("td", {}, `v${v.version}`),
-          el("td", {class: "muted"}, v.folder)))))));
+          el("td", {class: "muted"}, v.folder)))))), submissionLinks());
 }
 
 async function showList(index, params) {
@@ -110,7 +175,7 @@ async function showList(index, params) {
       `page ${page + 1} of ${Math.max(1, Math.ceil(list.total / PAGE))}`,
       el("button", {onclick: () => go({page: page + 1}),
         disabled: (page + 1) * PAGE >= list.total || null}, "next ›")),
-    el("h2", {}, "Statistics"), statsTables(view.versions));
+    submissionLinks(index), el("h2", {}, "Statistics"), statsTables(view.versions));
 }
 
 // The agree / disagree / unsure buttons and note of one label; each change is saved at once.
@@ -235,12 +300,14 @@ async function showQuery(index, key) {
 
 async function route() {
   views = views || await api("/api/views");
+  submissions = submissions || await api("/api/submissions");
   const [path, search] = location.hash.slice(1).split("?");
   const parts = path.split("/").filter(Boolean);
   try {
     if (parts[0] === "v" && parts[2] === "q") await showQuery(Number(parts[1]), decodeURIComponent(parts[3]));
     else if (parts[0] === "v") await showList(Number(parts[1]), new URLSearchParams(search));
-    else if (views.length === 1) await showList(0, new URLSearchParams());
+    else if (parts[0] === "s") await showSubmission(Number(parts[1]), new URLSearchParams(search));
+    else if (views.length === 1 && !submissions.length) await showList(0, new URLSearchParams());
     else await showViews();
   } catch (error) {
     show(el("p", {class: "wrong"}, `error: ${error.message}`));
