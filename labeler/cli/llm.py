@@ -43,7 +43,7 @@ def cache() -> None:
 @json_option
 def stats(cache_dir: Path | None, as_json: bool) -> None:
     """Entries, size on disk and hit rate of the call cache."""
-    from labeler.llm.cache import cache_stats
+    from labeler.llm.call_store import cache_stats
 
     found = cache_stats(cache_dir)
     data = {"location": found.path, "entries": found.entries, "size_bytes": found.size_bytes,

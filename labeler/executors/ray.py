@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from labeler import settings
 from labeler.errors import InputError, MissingDependencyError, WorkerError, first_line
 from labeler.executors.base import Executor, R, T
-from labeler.llm.cache import CallStore, serve_calls_from
+from labeler.llm.call_store import CallStore, serve_calls_from
 from labeler.paths import cache_root
 from labeler.progress import info, progress_bar
 

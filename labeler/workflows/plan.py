@@ -89,7 +89,7 @@ def _gold(source: Source) -> tuple[list[int], str]:
 def _cached_calls(llms: Sequence[LLMConfig], cache_dir) -> list[tuple[str, str, str]]:
     """Per LLM, the answers the call cache holds for it by operation: the most a build can be
     served (which of them it asks again needs its rendered prompts, so the model)."""
-    from labeler.llm.cache import cache_stats
+    from labeler.llm.call_store import cache_stats
     from labeler.llm.models import resolve_model
 
     held = cache_stats(cache_dir).by_model

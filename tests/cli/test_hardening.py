@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from labeler.cli import main
-from labeler.llm.cache import FILE, cache_stats, migrate, value_checksum
+from labeler.llm.call_store import FILE, cache_stats, migrate, value_checksum
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 SCORE_FIXTURES = Path(__file__).parents[1] / "scoring" / "fixtures"

@@ -21,7 +21,7 @@ from support.processes import kill_when
 
 from labeler.cli import cli
 from labeler.errors import InputError, MissingDependencyError, PromptTooLongError
-from labeler.llm.cache import cache_stats
+from labeler.llm.call_store import cache_stats
 from labeler.workflows.validate import validate_path
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -19,8 +19,9 @@ from click.testing import CliRunner
 
 from labeler.cli import cli
 from labeler.errors import PromptTooLongError
-from labeler.llm import ChoiceRequest, LoglikelihoodRequest, Sampling, cache, chat
-from labeler.llm.cache import MIGRATIONS, CachedBackend, cache_stats, migrate
+from labeler.llm import ChoiceRequest, LoglikelihoodRequest, Sampling, call_store, chat
+from labeler.llm.cache import CachedBackend
+from labeler.llm.call_store import MIGRATIONS, cache_stats, migrate
 
 HERE = Path(__file__).parent
 GREEDY = Sampling(max_tokens=8)
@@ -62,7 +63,7 @@ def test_an_answer_not_json_or_edited_in_place_is_asked_again_and_said_once(smol
     france = chat("What is the capital of France?")
     requests = [LoglikelihoodRequest(france, " Paris"), LoglikelihoodRequest(france, " Lyon")]
     first = CachedBackend(smollm, cache_dir=tmp_path).loglikelihood(requests)
-    with sqlite3.connect(tmp_path / cache.FILE) as db:
+    with sqlite3.connect(tmp_path / call_store.FILE) as db:
         [paris, lyon] = [k for (k,) in db.execute("SELECT key FROM calls ORDER BY key")]
         db.execute("UPDATE calls SET value = '{not json' WHERE key = ?", (paris,))
         db.execute("UPDATE calls SET value = '0.0' WHERE key = ?", (lyon,))  # a likelier answer
@@ -71,7 +72,7 @@ def test_an_answer_not_json_or_edited_in_place_is_asked_again_and_said_once(smol
     assert again.loglikelihood(requests) == first and again.backend_calls == 2
     assert again.loglikelihood(requests) == first and again.backend_calls == 2  # replaced
     said = capsys.readouterr().err
-    assert said.count(f"warning: the call cache {tmp_path / cache.FILE} holds 2 damaged "
+    assert said.count(f"warning: the call cache {tmp_path / call_store.FILE} holds 2 damaged "
                       "answers (not JSON, or not matching their checksum)") == 1
 
 
@@ -164,17 +165,17 @@ def _migrations(path: Path) -> list[tuple]:
 def test_a_fresh_cache_records_every_migration(smollm, tmp_path):
     before = time.time()
     CachedBackend(smollm, cache_dir=tmp_path)
-    applied = _migrations(tmp_path / cache.FILE)
+    applied = _migrations(tmp_path / call_store.FILE)
     assert [(number, name) for number, name, _ in applied] == [
         (k, f.__name__) for k, f in enumerate(MIGRATIONS, start=1)]
     assert applied[0][1] == "m001_calls_and_counters"
     assert all(before <= when <= time.time() for _, _, when in applied)
     CachedBackend(smollm, cache_dir=tmp_path)  # re-opening applies nothing
-    assert _migrations(tmp_path / cache.FILE) == applied
+    assert _migrations(tmp_path / call_store.FILE) == applied
 
 
 def test_a_cache_made_before_migrations_is_upgraded_keeping_every_answer_it_can(tmp_path):
-    path = tmp_path / cache.FILE
+    path = tmp_path / call_store.FILE
     with sqlite3.connect(path) as db:
         db.executescript(_OLD_SCHEMA)
         db.executemany("INSERT INTO calls VALUES (?, ?, ?, ?, ?)",
@@ -187,7 +188,7 @@ def test_a_cache_made_before_migrations_is_upgraded_keeping_every_answer_it_can(
                          '[{"text": "Paris", "capped": false}]', 4.0)])
         db.executemany("INSERT INTO counters VALUES (?, ?)", [("hits", 5), ("misses", 2)])
     assert cache_stats(tmp_path).entries == 4  # listing it reads it as it is
-    cache.CallStore(tmp_path)  # opening it for calls migrates
+    call_store.CallStore(tmp_path)  # opening it for calls migrates
     stats = cache_stats(tmp_path)
     assert (stats.entries, stats.hits, stats.misses) == (3, 5, 2)
     assert [name for _, name, _ in _migrations(path)] == [
@@ -200,7 +201,7 @@ def test_a_cache_made_before_migrations_is_upgraded_keeping_every_answer_it_can(
 
 
 def test_a_new_migration_applies_once_to_an_existing_cache(tmp_path, monkeypatch):
-    path = tmp_path / cache.FILE
+    path = tmp_path / call_store.FILE
     cache_stats(tmp_path)  # no file yet: creates nothing
     assert not path.exists()
     with sqlite3.connect(path) as db:
@@ -210,7 +211,7 @@ def test_a_new_migration_applies_once_to_an_existing_cache(tmp_path, monkeypatch
         time.sleep(0.2)  # long enough for the other process to try at the same time
         db.execute("ALTER TABLE calls ADD COLUMN note TEXT")
 
-    monkeypatch.setattr(cache, "MIGRATIONS", [*MIGRATIONS, m004_calls_note])
+    monkeypatch.setattr(call_store, "MIGRATIONS", [*MIGRATIONS, m004_calls_note])
     done, errors = [], []
 
     def open_cache():  # two processes opening one cache at once
@@ -237,9 +238,9 @@ def test_workers_in_separate_folders_served_by_the_drivers_store_ask_no_call_twi
     """Two workers whose cache folders differ (two nodes) keep their calls in the driver's
     store, as the Ray executor serves it: neither opens a SQLite file of its own, the second
     asks nothing the first asked, and a rerun asks nothing."""
-    driver = cache.CallStore(tmp_path / "driver")
-    monkeypatch.setattr(cache, "_SERVED", [])
-    cache.serve_calls_from(driver)
+    driver = call_store.CallStore(tmp_path / "driver")
+    monkeypatch.setattr(call_store, "_SERVED", [])
+    call_store.serve_calls_from(driver)
     prompts = [chat(q) for q in questions[:3]]
     first = CachedBackend(smollm, cache_dir=tmp_path / "node-1")
     answers = first.generate(prompts[:2], GREEDY)

@@ -24,7 +24,8 @@ from support.served import API_KEY
 from labeler.cli import cli
 from labeler.errors import InputError
 from labeler.llm import ChoiceRequest, Sampling, chat, load_backend
-from labeler.llm.cache import CachedBackend, cache_stats
+from labeler.llm.cache import CachedBackend
+from labeler.llm.call_store import cache_stats
 from labeler.llm.models import resolve_model
 from labeler.llm.openai_api import OpenAIBackend
 

@@ -233,7 +233,8 @@ def test_seer_table_one_with_the_bundled_model(tmp_path, loads, smollm):
     answers asked independently (from the call cache: nothing recomputed), and Tok equals the
     build's own counts of the passages and the rank-1 extractions."""
     from labeler.llm.base import Sampling, chat
-    from labeler.llm.cache import CachedBackend, cache_stats
+    from labeler.llm.cache import CachedBackend
+    from labeler.llm.call_store import cache_stats
     from labeler.metrics.answers import has_answer
     from labeler.tasks.utility import CLOSED_BOOK, WITH_PASSAGE
 

@@ -185,7 +185,7 @@ def test_ranking_rag_with_the_bundled_model(tmp_path, nq2_build):
     ranking asks two new prompts."""
     from support.nq2 import copy_nq2_build
 
-    from labeler.llm.cache import cache_stats
+    from labeler.llm.call_store import cache_stats
 
     _, calls, artifact = copy_nq2_build(nq2_build, tmp_path)
     records = {r["qid"]: r for r in load_artifact(artifact).records}

@@ -14,7 +14,7 @@ from support.seer2 import SEER2_OPTIONS
 
 from labeler.cli import cli
 from labeler.errors import InputError
-from labeler.llm.cache import cache_stats
+from labeler.llm.call_store import cache_stats
 from labeler.tasks.seer import SeerConfig, SeerTask, cov_weights, ranked_pairs
 from labeler.workflows.validate import validate_path
 

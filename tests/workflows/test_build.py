@@ -22,7 +22,7 @@ from labeler.artifacts import load_artifact
 from labeler.cli import cli
 from labeler.errors import ArtifactError, InputError, ModelLoadError
 from labeler.llm import LoglikelihoodRequest
-from labeler.llm.cache import cache_stats
+from labeler.llm.call_store import cache_stats
 from labeler.metrics import has_answer
 from labeler.paths import file_sha256
 from labeler.sources.passage import Passage

@@ -19,7 +19,7 @@ from labeler.artifacts import load_artifact
 from labeler.cli import cli
 from labeler.errors import InputError
 from labeler.judges.methods import METHODS
-from labeler.llm.cache import cache_stats
+from labeler.llm.call_store import cache_stats
 from labeler.schemas import check
 from labeler.scoring.submissions import read_submission
 

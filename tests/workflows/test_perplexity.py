@@ -16,7 +16,7 @@ from support.nq2 import copy_nq2_build
 from labeler.artifacts import load_artifact
 from labeler.cli import cli
 from labeler.errors import InputError
-from labeler.llm.cache import cache_stats
+from labeler.llm.call_store import cache_stats
 from labeler.workflows.perplexity import GROUPS, perplexity
 
 
