@@ -1,7 +1,7 @@
 """The same labels from both backends: SmolLM2's utility build of three nq-sample queries over
 their real MiniLM top 3 (fixtures/nq_sample_minilm_top3.trec), once through hf and once through
 vllm (vLLM's CPU build here, float32 like hf on the CPU): the same answers, correctness and
-utility labels, and log-likelihoods within LOGLIKELIHOOD_TOLERANCE."""
+utility labels, and log-likelihoods within support.alike's LOGLIKELIHOOD_TOLERANCE."""
 
 from __future__ import annotations
 
@@ -10,15 +10,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from support.alike import assert_labelled_alike
 from support.nq2 import TOP3_RUN
 
 from labeler.cli import cli
 
 pytestmark = pytest.mark.vllm
-
-#: nats, per answer: both compute in float32, through different kernels
-LOGLIKELIHOOD_TOLERANCE = 2e-3
-
 
 def build(backend: str, root: Path) -> list[dict]:
     """The records of a utility build of the run's three queries with `backend`."""
@@ -35,13 +32,4 @@ def build(backend: str, root: Path) -> list[dict]:
 
 def test_hf_and_vllm_label_nq_sample_alike(smollm, smollm_vllm, tmp_path):
     hf, vllm = build("hf", tmp_path / "hf"), build("vllm", tmp_path / "vllm")
-    assert [r["qid"] for r in hf] == [r["qid"] for r in vllm] and len(hf) == 3
-    gaps = []
-    for a, b in zip(hf, vllm):
-        for field in ("known", "closed_book_answer", "closed_book_capped", "utility_pids", "rag"):
-            assert a[field] == b[field], (a["qid"], field)
-        for x, y in zip(a["candidates"], b["candidates"], strict=True):
-            for field in ("pid", "answer", "capped", "correct", "utility"):
-                assert x[field] == y[field], (a["qid"], x["pid"], field)
-            gaps.append(abs(x["loglikelihood"] - y["loglikelihood"]))
-    assert len(gaps) == 9 and max(gaps) < LOGLIKELIHOOD_TOLERANCE, gaps
+    assert_labelled_alike(hf, vllm, queries=3, k=3)

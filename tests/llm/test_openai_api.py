@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from support.alike import assert_labelled_alike
 from support.nq2 import TOP3_RUN
 from support.processes import kill_when
 from support.served import API_KEY
@@ -30,10 +31,6 @@ from labeler.llm.models import resolve_model
 from labeler.llm.openai_api import OpenAIBackend
 
 pytestmark = pytest.mark.vllm
-
-#: nats, per answer: the same engine in float32, in other batches
-LOGLIKELIHOOD_TOLERANCE = 2e-3
-
 
 def build(root: Path, session_cache: str, *backend: str) -> tuple[list[dict], dict, str]:
     """The records, manifest and output of a utility build of three nq-sample queries; the
@@ -74,16 +71,7 @@ def test_a_served_build_labels_nq_sample_as_the_in_process_vllm_build(
                                        "root": manifest["llm_runtime"]["root"]}
     assert manifest["llm_runtime"]["root"].startswith("smollm2-135m-")
     assert manifest["llm_config"]["prompt_format"] == "text"
-    assert [r["qid"] for r in records] == [r["qid"] for r in local] and len(local) == 3
-    gaps = []
-    for a, b in zip(local, records):
-        for field in ("known", "closed_book_answer", "closed_book_capped", "utility_pids", "rag"):
-            assert a[field] == b[field], (a["qid"], field)
-        for x, y in zip(a["candidates"], b["candidates"], strict=True):
-            for field in ("pid", "answer", "capped", "correct", "utility"):
-                assert x[field] == y[field], (a["qid"], x["pid"], field)
-            gaps.append(abs(x["loglikelihood"] - y["loglikelihood"]))
-    assert len(gaps) == 9 and max(gaps) < LOGLIKELIHOOD_TOLERANCE, gaps
+    assert_labelled_alike(local, records, queries=3, k=3)
     assert "requests/s" in output and "tokens/s" in output
     # a rerun is answered by the call cache: the server is asked nothing
     (tmp_path / "served/out").rename(tmp_path / "first-out")
