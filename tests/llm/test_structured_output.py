@@ -1,5 +1,6 @@
-"""`Sampling.json_schema` on each backend with the bundled model: vllm holds the rubric's
-question output to the experiment's schema; hf cannot, says so and refuses the schema."""
+"""`Sampling.json_schema` on each backend with the bundled model: vllm, in process or served
+(the openai backend on a vLLM server), holds the rubric's question output to the experiment's
+schema; hf cannot, says so and refuses the schema."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ QUERIES = ("smart coffee table", "salon chair")
 
 def test_only_a_backend_that_can_constrain_its_output_takes_a_schema(backend):
     prompts = [generation_prompt(q) for q in QUERIES]
-    is_vllm = backend.key().get("backend") == "vllm"
+    key = backend.key()  # the openai backend's "server" is the vLLM version it reports
+    is_vllm = key["backend"] == "vllm" or (key["backend"] == "openai" and bool(key["server"]))
     assert backend.structured_output is is_vllm
     if not is_vllm:
         with pytest.raises(InputError, match="hf backend cannot constrain its output"):
