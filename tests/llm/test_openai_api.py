@@ -1,9 +1,10 @@
 """The openai backend against a real `vllm serve` of the bundled SmolLM2 (the session's
-`vllm_server`, vLLM's CPU build): a utility build equal to the in-process vllm backend's, the
-key written nowhere, a build killed mid-way asking nothing committed again, an operation the
-server cannot answer refused before any request, and the faults a served model meets (a 429
-storm, a server that goes away mid-build and comes back, a wrong key, a server that is not
-vLLM), counted at the proxy in front of the server (tests/support/served.py)."""
+`vllm_server`, vLLM's CPU build): a utility build equal to the in-process vllm backend's, a
+rubric build's P(yes) within the contract's tolerance of it, the key written nowhere, a build
+killed mid-way asking nothing committed again, an operation the server cannot answer refused
+before any request, and the faults a served model meets (a 429 storm, a server that goes away
+mid-build and comes back, a wrong key, a server that is not vLLM), counted at the proxy in
+front of the server (tests/support/served.py)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,10 @@ from labeler.llm.models import resolve_model
 from labeler.llm.openai_api import OpenAIBackend
 
 pytestmark = pytest.mark.vllm
+
+#: a probability: the contract's for the served backend (tests/llm/test_contract.py)
+P_YES_TOLERANCE = 2e-4
+
 
 def build(root: Path, session_cache: str, *backend: str) -> tuple[list[dict], dict, str]:
     """The records, manifest and output of a utility build of three nq-sample queries; the
@@ -83,6 +88,40 @@ def test_a_served_build_labels_nq_sample_as_the_in_process_vllm_build(
     assert any(p.name.startswith("calls.sqlite") for p in written)
     assert not [p for p in written if API_KEY.encode() in p.read_bytes()]
     assert API_KEY not in output
+
+
+def rubric_build(root: Path, session_cache: str, *backend: str) -> tuple[list[dict], list]:
+    """The questions and P(yes) of a rubric build of two cisi-sample queries, three documents
+    each: (each query's questions, (qid, pid, each question's P(yes)) by candidate)."""
+    (root / "calls").mkdir(parents=True)
+    (root / "calls/models").symlink_to(Path(session_cache) / "models")
+    result = CliRunner().invoke(cli, [
+        "build", "--artifact", "rubric", "--dataset", "cisi-sample", "--llm", "smollm2-135m",
+        *backend, "--limit", "2", "--rerank-k", "3", "--max-questions", "2",
+        "--cache-dir", str(root / "calls"), "--out", str(root / "out")])
+    assert result.exit_code == 0, result.output
+    [version] = (root / "out/rubric/cisi-sample/smollm2-135m").iterdir()
+    queries = [json.loads(line) for f in sorted(version.glob("data-*.jsonl"))
+               for line in f.read_text().splitlines()]
+    rows = [json.loads(line) for f in sorted(version.glob("candidates-*.jsonl"))
+            for line in f.read_text().splitlines()]
+    return ([q["questions"] for q in queries],
+            sorted((r["qid"], r["pid"], r["p_yes"]) for r in rows if r["p_yes"]))
+
+
+def test_a_served_rubric_build_reads_p_yes_as_the_in_process_vllm_build(
+        smollm_vllm, vllm_server, session_cache, tmp_path, monkeypatch):
+    _, proxy = vllm_server
+    monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+    questions, local = rubric_build(tmp_path / "vllm", session_cache, "--backend", "vllm")
+    served_questions, remote = rubric_build(
+        tmp_path / "served", session_cache, "--backend", "openai", "--base-url",
+        proxy.base_url, "--prompt-format", "text")
+    assert served_questions == questions and len(local) == 6
+    assert [(qid, pid) for qid, pid, _ in remote] == [(qid, pid) for qid, pid, _ in local]
+    gaps = [abs(a - b) for (_, _, x), (_, _, y) in zip(local, remote)
+            for a, b in zip(x, y, strict=True)]
+    assert gaps and max(gaps) < P_YES_TOLERANCE, gaps
 
 
 def test_a_429_storm_is_waited_out_as_retry_after_says(vllm_server, session_cache, tmp_path,
