@@ -91,6 +91,9 @@ SKIPPED = {
     "labeler view out/utility/nq-sample/smollm2-135m/v1 out/utility/nq-sample/qwen3-8b/v1":
         "serves until stopped, and network (Qwen3-8B): tests/view/test_cli.py runs it, "
         "tests/view/test_browser.py drives its page in Chromium",
+    "labeler view out/utility/nq-sample/smollm2-135m/v1 --submission my-selection.jsonl":
+        "serves until stopped: tests/view/test_server.py scores a submission on its page, "
+        "tests/view/test_browser.py drives that page in Chromium",
     "labeler merge-reviews out/review/nq-sample/smollm2-135m/v1 "
     "../bob/review/nq-sample/smollm2-135m/v1":
         "needs two reviewers' review versions: tests/view/test_verdicts.py merges two",
