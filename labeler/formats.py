@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Container, Iterator
+from collections.abc import Callable, Container, Iterable, Iterator
+from itertools import islice
 from operator import itemgetter
 from pathlib import Path
 
@@ -33,6 +34,9 @@ RANKING_SHAPE = "{qid, ranking} or {qid, scores}"
 RUN_FORMATS = ("trec", "jsonl")
 
 _SCORE = itemgetter(1)
+
+#: TREC run lines whose docids are looked up together
+_LINES_A_CHECK = 4096
 
 
 def iter_run(
@@ -216,12 +220,22 @@ def _finite(value: float, field_name: str) -> float:
 def _with_known_docids(docids: Container[str]) -> Callable[[dict], tuple[str, dict[str, float]]]:
     def parse(record: dict) -> tuple[str, dict[str, float]]:
         qid, scores = ranking_entry(record)
-        unknown = next((d for d in scores if d not in docids), None)
-        if unknown is not None:
-            raise _unknown_passage(unknown)
+        unknown = _unknown(docids, scores)
+        if unknown:
+            raise _unknown_passage(next(d for d in scores if d in unknown))
         return qid, scores
 
     return parse
+
+
+def _unknown(docids: Container[str] | None, wanted: Iterable[str]) -> set[str]:
+    """Those of `wanted` not in `docids`: a container with `missing(docids)` (a corpus) looks
+    them up together, any other one at a time."""
+    if docids is None:
+        return set()
+    if hasattr(docids, "missing"):
+        return docids.missing(wanted)
+    return {d for d in wanted if d not in docids}
 
 
 def _unknown_passage(docid: str) -> InputError:
@@ -236,28 +250,44 @@ def _read_trec_run(
 ) -> dict[str, dict[str, float]]:
     place = placer(path, problems)
     run: dict[str, dict[str, float]] = {}
-    for line_no, text, problem in text_lines(path):
-        try:
-            if problem is not None:
-                raise InputError(problem)
-            fields = text.split()
-            if not fields:
+    lines = text_lines(path)
+    while chunk := list(islice(lines, _LINES_A_CHECK)):  # their docids looked up together
+        parsed = [(line_no, _parsed_trec_line(text, problem)) for line_no, text, problem in chunk]
+        unknown = _unknown(docids, {line[1] for _, line in parsed if isinstance(line, tuple)})
+        for line_no, line in parsed:
+            try:
+                if isinstance(line, InputError):
+                    raise line
+                if line is None:
+                    continue
+                qid, docid, score = line
+                if qid not in run:
+                    if qids is not None and qid not in qids:
+                        raise InputError(f"unknown qid '{qid}'", field_name="qid")
+                    run[qid] = {}
+                docs = run[qid]
+                if docid in docs:
+                    raise InputError(f"duplicate docid '{docid}' for qid '{qid}'",
+                                     field_name="docid")
+                if docid in unknown:
+                    raise _unknown_passage(docid)
+            except InputError as error:
+                place(error, line_no)
                 continue
-            qid, docid, score = _trec_run_line(fields)
-            if qid not in run:
-                if qids is not None and qid not in qids:
-                    raise InputError(f"unknown qid '{qid}'", field_name="qid")
-                run[qid] = {}
-            docs = run[qid]
-            if docid in docs:
-                raise InputError(f"duplicate docid '{docid}' for qid '{qid}'", field_name="docid")
-            if docids is not None and docid not in docids:
-                raise _unknown_passage(docid)
-        except InputError as error:
-            place(error, line_no)
-            continue
-        docs[docid] = score
+            docs[docid] = score
     return run
+
+
+def _parsed_trec_line(text: str | None, problem: str | None
+                      ) -> tuple[str, str, float] | InputError | None:
+    """(qid, docid, score) of a TREC run line, its problem, or None for a blank line."""
+    try:
+        if problem is not None:
+            raise InputError(problem)
+        fields = text.split()
+        return _trec_run_line(fields) if fields else None
+    except InputError as error:
+        return error
 
 
 def _trec_run_line(fields: list[str]) -> tuple[str, str, float]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -212,6 +212,13 @@ class _Lookup:
 
     def __contains__(self, pid: object) -> bool:
         return pid in self._gold or (self._corpus is not None and pid in self._corpus)
+
+    def missing(self, pids: Iterable[str]) -> set[str]:
+        """Those of `pids` not here, the corpus's looked up together."""
+        unknown = [pid for pid in pids if pid not in self._gold]
+        if self._corpus is None:
+            return set(unknown)
+        return {pid for pid, known in zip(unknown, self._corpus.known(unknown)) if not known}
 
     def __getitem__(self, pid: str) -> Passage:
         if self._corpus is not None:

@@ -261,11 +261,19 @@ class Corpus:
         """The passage of each of `pids` (None: not in the corpus): every row a pid may be at
         read once, its columns together, where `self[pid]` reads a row's pid, then its
         passage."""
-        rows = [[int(r) for r in self._pid_keys.candidates(pid_key(pid))] for pid in pids]
+        rows = self._pid_keys.candidates_many([pid_key(pid) for pid in pids])
         wanted = sorted({row for found in rows for row in found})
         read = dict(zip(wanted, self._rows(wanted)))
         return [next((read[r] for r in found if read[r].pid == pid), None)
                 for pid, found in zip(pids, rows)]
+
+    def known(self, pids: Sequence[str]) -> list[bool]:
+        """Whether each of `pids` is in the corpus: the rows they may be at read together (their
+        pids only), where `pid in self` reads each row apart."""
+        rows = self._pid_keys.candidates_many([pid_key(pid) for pid in pids])
+        wanted = sorted({row for found in rows for row in found})
+        read = dict(zip(wanted, self.pids(wanted)))
+        return [any(read[r] == pid for r in found) for pid, found in zip(pids, rows)]
 
     def find(self, passage: Passage) -> Passage | None:
         """The corpus passage that is `passage`: the same pid, else the same title and text."""

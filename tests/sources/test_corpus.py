@@ -41,6 +41,7 @@ def test_a_file_corpus_reads_back_as_its_passages():
     assert "no-such-pid" not in corpus
     asked = [expected[4].pid, "no-such-pid", expected[1].pid, expected[2].pid, expected[4].pid]
     assert corpus.get_many(asked) == [expected[4], None, expected[1], expected[2], expected[4]]
+    assert corpus.known(asked) == [True, False, True, True, True] == [p in corpus for p in asked]
     moved = Passage("elsewhere", expected[5].title, expected[5].text)  # same text, other id
     assert corpus.find(moved) == expected[5]
     assert corpus.find(Passage("x", "t", "no such text")) is None
