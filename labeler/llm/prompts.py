@@ -63,7 +63,31 @@ def encode(tokenizer, texts: list[str]) -> list[list[int]]:
     """Token ids of rendered texts; the template already wrote any special tokens."""
     if not texts:
         return []
+    rust = _rust_encoder(tokenizer)
+    if rust is not None:  # the same ids, without building offsets and masks
+        return [e.ids for e in rust.encode_batch_fast(list(texts), add_special_tokens=False)]
     return tokenizer(list(texts), add_special_tokens=False)["input_ids"]
+
+
+def _rust_encoder(tokenizer):
+    """The Rust tokenizer that `tokenizer(texts, add_special_tokens=False)` runs as it is set,
+    where calling it straight gives the same ids: a fast tokenizer whose class keeps
+    transformers' own encoding, with no truncation or padding set and special tokens split as
+    transformers would split them; else None."""
+    rust = getattr(tokenizer, "_tokenizer", None)
+    if not getattr(tokenizer, "is_fast", False) or not hasattr(rust, "encode_batch_fast"):
+        return None
+    from transformers.tokenization_utils_base import PreTrainedTokenizerBase
+    from transformers.tokenization_utils_tokenizers import TokenizersBackend
+
+    kind = type(tokenizer)
+    if kind._encode_plus is not TokenizersBackend._encode_plus or \
+            kind.__call__ is not PreTrainedTokenizerBase.__call__:
+        return None
+    if rust.truncation is not None or rust.padding is not None or \
+            rust.encode_special_tokens != getattr(tokenizer, "split_special_tokens", False):
+        return None
+    return rust
 
 
 def continuation_ids(tokenizer, contexts: list[str], continuations: list[str]
