@@ -39,12 +39,16 @@ class Collator(Generic[T]):
                  group_key: Callable[[T], Hashable] | None = None) -> None:
         if batch_size < 1:
             raise InputError("batch size must be >= 1", field_name="batch_size")
-        groups: dict[Hashable, list[int]] = {}
-        for index, item in enumerate(items):
-            groups.setdefault(index if group_key is None else group_key(item), []).append(index)
         #: the groups, longest first (sorted() is stable: ties keep caller order)
-        self.groups = sorted(groups.values(), key=lambda g: max(sort_key(items[k]) for k in g),
-                             reverse=True)
+        if group_key is None:  # each item its own group
+            self.groups = [[k] for k in sorted(range(len(items)), reverse=True,
+                                               key=lambda k: sort_key(items[k]))]
+        else:
+            groups: dict[Hashable, list[int]] = {}
+            for index, item in enumerate(items):
+                groups.setdefault(group_key(item), []).append(index)
+            self.groups = sorted(groups.values(), reverse=True,
+                                 key=lambda g: max(sort_key(items[k]) for k in g))
         self.batches: list[list[int]] = []
         for group in self.groups:
             if self.batches and len(self.batches[-1]) + len(group) <= batch_size:
