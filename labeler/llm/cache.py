@@ -80,10 +80,10 @@ class CachedBackend(Backend):
         def stream(misses: list[int], ids: list[list[int]]):
             ready = [Prompt(prompts[i], texts[i], x) for i, x in zip(misses, ids)]
             for k, samples in self.inner.stream(ready, sampling):
-                yield k, [asdict(c) for c in samples]
+                yield k, [vars(c).copy() for c in samples]  # asdict's, for its flat fields
 
-        stored = self._cached("generate", prompts, texts,
-                              [{"prompt": t, "sampling": asked} for t in texts], None,
+        keys = _hashes({"op": "generate", "model": self.key(), "sampling": asked}, "prompt", texts)
+        stored = self._cached("generate", prompts, texts, keys, None,
                               reserved=sampling.max_tokens, stream=stream)
         return [[Completion(**c) for c in samples] for samples in stored]
 
@@ -91,19 +91,22 @@ class CachedBackend(Backend):
         contexts = [self.render(r.context) for r in requests]
         return self._cached("loglikelihood", requests,
                             [c + r.continuation for c, r in zip(contexts, requests)],
-                            [{"context": c, "continuation": r.continuation}
-                             for c, r in zip(contexts, requests)],
+                            self._keys("loglikelihood", [{"context": c, "continuation": r.continuation}
+                                                         for c, r in zip(contexts, requests)]),
                             self.inner.loglikelihood, groups=contexts)
 
     def loglikelihood_rolling(self, texts: list[str]) -> list[float]:
-        return self._cached("loglikelihood_rolling", texts, texts, [{"text": t} for t in texts],
+        return self._cached("loglikelihood_rolling", texts, texts,
+                            self._keys("loglikelihood_rolling", [{"text": t} for t in texts]),
                             self.inner.loglikelihood_rolling, reserved=1)  # + the BOS
 
     def attention(self, requests: list[AttentionRequest]) -> list[AttentionResult]:
         texts = [self.render(r.prompt) for r in requests]
         stored = self._cached("attention", requests, texts,
-                              [{"prompt": t, "spans": list(r.spans), "max_tokens": r.max_tokens,
-                                "truncate": r.truncate} for t, r in zip(texts, requests)],
+                              self._keys("attention", [{"prompt": t, "spans": list(r.spans),
+                                                        "max_tokens": r.max_tokens,
+                                                        "truncate": r.truncate}
+                                                       for t, r in zip(texts, requests)]),
                               lambda chunk: [asdict(a) for a in self.inner.attention(chunk)],
                               reserved=max((r.max_tokens for r in requests), default=0))
         return [AttentionResult(a["text"], tuple(a["weights"])) for a in stored]
@@ -111,12 +114,18 @@ class CachedBackend(Backend):
     def choice_probs(self, requests: list[ChoiceRequest]) -> list[dict[str, float]]:
         texts = [self.render(r.prompt) for r in requests]
         return self._cached("choice_probs", requests, texts,
-                            [{"prompt": t, "choices": list(r.choices)}
-                             for t, r in zip(texts, requests)],
+                            self._keys("choice_probs", [{"prompt": t, "choices": list(r.choices)}
+                                                        for t, r in zip(texts, requests)]),
                             self.inner.choice_probs, reserved=CHOICE_TOKENS,
                             groups=[chat_prefix(r.prompt) for r in requests])
 
-    def _cached(self, op: str, requests: list, texts: list[str], params: list[dict],
+    def _keys(self, op: str, params: list[dict]) -> list[str]:
+        """The cache key of each request: `params`, what changes its answer, with `op` and the
+        model's `key()`."""
+        model = self.key()
+        return [_hash({"op": op, "model": model, **p}) for p in params]
+
+    def _cached(self, op: str, requests: list, texts: list[str], keys: list[str],
                 compute: Callable[[list], list] | None, *, reserved: int = 0,
                 groups: list | None = None, stream: Callable | None = None) -> list[Any]:
         """Answers from the cache; the misses checked against the context window (`texts` are
@@ -124,8 +133,6 @@ class CachedBackend(Backend):
         (requests with equal `groups` entries together) or, with `stream(misses, their token
         ids)`, as the backend streams them: (position among the misses, answer) as each ends.
         The engine works in a thread of its own while answers are committed as they come."""
-        model = self.key()
-        keys = [_hash({"op": op, "model": model, **p}) for p in params]
         found = self.store.lookup(list(dict.fromkeys(keys)))
         todo = {k: i for i, k in enumerate(keys) if k not in found}  # first request per key
         misses = list(todo)
@@ -161,5 +168,24 @@ class CachedBackend(Backend):
 
 
 def _hash(payload: dict) -> str:
-    text = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()
+    return hashlib.sha256(_json(payload).encode()).hexdigest()
+
+
+def _hashes(shared: dict, field: str, values: list[str]) -> list[str]:
+    """`_hash({**shared, field: value})` of each of `values` (strings): the JSON around the
+    value encoded once, the value's own JSON put in its place."""
+    hole = _json(_HOLE)
+    around = _json({**shared, field: _HOLE})
+    if around.count(hole) != 1:  # the marker is in `shared` too
+        return [_hash({**shared, field: value}) for value in values]
+    head, _, tail = around.partition(hole)
+    return [hashlib.sha256((head + _json(value) + tail).encode()).hexdigest() for value in values]
+
+
+def _json(payload) -> str:
+    """The JSON a cache key hashes: keys sorted, compact, not ASCII-escaped."""
+    return json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+#: a string no prompt is expected to be, marking where `_hashes` puts each value
+_HOLE = "\x00labeler-cache-key-value\x00"

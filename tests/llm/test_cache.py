@@ -20,7 +20,7 @@ from click.testing import CliRunner
 from labeler.cli import cli
 from labeler.errors import PromptTooLongError
 from labeler.llm import ChoiceRequest, LoglikelihoodRequest, Sampling, call_store, chat
-from labeler.llm.cache import CachedBackend
+from labeler.llm.cache import _HOLE, CachedBackend, _hash, _hashes
 from labeler.llm.call_store import MIGRATIONS, cache_stats, migrate
 
 HERE = Path(__file__).parent
@@ -36,6 +36,15 @@ def test_a_second_identical_run_makes_zero_backend_calls(smollm, questions, tmp_
     assert second_run.generate(prompts, GREEDY) == answers
     assert second_run.backend_calls == 0
     assert (tmp_path / "labeler-cache" / "calls.sqlite").exists()
+
+
+def test_a_calls_keys_hashed_together_are_the_keys_hashed_one_by_one():
+    prompts = ["plain", 'quotes " and \\ and \n', "Zürich 東京 🎉 \u2028", "", _HOLE]
+    for shared in ({"op": "generate", "model": {"model_id": "m", "revision": "r"},
+                    "sampling": asdict(GREEDY)},
+                   {"op": "generate", "model": {"note": _HOLE}}):  # the marker itself shared
+        assert _hashes(shared, "prompt", prompts) == [_hash({**shared, "prompt": p})
+                                                      for p in prompts]
 
 
 def test_every_operation_is_cached_under_everything_that_changes_its_answer(smollm, tmp_path):
