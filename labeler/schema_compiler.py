@@ -107,6 +107,8 @@ def _equal(one: Any, other: Any) -> bool:
 def _type(schema: Mapping, ref) -> Check:
     names = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
     checks = [_TYPES[name] for name in names]
+    if len(checks) == 1:
+        return checks[0]
     return lambda value: any(check(value) for check in checks)
 
 
