@@ -1,7 +1,10 @@
-"""What every `labeler reproduce` command shares: what a run hands back."""
+"""What every `labeler reproduce` command shares: what a run hands back, and how its report
+version folder is written."""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,3 +18,23 @@ class Reproduced:
     records: list[dict]
     ran: list
     skipped: list
+
+
+def write_version(parent: Path, files: dict[str, str | bytes]) -> Path:
+    """The next version folder `parent/v<N>` holding `files` (name -> text or bytes), written
+    in a staging folder and renamed into place whole: a reader never sees part of one."""
+    parent.mkdir(parents=True, exist_ok=True)
+    taken = [int(p.name[1:]) for p in parent.glob("v*") if p.name[1:].isdigit()]
+    path = parent / f"v{max(taken, default=0) + 1}"
+    staging = Path(tempfile.mkdtemp(dir=parent, prefix=".staging-"))
+    try:
+        for name, content in files.items():
+            target = staging / name
+            if isinstance(content, bytes):
+                target.write_bytes(content)
+            else:
+                target.write_text(content, encoding="utf-8")
+        staging.rename(path)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return path
