@@ -148,16 +148,13 @@ def rubric_experiment(datasets, llm, backend, batch_size, device, dtype, executo
 
         _plan("rubric-experiment", plan_rows(config, model, out=out), as_json)
         return
-    from labeler.executors import load_executor
     from labeler.workflows.reproduce.rubric_experiment import reproduce_rubric
 
-    done = reproduce_rubric(config, model, out=out, cache_dir=cache_dir, shard_size=shard_size,
-                            executor=load_executor(executor, address=ray_address,
-                                                   workers=workers))
-    table = Table(title=f"report: {len(done.ran)} steps run, {len(done.skipped)} done before",
-                  title_justify="left")
-    for column in ("dataset", "arm", "ndcg@10 (cheat_at_search)", "ndcg@10 (trec_eval)"):
-        table.add_column(column, justify="left" if column in ("dataset", "arm") else "right")
+    done, table = _reproduced(
+        reproduce_rubric, config, model,
+        ("dataset", "arm", "ndcg@10 (cheat_at_search)", "ndcg@10 (trec_eval)"), 2, out=out,
+        cache_dir=cache_dir, shard_size=shard_size, executor=executor,
+        ray_address=ray_address, workers=workers)
     means = {(r["dataset"], r["arm"], r["metric"]): r["mean"] for r in done.records
              if "arm" in r}
     for (dataset, arm, metric), mean in means.items():
@@ -234,22 +231,34 @@ def seer_paper(datasets, llm, backend, batch_size, device, dtype, executor, ray_
 
         _plan("seer-paper", plan_rows(config, model, out=out), as_json)
         return
-    from labeler.executors import load_executor
     from labeler.workflows.reproduce.seer_paper import reproduce_seer
 
-    done = reproduce_seer(config, model, out=out, cache_dir=cache_dir, shard_size=shard_size,
-                          executor=load_executor(executor, address=ray_address,
-                                                 workers=workers))
-    table = Table(title=f"report: {len(done.ran)} steps run, {len(done.skipped)} done before",
-                  title_justify="left")
-    for column in ("dataset", "method", "metric", "ours", "Tok", "paper (Llama2)"):
-        table.add_column(column, justify="left" if column in ("dataset", "method") else "right")
+    done, table = _reproduced(
+        reproduce_seer, config, model,
+        ("dataset", "method", "metric", "ours", "Tok", "paper (Llama2)"), 2, out=out,
+        cache_dir=cache_dir, shard_size=shard_size, executor=executor,
+        ray_address=ray_address, workers=workers)
     for r in (r for r in done.records if "method" in r):
         paper = r.get("paper_Llama2")
         table.add_row(r["dataset"], r["method"], r["metric"], _shown(r["score"]),
                       f"{r['tokens']:.1f}", "n/a" if paper is None else f"{paper[0]:.4f}")
     emit({"ran": len(done.ran), "skipped": len(done.skipped), "rows": done.records,
           "path": done.path}, [table], [str(done.path)], as_json=as_json)
+
+
+def _reproduced(reproduce_with, config, model, columns: tuple[str, ...], left: int, *,
+                executor: str, ray_address: str | None, workers: int | None, **keywords):
+    """`reproduce_with(config, model, **keywords)` on the executor the options name; (what
+    it did, its summary table with `columns`, the first `left` of them left-justified)."""
+    from labeler.executors import load_executor
+
+    done = reproduce_with(config, model, executor=load_executor(
+        executor, address=ray_address, workers=workers), **keywords)
+    table = Table(title=f"report: {len(done.ran)} steps run, {len(done.skipped)} done before",
+                  title_justify="left")
+    for i, column in enumerate(columns):
+        table.add_column(column, justify="left" if i < left else "right")
+    return done, table
 
 
 def _plan(command: str, rows: list[tuple[str, str, str]], as_json: bool) -> None:

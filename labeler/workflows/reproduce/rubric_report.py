@@ -23,7 +23,7 @@ from labeler.metrics.significance import paired_t_test
 from labeler.sources.product_search import ESCI_GRADES, WANDS_GRADES
 from labeler.tasks.rubric import RubricTask
 from labeler.workflows.reproduce.rubric_steps import RubricExperimentConfig, Step
-from labeler.workflows.reproduce.steps import write_version
+from labeler.workflows.reproduce.steps import tests_lines, write_version
 
 TREC_NDCG = "ndcg@10"
 #: arm -> (the build it is read from, the build's method, what the table calls it)
@@ -119,13 +119,7 @@ def means_table(rows: list[dict]) -> str:
 
 def tests_table(rows: list[dict]) -> str:
     """Markdown: each paired t-test, on both metrics."""
-    lines = ["| dataset | metric | test | n | mean a | mean b | t | p | wins / ties / losses |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    for r in (r for r in rows if "test" in r):
-        lines.append(f"| {r['dataset']} | {r['metric']} | {r['test']} | {r['n']} | "
-                     f"{_float(r['mean_a'])} | {_float(r['mean_b'])} | {_float(r['t'])} | "
-                     f"{_float(r['p'])} | {r['wins']} / {r['ties']} / {r['losses']} |")
-    return "\n".join(["## Paired t-tests between arms (two-sided)", "", *lines, ""])
+    return "\n".join(["## Paired t-tests between arms (two-sided)", "", *tests_lines(rows), ""])
 
 
 def figure(rows: list[dict], datasets: tuple[str, ...]) -> bytes:
@@ -158,7 +152,3 @@ def figure(rows: list[dict], datasets: tuple[str, ...]) -> bytes:
 
 def _number(row: dict) -> str:
     return "n/a" if row["mean"] is None else f"{row['mean']:.4f} ({row['queries']} q)"
-
-
-def _float(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.4g}"

@@ -124,17 +124,18 @@ def plan_rows(config: SeerPaperConfig, llm: LLMConfig, *, out: str | Path = "out
             rows.append((name, "done", "exact"))
         elif step.what == "pairs":
             settings = config.pairs(step.dataset)
-            rows.append((name, f"{settings.dataset}, {_queries(config.train_limit)} × "
-                               f"{config.samples} samples, top {config.k}",
-                         f"faithfulness {config.faithfulness}"))
+            count = (f"{settings.dataset}, {_queries(config.train_limit)} × "
+                     f"{config.samples} samples, top {config.k}")
+            rows.append((name, count, f"faithfulness {config.faithfulness}"))
         elif step.what == "extractor":
             how = f"{train.max_steps} steps" if train.max_steps else f"{train.epochs:g} epochs"
-            rows.append((name, how, f"{'LoRA' if train.lora else 'every weight'}, lr "
-                                    f"{train.learning_rate:g}, β {train.beta:g}, batch "
-                                    f"{train.batch_size} × {train.gradient_accumulation}"))
+            how_trained = (f"{'LoRA' if train.lora else 'every weight'}, lr "
+                         f"{train.learning_rate:g}, β {train.beta:g}, batch "
+                         f"{train.batch_size} × {train.gradient_accumulation}")
+            rows.append((name, how, how_trained))
         elif step.what == "reference":
-            rows.append((name, f"{config.reference(step.dataset).dataset}, "
-                               f"{_queries(config.limit)} × 1 sample", "Table 1's queries"))
+            count = f"{config.reference(step.dataset).dataset}, {_queries(config.limit)} × 1 sample"
+            rows.append((name, count, "Table 1's queries"))
         else:
             rows.append((name, f"{_queries(config.limit)} greedy extractions",
                          "one a query with passages"))

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from labeler.llm.config import LLMConfig
 from labeler.workflows.reproduce.seer_steps import UNSTATED, SeerPaperConfig, Step, splits
-from labeler.workflows.reproduce.steps import write_version
+from labeler.workflows.reproduce.steps import markdown_table, tests_lines, write_version
 
 #: the rows of Table 1 reported, each as `score --rag` names it (its submissions by file stem)
 METHODS = {"Zero": "no evidence (closed-book)", "Full": "every top-k passage",
@@ -68,7 +68,7 @@ def results(config: SeerPaperConfig, llm: LLMConfig, plan: list[Step], *,
                          **{f"paper_{g}": _ratio(paper[g]) for g in ("Llama2", "Flan-T5")
                             if g in paper and method == "trained"}})
         test = report.tests[f"rag_{metric}"]
-        rows.append({"dataset": dataset, "test": "trained vs base", "metric": metric,
+        rows.append({"dataset": dataset, "test": "trained vs base", "metric": f"rag_{metric}",
                      **test.as_dict()})
     return rows
 
@@ -94,33 +94,24 @@ def write_report(config: SeerPaperConfig, llm: LLMConfig, alias: str, plan: list
 def table1(rows: list[dict]) -> str:
     """Markdown: a row per (dataset, method), ours beside the paper's Llama2 and Flan-T5
     cells, then the paired t-tests."""
-    lines = ["| dataset (test split) | method | metric | ours | Tok | queries | paper, Llama2 "
-             "| Tok | paper, Flan-T5 | Tok |", "|---|---|---|---|---|---|---|---|---|---|"]
-    for r in (r for r in rows if "method" in r):
-        cells = [_paper(r.get(f"paper_{g}")) for g in ("Llama2", "Flan-T5")]
-        lines.append(f"| {r['dataset']} ({r['test_split']}) | {r['method']}: {r['evidence']} "
-                     f"| {r['metric']} | {_float(r['score'])} | {_float(r['tokens'], 1)} | "
-                     f"{r['queries']} | {' | '.join(cells)} |")
-    tests = ["| dataset | metric | test | n | mean a | mean b | t | p | wins / ties / losses |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    for r in (r for r in rows if "test" in r):
-        tests.append(f"| {r['dataset']} | rag_{r['metric']} | {r['test']} | {r['n']} | "
-                     f"{_float(r['mean_a'])} | {_float(r['mean_b'])} | {_float(r['t'])} | "
-                     f"{_float(r['p'])} | {r['wins']} / {r['ties']} / {r['losses']} |")
-    return "\n".join(["## SEER's Table 1: QA with each evidence", "", *lines, "",
-                      "The paper's trained row is its SEER column; it reports no base "
-                      "extractor row (n/a).", "", "## Paired t-test (two-sided)", "", *tests,
-                      ""])
+    header = ("dataset (test split)", "method", "metric", "ours", "Tok", "queries",
+              "paper, Llama2", "Tok", "paper, Flan-T5", "Tok")
+    lines = markdown_table(header, (
+        (f"{r['dataset']} ({r['test_split']})", f"{r['method']}: {r['evidence']}", r["metric"],
+         _float(r["score"]), _float(r["tokens"], 1), r["queries"],
+         *(cell for g in ("Llama2", "Flan-T5") for cell in _paper(r.get(f"paper_{g}"))))
+        for r in rows if "method" in r))
+    note = "The paper's trained row is its SEER column; it reports no base extractor row (n/a)."
+    return "\n".join(["## SEER's Table 1: QA with each evidence", "", *lines, "", note, "",
+                      "## Paired t-test (two-sided)", "", *tests_lines(rows), ""])
 
 
 def compression_table(rows: list[dict]) -> str:
     """Markdown: Full's tokens over each extractor's, beside the paper's."""
-    lines = ["| dataset | extractor | ours | paper, Llama2 | paper, Flan-T5 |",
-             "|---|---|---|---|---|"]
-    for r in (r for r in rows if "compression" in r):
-        lines.append(f"| {r['dataset']} | {r['compression']} | {_float(r['ratio'], 2)} | "
-                     f"{_float(r.get('paper_Llama2'), 2)} | {_float(r.get('paper_Flan-T5'), 2)}"
-                     " |")
+    lines = markdown_table(
+        ("dataset", "extractor", "ours", "paper, Llama2", "paper, Flan-T5"),
+        ((r["dataset"], r["compression"], *(_float(r.get(k), 2) for k in (
+            "ratio", "paper_Llama2", "paper_Flan-T5"))) for r in rows if "compression" in r))
     return "\n".join(["## Compression: Full's tokens ÷ the evidence's", "", *lines, "",
                       f"The paper's over its six cells: {PUBLISHED_COMPRESSION}.", ""])
 
@@ -205,8 +196,8 @@ def _length(train) -> str:
     return f"{train.max_steps} optimizer steps" if train.max_steps else f"{train.epochs:g} epochs"
 
 
-def _paper(cell: tuple | None) -> str:
-    return "n/a | n/a" if cell is None else f"{cell[0]:.4f} | {cell[1]}"
+def _paper(cell: tuple | None) -> tuple[str, str]:
+    return ("n/a", "n/a") if cell is None else (f"{cell[0]:.4f}", str(cell[1]))
 
 
 def _float(value: float | None, digits: int = 4) -> str:

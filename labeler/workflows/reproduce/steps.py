@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,3 +39,22 @@ def write_version(parent: Path, files: dict[str, str | bytes]) -> Path:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return path
+
+
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]:
+    """A markdown table's lines: the header, its rule, a line per row of cells."""
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+            *("| " + " | ".join(map(str, cells)) + " |" for cells in rows)]
+
+
+def tests_lines(rows: Iterable[dict]) -> list[str]:
+    """A markdown table of the paired t-tests among `rows` (those naming a "test")."""
+    return markdown_table(
+        ("dataset", "metric", "test", "n", "mean a", "mean b", "t", "p", "wins / ties / losses"),
+        ((r["dataset"], r["metric"], r["test"], r["n"], *(_short(r[k]) for k in (
+            "mean_a", "mean_b", "t", "p")), f"{r['wins']} / {r['ties']} / {r['losses']}")
+         for r in rows if "test" in r))
+
+
+def _short(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.4g}"
