@@ -105,7 +105,8 @@ def load_source(
     references (KILT provenance) become the corpus passages over their paragraphs
     (`Corpus.gold_pids`: `kilt-w100`'s spans, `kilt-wikipedia`'s paragraphs); other corpora
     match none. `stored_only` (a dry run) leaves a named corpus the cache does not hold
-    undownloaded (`load_corpus`), its gold references unresolved.
+    undownloaded (`load_corpus`), its gold references unresolved, and a big dataset file read
+    by its head only (`labeler.sources.heads`).
     """
     from labeler.sources import flashrag, search
     from labeler.sources.unstored import UnstoredCorpus
@@ -117,7 +118,7 @@ def load_source(
     elif name.startswith(SEARCH_PREFIX):
         source = search.load_search(name[len(SEARCH_PREFIX) :], limit=limit)
     elif name in SOURCES:
-        source = load_entry(SOURCES[name])(limit=limit)
+        source = _load_named(name, limit, stored_only)
     else:
         raise UnknownNameError("dataset", name, available())
     if passages is None and name in DEFAULT_CORPORA:  # after the queries: it is the bigger
@@ -130,6 +131,19 @@ def load_source(
         for q in () if isinstance(passages, UnstoredCorpus) else source.queries:
             q.gold = _resolve(q, passages)
     return source if qrels is None else search.with_qrels(source, qrels)
+
+
+def _load_named(name: str, limit: int | None, stored_only: bool) -> Source:
+    """Dataset `name` of `SOURCES`; a dry run (`stored_only`) reads a big file the Hub cache
+    lacks by its head only, and the source says so (`Source.head`, `labeler.sources.heads`)."""
+    from labeler.sources.heads import heads_only
+
+    if not stored_only:
+        return load_entry(SOURCES[name])(limit=limit)
+    with heads_only() as heads:
+        source = load_entry(SOURCES[name])(limit=limit)
+    source.head = next((head for head in heads if not head.whole), None)
+    return source
 
 
 def _check_jsonl(queries: list[Query], path: str) -> None:
