@@ -21,7 +21,6 @@ from pathlib import Path
 from labeler.llm.config import LLMConfig
 from labeler.paths import cache_root
 from labeler.retrieval.index import SHARD_SIZE
-from labeler.sources.heads import pooled_scale, queries_count
 from labeler.sources.types import Source
 from labeler.sources.unstored import UnstoredCorpus
 from labeler.tasks.base import TaskConfig
@@ -163,3 +162,28 @@ def _cached_embeddings(source: Source, encoder: str | None, cache_dir) -> int:
         best = max(best, sum(min(SHARD_SIZE, len(corpus) - int(p.stem[6:]) * SHARD_SIZE)
                              for p in shards))
     return best
+
+
+def queries_count(source: Source, limit: int | None) -> tuple[int, str]:
+    """How many queries `source` holds once its whole file is read, and how that is known:
+    the queries loaded where the head was the whole file or held the first `limit`; the file's
+    rows where each row is a query; else the head's share of them, an estimate."""
+    head, loaded = source.head, len(source.queries)
+    if head is None or head.whole or (limit is not None and loaded >= limit):
+        return loaded, "exact"
+    if head.exact and loaded == head.read and not head.spec.filters:
+        total, known = head.rows, head.known
+    else:
+        total = round(loaded * head.rows / max(head.read, 1))
+        known = (f"estimate: the first {head.read:,} rows' queries, scaled to the file's "
+                 f"{head.rows:,} (not downloaded)")
+    return (total if limit is None else min(limit, total)), known
+
+
+def pooled_scale(source: Source) -> float:
+    """What a corpus pooled from the dataset's own rows (no named corpus) is multiplied by to
+    estimate the whole file's: its rows over the rows read; 1 where all were read."""
+    head, corpus = source.head, source.corpus
+    if head is None or head.whole or corpus is None or getattr(corpus, "name", None):
+        return 1.0
+    return head.rows / max(head.read, 1)

@@ -14,8 +14,7 @@ from pathlib import Path
 
 from labeler.judges.methods import METHODS
 from labeler.llm.config import LLMConfig
-from labeler.sources.heads import queries_count
-from labeler.workflows.plan import CHARS_PER_TOKEN, mean_chars, plan
+from labeler.workflows.plan import CHARS_PER_TOKEN, mean_chars, plan, queries_count
 from labeler.workflows.reproduce.utility_steps import (
     ReproduceConfig,
     Step,
