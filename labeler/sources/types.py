@@ -82,6 +82,8 @@ class Source:
     # Set by a dry run that read only the first rows of the dataset's file (not downloaded):
     # the queries (and a corpus pooled from the file) are those rows'; `labeler.sources.heads`
     head: Head | None = field(default=None, kw_only=True)
+    # (n, seed) where the queries are a seeded sample already (labeler.sources.sampling)
+    drawn: tuple[int, int] | None = field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
