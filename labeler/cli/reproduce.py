@@ -207,8 +207,8 @@ def rubric_experiment(datasets, llm, executor, ray_address, workers, queries, se
               help="LoRA adapters (SEER's), or every weight.")
 @_run_options("seer-paper", "Check everything and print the plan; load no model and write "
                             "nothing.")
-def seer_paper(datasets, llm, backend, batch_size, device, dtype, executor, ray_address,
-               workers, out, shard_size, cache_dir, dry_run, as_json, **settings) -> None:
+def seer_paper(datasets, llm, executor, ray_address, workers, out, shard_size, cache_dir,
+               dry_run, as_json, **settings) -> None:
     """SEER (Zhao et al.): build the preference pairs on the training split, train the
     extractor (LoRA, SEER's settings), extract the test split's evidence with the base and the
     trained extractor, answer with the generator, and write Table 1 (EM/F1, Tok, compression)
@@ -218,13 +218,13 @@ def seer_paper(datasets, llm, backend, batch_size, device, dtype, executor, ray_
     from labeler.train.config import TrainConfig
     from labeler.workflows.reproduce.seer_steps import SeerPaperConfig
 
+    model = LLMConfig(llm, **model_settings(settings))
     train = TrainConfig(**{k: settings.pop(k) for k in (
         "max_steps", "epochs", "learning_rate", "gradient_accumulation", "beta", "lora")},
         batch_size=settings.pop("train_batch_size"))
     run = settings.pop("run")
     config = SeerPaperConfig(datasets=tuple(datasets), train=train,
                              run=None if run is None else str(run), **settings)
-    model = LLMConfig(llm, backend=backend, batch_size=batch_size, device=device, dtype=dtype)
     if dry_run:
         from labeler.workflows.reproduce.seer_paper import plan_rows
 
