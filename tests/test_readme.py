@@ -82,6 +82,15 @@ SKIPPED = {
         "vllm, GPU, network",
     "labeler reproduce utility-paper --dataset nq --llm qwen3-8b --limit 500":
         "network (KILT NQ, Qwen3-8B)",
+    "labeler reproduce seer-paper --dry-run":
+        "network (AlignScore's checkpoint, the SEER splits): tests/workflows/reproduce/"
+        "test_seer_paper.py runs a dry run and the one-line AlignScore failure offline",
+    "labeler reproduce seer-paper --dataset nq --backend vllm --limit 1000 --train-limit 5000":
+        "vllm, GPU, network",
+    "labeler reproduce seer-paper --dataset nq-sample --llm smollm2-135m --faithfulness llm "
+    "--limit 10 --train-limit 10 --samples 4 --steps 2 --encoder minilm":
+        "minutes of training and answers: tests/workflows/reproduce/test_seer_paper.py runs it "
+        "on two queries and one step, against the separate commands",
     "labeler build --artifact rubric --dataset wands --llm qwen3-8b --limit 50":
         "network (WANDS from GitHub, Qwen3-8B): tests/tasks/test_rubric_wands.py builds wands "
         "with SmolLM2 from the tests' mirror of its GitHub files",

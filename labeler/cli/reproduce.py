@@ -148,16 +148,13 @@ def rubric_experiment(datasets, llm, backend, batch_size, device, dtype, executo
 
         _plan("rubric-experiment", plan_rows(config, model, out=out), as_json)
         return
-    from labeler.executors import load_executor
     from labeler.workflows.reproduce.rubric_experiment import reproduce_rubric
 
-    done = reproduce_rubric(config, model, out=out, cache_dir=cache_dir, shard_size=shard_size,
-                            executor=load_executor(executor, address=ray_address,
-                                                   workers=workers))
-    table = Table(title=f"report: {len(done.ran)} steps run, {len(done.skipped)} done before",
-                  title_justify="left")
-    for column in ("dataset", "arm", "ndcg@10 (cheat_at_search)", "ndcg@10 (trec_eval)"):
-        table.add_column(column, justify="left" if column in ("dataset", "arm") else "right")
+    done, table = _reproduced(
+        reproduce_rubric, config, model,
+        ("dataset", "arm", "ndcg@10 (cheat_at_search)", "ndcg@10 (trec_eval)"), 2, out=out,
+        cache_dir=cache_dir, shard_size=shard_size, executor=executor,
+        ray_address=ray_address, workers=workers)
     means = {(r["dataset"], r["arm"], r["metric"]): r["mean"] for r in done.records
              if "arm" in r}
     for (dataset, arm, metric), mean in means.items():
@@ -165,6 +162,103 @@ def rubric_experiment(datasets, llm, backend, batch_size, device, dtype, executo
             table.add_row(dataset, arm, _shown(mean), _shown(means[dataset, arm, "ndcg@10"]))
     emit({"ran": len(done.ran), "skipped": len(done.skipped), "rows": done.records,
           "path": done.path}, [table], [str(done.path)], as_json=as_json)
+
+
+@reproduce.command("seer-paper")
+@click.option("--dataset", "datasets", type=DatasetName(), multiple=True,
+              default=("nq", "tq", "hotpotqa"), show_default=True,
+              help="Dataset to run on; repeat for several. nq, tq, hotpotqa: pairs on SEER's "
+                   "training split, Table 1 on the test split; any other (nq-sample): both.")
+@click.option("--llm", default="llama2-7b-chat", show_default=True,
+              help="The generator, and the base extractor unless --extractor (SEER's).")
+@model_options()
+@executor_options("the builds' shards are labelled", "model")
+@click.option("--extractor", metavar="MODEL", help="Base extractor [default: the --llm].")
+@click.option("--limit", type=click.IntRange(min=1), help="Only the first N test queries.")
+@click.option("--train-limit", type=click.IntRange(min=1),
+              help="Only the first N training queries.")
+@click.option("--k", type=click.IntRange(min=1), default=5, show_default=True,
+              help="Retrieved passages per query.")
+@click.option("--samples", type=click.IntRange(min=1), default=10, show_default=True,
+              help="Extractions sampled per training query (M).")
+@click.option("--faithfulness", default="alignscore", show_default=True, metavar="SCORER",
+              help="alignscore[:CHECKPOINT] (SEER's), llm (the generator as judge) or "
+                   "nli:MODEL.")
+@click.option("--tau", type=click.FloatRange(min=0, min_open=True), default=1.0,
+              show_default=True, help="Temperature of the CoV weights' softmax.")
+@click.option("--max-new-tokens", type=click.IntRange(min=1), default=256, show_default=True,
+              help="Cap on each extraction's and answer's new tokens.")
+@click.option("--encoder", help="Retriever of the top k (default: bge-m3, offline minilm).")
+@click.option("--index", metavar="KIND[:NAME=N,...]", help=INDEX_HELP)
+@click.option("--run", type=click.Path(dir_okay=False, path_type=Path),
+              help="TREC or JSONL run instead of retrieval (one dataset whose splits are one).")
+@click.option("--steps", "max_steps", type=click.IntRange(min=1),
+              help="Stop training after N optimizer steps instead of --epochs.")
+@click.option("--epochs", type=click.FloatRange(min=0, min_open=True), default=2.0,
+              show_default=True, help="Passes over the pairs.")
+@click.option("--lr", "learning_rate", type=click.FloatRange(min=0, min_open=True),
+              default=1e-5, show_default=True, help="Peak learning rate.")
+@click.option("--train-batch-size", type=click.IntRange(min=1), default=16,
+              show_default=True, help="Pairs per forward pass.")
+@click.option("--gradient-accumulation", type=click.IntRange(min=1), default=2,
+              show_default=True, help="Forward passes per optimizer step.")
+@click.option("--beta", type=click.FloatRange(min=0, min_open=True), default=0.1,
+              show_default=True, help="DPO's β (SEER states none: TRL's default).")
+@click.option("--lora/--full", " /--no-lora", default=True, show_default=True,
+              help="LoRA adapters (SEER's), or every weight.")
+@_run_options("seer-paper", "Check everything and print the plan; load no model and write "
+                            "nothing.")
+def seer_paper(datasets, llm, backend, batch_size, device, dtype, executor, ray_address,
+               workers, out, shard_size, cache_dir, dry_run, as_json, **settings) -> None:
+    """SEER (Zhao et al.): build the preference pairs on the training split, train the
+    extractor (LoRA, SEER's settings), extract the test split's evidence with the base and the
+    trained extractor, answer with the generator, and write Table 1 (EM/F1, Tok, compression)
+    beside the paper's numbers in one report version. Rerun to resume.
+    """
+    from labeler.llm.config import LLMConfig
+    from labeler.train.config import TrainConfig
+    from labeler.workflows.reproduce.seer_steps import SeerPaperConfig
+
+    train = TrainConfig(**{k: settings.pop(k) for k in (
+        "max_steps", "epochs", "learning_rate", "gradient_accumulation", "beta", "lora")},
+        batch_size=settings.pop("train_batch_size"))
+    run = settings.pop("run")
+    config = SeerPaperConfig(datasets=tuple(datasets), train=train,
+                             run=None if run is None else str(run), **settings)
+    model = LLMConfig(llm, backend=backend, batch_size=batch_size, device=device, dtype=dtype)
+    if dry_run:
+        from labeler.workflows.reproduce.seer_paper import plan_rows
+
+        _plan("seer-paper", plan_rows(config, model, out=out), as_json)
+        return
+    from labeler.workflows.reproduce.seer_paper import reproduce_seer
+
+    done, table = _reproduced(
+        reproduce_seer, config, model,
+        ("dataset", "method", "metric", "ours", "Tok", "paper (Llama2)"), 2, out=out,
+        cache_dir=cache_dir, shard_size=shard_size, executor=executor,
+        ray_address=ray_address, workers=workers)
+    for r in (r for r in done.records if "method" in r):
+        paper = r.get("paper_Llama2")
+        table.add_row(r["dataset"], r["method"], r["metric"], _shown(r["score"]),
+                      f"{r['tokens']:.1f}", "n/a" if paper is None else f"{paper[0]:.4f}")
+    emit({"ran": len(done.ran), "skipped": len(done.skipped), "rows": done.records,
+          "path": done.path}, [table], [str(done.path)], as_json=as_json)
+
+
+def _reproduced(reproduce_with, config, model, columns: tuple[str, ...], left: int, *,
+                executor: str, ray_address: str | None, workers: int | None, **keywords):
+    """`reproduce_with(config, model, **keywords)` on the executor the options name; (what
+    it did, its summary table with `columns`, the first `left` of them left-justified)."""
+    from labeler.executors import load_executor
+
+    done = reproduce_with(config, model, executor=load_executor(
+        executor, address=ray_address, workers=workers), **keywords)
+    table = Table(title=f"report: {len(done.ran)} steps run, {len(done.skipped)} done before",
+                  title_justify="left")
+    for i, column in enumerate(columns):
+        table.add_column(column, justify="left" if i < left else "right")
+    return done, table
 
 
 def _plan(command: str, rows: list[tuple[str, str, str]], as_json: bool) -> None:

@@ -42,8 +42,9 @@ SEER = TrainConfig()
               help="Seed of the pairs' shuffling (and of LoRA's initial weights).")
 @click.option("--max-length", type=click.IntRange(min=1),
               help="Tokens of prompt + extraction kept [default: all].")
-@click.option("--lora", is_flag=True,
-              help="Train LoRA adapters (SEER's choice; needs peft), merged when saved.")
+@click.option("--lora/--full", " /--no-lora", default=SEER.lora, show_default=True,
+              help="Train LoRA adapters (SEER's choice; needs peft), merged when saved; "
+                   "--full (--no-lora) fine-tunes every weight.")
 @click.option("--gradient-checkpointing/--no-gradient-checkpointing",
               default=SEER.gradient_checkpointing, show_default=True,
               help="Recompute activations in the backward pass: far less memory, slower.")
@@ -54,7 +55,7 @@ def train_extractor(artifact: Path, out: Path, model: str | None, cache_dir: Pat
     """Train the extractor of a seer artifact on its preference pairs, each pair's DPO loss
     weighted by its λ (SEER's LPO), and write the trained model to --out.
 
-    The defaults are SEER's (Adam, lr 1e-5, batch 16 x 2 accumulation, 2 epochs).
+    The defaults are SEER's (Adam, lr 1e-5, batch 16 x 2 accumulation, 2 epochs, LoRA).
     """
     from labeler.train.extractor import train_extractor as train
 

@@ -11,7 +11,8 @@ from labeler.errors import InputError, MissingDependencyError
 @dataclass(frozen=True)
 class TrainConfig:
     """How the extractor is trained; the defaults are SEER's (Appendix A: Adam β 0.9/0.999,
-    eps 1e-8, cosine schedule), β TRL's."""
+    eps 1e-8, lr 1e-5, 1.5% warm-up, cosine schedule, batch 16 × 2, 2 epochs, LoRA), β TRL's
+    (SEER does not state it)."""
 
     epochs: float = 2.0  # passes over the pairs
     max_steps: int | None = None  # optimizer steps to stop after, instead of the epochs
@@ -22,7 +23,8 @@ class TrainConfig:
     beta: float = 0.1  # DPO's β: how far the policy may move from the reference
     seed: int = 0
     max_length: int | None = None  # tokens of prompt + extraction kept (None: all)
-    lora: bool = False  # train LoRA adapters (SEER's choice; needs peft), merged when saved
+    # train LoRA adapters (SEER's choice; needs peft), merged when saved; False: every weight
+    lora: bool = True
     # recompute activations in the backward pass (TRL's default): a batch of 16 SEER pairs
     # of SmolLM2-135M held 22 GB of activations without it
     gradient_checkpointing: bool = True

@@ -15,7 +15,8 @@ from labeler.lazy import load_entry
 
 #: commands that write a file or folder the user names
 WRITERS = {"build", "retrieve", "judge", "compare", "analyze perplexity",
-           "reproduce utility-paper", "reproduce rubric-experiment", "train-extractor", "pull",
+           "reproduce utility-paper", "reproduce rubric-experiment", "reproduce seer-paper",
+           "train-extractor", "pull",
            "push", "view", "merge-reviews"}
 #: a real utility record of nq-sample by SmolLM2 (tests/artifacts/fixtures/README.md)
 RECORDS = Path(__file__).parents[1] / "artifacts" / "fixtures" / "utility_nq_sample_smollm2.jsonl"

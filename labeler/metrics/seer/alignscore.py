@@ -258,12 +258,38 @@ def _checkpoint_file(spec: str | None) -> tuple[Path, str]:
         return found[0], f"alignscore:{found[0]}"
     if path.is_file():
         return path, f"alignscore:{path}"
+    repo, file = _hub_file(spec)
+    return _download(repo, file), f"alignscore:{repo}/{file}"
+
+
+def _hub_file(spec: str | None) -> tuple[str, str]:
+    """(Hub repo, file) of an `alignscore` argument that is no local path; InputError for one
+    that cannot be either."""
+    if spec is None:
+        return HUB_REPO, HUB_FILE
     parts = spec.split("/")
     if len(parts) < 2 or spec.startswith((".", "/", "~")):
         raise InputError("AlignScore checkpoint not found: give a .ckpt file, a folder holding "
                          "one, a Hub repo or REPO/FILE.ckpt", spec, field_name="faithfulness")
-    repo, file = "/".join(parts[:2]), "/".join(parts[2:]) or HUB_FILE
-    return _download(repo, file), f"alignscore:{repo}/{file}"
+    return "/".join(parts[:2]), "/".join(parts[2:]) or HUB_FILE
+
+
+def checkpoint_available(spec: str | None) -> str | None:
+    """Why the checkpoint of an `alignscore` argument cannot be had, or None where it can (a
+    local path, a Hub file in the cache, or online): nothing is read or downloaded."""
+    import os
+
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    if spec is not None and Path(spec).expanduser().exists():
+        return None
+    repo, file = _hub_file(spec)
+    if isinstance(try_to_load_from_cache(repo, file), str):
+        return None
+    offline = constants.is_offline_mode() or os.environ.get("HF_HUB_OFFLINE", "").upper() in {
+        "1", "ON", "YES", "TRUE"}
+    return f"{repo}/{file} is not in the Hub cache, and HF_HUB_OFFLINE is set" if offline \
+        else None
 
 
 def _download(repo: str, file: str) -> Path:

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import io
 import json
-import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -22,10 +20,10 @@ import numpy as np
 from labeler.artifacts.reader import read_tables
 from labeler.metrics.ranking import EXPERIMENT_NDCG, experiment_ndcg, rank_metrics
 from labeler.metrics.significance import paired_t_test
-from labeler.paths import atomic_file
 from labeler.sources.product_search import ESCI_GRADES, WANDS_GRADES
 from labeler.tasks.rubric import RubricTask
 from labeler.workflows.reproduce.rubric_steps import RubricExperimentConfig, Step
+from labeler.workflows.reproduce.steps import tests_lines, write_version
 
 TREC_NDCG = "ndcg@10"
 #: arm -> (the build it is read from, the build's method, what the table calls it)
@@ -94,23 +92,14 @@ def write_report(config: RubricExperimentConfig, alias: str, plan: list[Step], *
     """Write the next report version (tables, results.json, the figure) in one rename;
     (its folder, its rows)."""
     rows = results(config, plan)
+    settings = {"config": config.__dict__ | {"datasets": list(config.datasets)},
+                "llm": alias, "published": PUBLISHED,
+                "steps": [str(s.output.relative_to(Path(out))) for s in plan]}
     parent = Path(out) / "report" / "rubric-experiment" / "+".join(config.datasets) / alias
-    parent.mkdir(parents=True, exist_ok=True)
-    taken = [int(p.name[1:]) for p in parent.glob("v*") if p.name[1:].isdigit()]
-    path = parent / f"v{max(taken, default=0) + 1}"
-    staging = Path(tempfile.mkdtemp(dir=parent, prefix=".staging-"))
-    try:
-        settings = {"config": config.__dict__ | {"datasets": list(config.datasets)},
-                    "llm": alias, "published": PUBLISHED,
-                    "steps": [str(s.output.relative_to(Path(out))) for s in plan]}
-        with atomic_file(staging / "results.json") as f:
-            json.dump({**settings, "rows": rows}, f, indent=1, allow_nan=False)
-        (staging / "ndcg.md").write_text(means_table(rows))
-        (staging / "tests.md").write_text(tests_table(rows))
-        (staging / "ndcg.png").write_bytes(figure(rows, config.datasets))
-        staging.rename(path)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    path = write_version(parent, {
+        "results.json": json.dumps({**settings, "rows": rows}, indent=1, allow_nan=False),
+        "ndcg.md": means_table(rows), "tests.md": tests_table(rows),
+        "ndcg.png": figure(rows, config.datasets)})
     return path, rows
 
 
@@ -130,13 +119,7 @@ def means_table(rows: list[dict]) -> str:
 
 def tests_table(rows: list[dict]) -> str:
     """Markdown: each paired t-test, on both metrics."""
-    lines = ["| dataset | metric | test | n | mean a | mean b | t | p | wins / ties / losses |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    for r in (r for r in rows if "test" in r):
-        lines.append(f"| {r['dataset']} | {r['metric']} | {r['test']} | {r['n']} | "
-                     f"{_float(r['mean_a'])} | {_float(r['mean_b'])} | {_float(r['t'])} | "
-                     f"{_float(r['p'])} | {r['wins']} / {r['ties']} / {r['losses']} |")
-    return "\n".join(["## Paired t-tests between arms (two-sided)", "", *lines, ""])
+    return "\n".join(["## Paired t-tests between arms (two-sided)", "", *tests_lines(rows), ""])
 
 
 def figure(rows: list[dict], datasets: tuple[str, ...]) -> bytes:
@@ -169,7 +152,3 @@ def figure(rows: list[dict], datasets: tuple[str, ...]) -> bytes:
 
 def _number(row: dict) -> str:
     return "n/a" if row["mean"] is None else f"{row['mean']:.4f} ({row['queries']} q)"
-
-
-def _float(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.4g}"
