@@ -158,15 +158,20 @@ def data_options(*, pools: bool = False, qrels: bool = False,
     return stacked(*options)
 
 
-def model_options(*, tensor_parallel: bool = False, served: bool = False) -> Decorator:
-    """--backend, --batch-size, --device and --dtype of the LLMs; with `tensor_parallel` also
-    --tensor-parallel; with `served` the openai backend's --base-url, --prompt-format and
-    --concurrency."""
+#: the options `model_options` adds, by the `LLMConfig` field each sets
+MODEL_SETTINGS = ("backend", "batch_size", "device", "dtype", "tensor_parallel", "base_url",
+                  "prompt_format", "concurrency")
+
+
+def model_options(*, tensor_parallel: bool = False) -> Decorator:
+    """--backend, --batch-size, --device, --dtype and the openai backend's --base-url,
+    --prompt-format and --concurrency, for every command that runs an LLM; with
+    `tensor_parallel` also --tensor-parallel. `model_settings` takes them out of a command's
+    keyword arguments as `LLMConfig` takes them."""
     options = [
         click.option("--backend", type=Names(registry_names("labeler.llm", "BACKENDS")),
                      default="hf", show_default=True,
-                     help="LLM backend" + (" (openai: a served model, --base-url)."
-                                           if served else ".")),
+                     help="LLM backend (openai: a served model, --base-url)."),
         click.option("--batch-size", type=click.IntRange(min=1), cls=DeclaredOption,
                      described=_batch_size_help),
         click.option("--device", help="Device for the LLMs, e.g. cuda:0 [default: best "
@@ -177,19 +182,24 @@ def model_options(*, tensor_parallel: bool = False, served: bool = False) -> Dec
         options.append(click.option(
             "--tensor-parallel", type=click.IntRange(min=1), default=1, show_default=True,
             cls=DeclaredOption, described=_tensor_parallel_help))
-    if served:
-        options += [
-            click.option("--base-url", metavar="URL", help="openai: the OpenAI-compatible "
-                         "API's root, e.g. http://host:8000/v1 [default: $OPENAI_BASE_URL]; "
-                         "the key is read from $OPENAI_API_KEY."),
-            click.option("--prompt-format", type=click.Choice(["chat", "text"]),
-                         default="chat", show_default=True,
-                         help="openai: chat (the server applies the model's chat template) "
-                              "or text (labeler's rendered prompt, byte-exact; vLLM only)."),
-            click.option("--concurrency", type=click.IntRange(min=1),
-                         help="openai: requests in flight [default: 64]."),
-        ]
+    options += [
+        click.option("--base-url", metavar="URL", help="openai: the OpenAI-compatible "
+                     "API's root, e.g. http://host:8000/v1 [default: $OPENAI_BASE_URL]; "
+                     "the key is read from $OPENAI_API_KEY."),
+        click.option("--prompt-format", type=click.Choice(["chat", "text"]),
+                     default="chat", show_default=True,
+                     help="openai: chat (the server applies the model's chat template) "
+                          "or text (labeler's rendered prompt, byte-exact; vLLM only)."),
+        click.option("--concurrency", type=click.IntRange(min=1),
+                     help="openai: requests in flight [default: 64]."),
+    ]
     return stacked(*options)
+
+
+def model_settings(options: dict) -> dict:
+    """The `model_options` values, taken out of a command's keyword arguments `options`, as
+    `LLMConfig(name, **settings)` takes them."""
+    return {name: options.pop(name) for name in MODEL_SETTINGS if name in options}
 
 
 def executor_options(work: str, loaded: str) -> Decorator:
