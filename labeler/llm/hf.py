@@ -37,7 +37,6 @@ from labeler.llm.base import (
 )
 from labeler.llm.batching import Collator, chat_prefix, common_prefix
 from labeler.llm.gguf import gguf_snapshot
-from labeler.llm.gqa_attention import cpu_gqa
 from labeler.llm.models import ModelSpec, model_revision
 from labeler.llm.prompts import (
     choice_ids,
@@ -163,6 +162,8 @@ class HFBackend(Backend):
         self.device, self.dtype = model.device, model.dtype
         self.max_context = context_window(model.config, spec.model_id)
         model.eval()
+        from labeler.llm.gqa_attention import cpu_gqa  # torch's
+
         cpu_gqa(model)  # no copies of the key/value heads each step on the CPU
         tokenizer.padding_side = "left"
         eos = model.generation_config.eos_token_id
