@@ -45,12 +45,13 @@ class InstantTextBackend(Backend):
     """Answers at once; a chat is its messages' contents, a token a word."""
 
     max_context = 1_000_000
+    default_batch_size = 256  # requests a call; it takes no dtype and runs on no GPU
 
     def __init__(self, spec: ModelSpec, *, batch_size: int | None = None, device=None,
                  cache_dir=None, **options) -> None:
         self.spec, self.model_id, self.alias = spec, spec.model_id, spec.alias
         self.revision = model_revision(spec)
-        self.batch_size = batch_size or 256
+        self.batch_size = batch_size or self.default_batch_size
         self.answered = 0  # prompts answered
 
     def key(self) -> dict:
