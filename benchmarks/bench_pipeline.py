@@ -5,7 +5,7 @@ test).
 
 The build of bench_overhead's NQ-shaped synthetic data (run-file pools, the real call cache
 and writer, SmolLM2's real chat template and tokenizer) asks `instant_backend.SimulatedEngine`,
-which spends a fixed time on each request with the GIL released, sized to 1,500 calls a second
+which spends a fixed time on each request beside the process, sized to 1,500 calls a second
 over 8 workers (8 / 1,500 s a request for each worker: a Ray worker is one such process, one
 engine each). The engine's busy fraction is its busy time over the time from its first request
 to the build's end (records, shard writes and the manifest included); target (issue 33): >= 0.95.

@@ -6,9 +6,9 @@ group `labeler.backends` in an installed package's metadata).
 as `VLLMBackend` does before its engine; `instant-text` joins a chat's messages and counts its
 words by their spaces (a tokenizer that costs next to nothing). Either answers a prompt with
 its first word that starts with "ans" (the benchmarks' synthetic answers), else "unknown".
-`simulated` is `instant` behind an engine that spends `REQUEST_SECONDS` on each request in the
-thread that streams the answers, releasing the GIL (as vllm's engine core works in a process of
-its own), and counts that time as `busy`.
+`simulated` is `instant` behind an engine that spends `REQUEST_SECONDS` on each request beside
+this process, as vllm's engine core works in a process of its own, and counts that time as
+`busy`.
 """
 
 from __future__ import annotations
@@ -47,12 +47,13 @@ class InstantTextBackend(Backend):
     spaces)."""
 
     max_context = 1_000_000
+    default_batch_size = 256  # requests a call; it takes no dtype and runs on no GPU
 
     def __init__(self, spec: ModelSpec, *, batch_size: int | None = None, device=None,
                  cache_dir=None, **options) -> None:
         self.spec, self.model_id, self.alias = spec, spec.model_id, spec.alias
         self.revision = model_revision(spec)
-        self.batch_size = batch_size or 256
+        self.batch_size = batch_size or self.default_batch_size
         self.answered = 0  # prompts answered
 
     def key(self) -> dict:
@@ -106,20 +107,24 @@ class InstantBackend(InstantTextBackend):
 
 
 class SimulatedEngine(InstantBackend):
-    """`instant` behind an engine with a fixed cost a request; `busy` sums it, `first` and
-    `last` are when the engine took its first request and gave its last answer."""
+    """`instant` behind an engine beside this process (as vllm's engine core runs in a process
+    of its own, a call's requests queued in it): a call's requests are given to it when its
+    stream starts, and each takes `REQUEST_SECONDS` of the engine's time after the last; the
+    stream gives each answer once the engine has made it. So the engine waits only while it
+    holds no request, not for this process's threads or cores. `busy` sums the engine's time,
+    `first` and `last` are when it took its first request and made its last answer."""
 
     def __init__(self, spec: ModelSpec, **options) -> None:
         super().__init__(spec, **options)
         self.busy, self.first, self.last = 0.0, None, None
 
     def stream(self, prompts, sampling: Sampling):
+        start = max(time.perf_counter(), self.last or 0.0)
+        self.first = self.first or start
         for k, prompt in enumerate(prompts):
-            start = time.perf_counter()
-            self.first = self.first or start
-            time.sleep(REQUEST_SECONDS)  # releases the GIL, as a GPU's work does
-            self.last = time.perf_counter()
-            self.busy += self.last - start
+            self.last = start + (k + 1) * REQUEST_SECONDS  # when the engine has made it
+            time.sleep(max(0.0, self.last - time.perf_counter()))  # releases the GIL
+            self.busy += REQUEST_SECONDS
             self.answered += 1
             yield k, [Completion(_answer(prompt.text))] * sampling.n
 

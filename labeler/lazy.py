@@ -1,6 +1,7 @@
 """Names imported on first use: a package's exports (PEP 562), so that importing one module of a
-package does not import its siblings, and a registry's "module:attribute" entries (`Registry`:
-the built-in ones and those installed plugins declare as entry points).
+package does not import its siblings, a registry's "module:attribute" entries (`Registry`:
+the built-in ones and those installed plugins declare as entry points), and a heavy library a
+module names at its top (`LazyModule`: the hf backend's torch, imported when a model loads).
 
     __getattr__, __dir__ = lazy_exports(__name__, {"load_artifact": "labeler.artifacts.reader"})
 """
@@ -26,6 +27,22 @@ def lazy_exports(package: str, exports: dict[str, str]) -> tuple[Callable, Calla
         return sorted({*vars(importlib.import_module(package)), *exports})
 
     return __getattr__, __dir__
+
+
+class LazyModule:
+    """Module `name`, imported when one of its attributes is first read (the modules `before`
+    first), so that the module naming it stays cheap to import: `torch = LazyModule("torch")`.
+    """
+
+    def __init__(self, name: str, *before: str) -> None:
+        self._name, self._before, self._module = name, before, None
+
+    def __getattr__(self, attribute: str):
+        if self._module is None:
+            for module in self._before:
+                importlib.import_module(module)
+            self._module = importlib.import_module(self._name)
+        return getattr(self._module, attribute)
 
 
 def load_entry(entry: str):

@@ -162,9 +162,11 @@ def track(items: Iterable[T], description: str, total: int | None = None) -> Ite
 
 
 def info(message: str) -> None:
-    """A hint or status line on stderr (suppressed by --quiet)."""
+    """A hint or status line on stderr (suppressed by --quiet): wrapped at words on a
+    terminal, one line however long off one (a log reads and greps it whole)."""
     if not settings.quiet():
-        stderr().print(message)
+        console = stderr()
+        console.print(message, soft_wrap=not console.is_terminal)
 
 
 def warning(message: str) -> None:

@@ -8,7 +8,7 @@ import re
 import subprocess
 import sys
 
-from labeler.progress import progress_bar, track
+from labeler.progress import info, progress_bar, track
 
 
 def test_a_log_gets_a_plain_line_every_interval_and_a_last_one(monkeypatch, capsys):
@@ -34,6 +34,14 @@ def test_a_short_loop_or_quiet_writes_nothing(monkeypatch, capsys):
     monkeypatch.setenv("LABELER_QUIET", "1")
     assert list(track(range(3), "encoding corpus")) == [0, 1, 2]
     assert capsys.readouterr().err == ""
+
+
+def test_a_hint_is_one_line_however_long_where_stderr_is_not_a_terminal(monkeypatch, capsys):
+    monkeypatch.delenv("COLUMNS", raising=False)  # a console off a terminal is 80 wide
+    hint = ("kilt-w100: the first use downloads KILT's pages (34.76 GiB) once and cuts them "
+            "into 100-word passages; later runs read the stored corpus")
+    info(hint)
+    assert capsys.readouterr().err.splitlines() == [hint]
 
 
 def test_a_build_with_stderr_to_a_file_says_where_it_is(tmp_path):

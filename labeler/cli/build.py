@@ -14,6 +14,7 @@ from labeler.cli.options import (
     data_options,
     executor_options,
     model_options,
+    model_settings,
     registry_names,
     task_options,
 )
@@ -35,7 +36,7 @@ def _help() -> str:
 @data_options(pools=True, qrels=True, task_defaults=True)
 @click.option("--llm", "llms", multiple=True, required=True,
               help="Model alias, HF repo id, local folder or .gguf; repeat to label for several.")
-@model_options(tensor_parallel=True, served=True)
+@model_options(tensor_parallel=True)
 @executor_options("the shards are labelled", "model")
 @click.option("--artifact", type=Names(registry_names("labeler.tasks", "TASKS")),
               default="utility", show_default=True,
@@ -56,8 +57,7 @@ def _help() -> str:
               help="Check everything and print the plan (queries, passages, embeddings, LLM "
                    "calls); load no model, download no corpus, write nothing.")
 @json_option
-def build(llms, backend, batch_size, device, dtype, tensor_parallel, base_url, prompt_format,
-          concurrency, executor, ray_address, workers, artifact, out, version, shard_size,
+def build(llms, executor, ray_address, workers, artifact, out, version, shard_size,
           cache_dir, dry_run, as_json, **options) -> None:
     from labeler.executors import load_executor
     from labeler.llm.config import LLMConfig
@@ -65,10 +65,9 @@ def build(llms, backend, batch_size, device, dtype, tensor_parallel, base_url, p
     from labeler.workflows.build import build as build_labels
 
     task = load_task(artifact)
+    settings = model_settings(options)
     config = task.Config.from_options(**options)
-    models = [LLMConfig(name, backend=backend, batch_size=batch_size, device=device,
-                        tensor_parallel=tensor_parallel, dtype=dtype, base_url=base_url,
-                        prompt_format=prompt_format, concurrency=concurrency) for name in llms]
+    models = [LLMConfig(name, **settings) for name in llms]
     if dry_run:
         from labeler.workflows.plan import plan
 

@@ -7,7 +7,13 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from labeler.cli.options import cache_dir_option, config_options, data_options, model_options
+from labeler.cli.options import (
+    cache_dir_option,
+    config_options,
+    data_options,
+    model_options,
+    model_settings,
+)
 from labeler.cli.output import emit, json_option
 from labeler.judges.methods import METHODS, Judge, JudgeConfig
 from labeler.tasks.shard_plan import DEFAULT_SHARD_SIZE
@@ -30,8 +36,7 @@ from labeler.tasks.shard_plan import DEFAULT_SHARD_SIZE
               show_default=True, help="Queries per batch of judgments.")
 @cache_dir_option
 @json_option
-def judge(llm, backend, batch_size, device, dtype, out, shard_size, cache_dir, as_json,
-          **options) -> None:
+def judge(llm, out, shard_size, cache_dir, as_json, **options) -> None:
     """Judge the candidate passages of a dataset with one method, and write a submission.
 
     The pools are those `labeler build` labels for the same options; score the submission
@@ -40,9 +45,9 @@ def judge(llm, backend, batch_size, device, dtype, out, shard_size, cache_dir, a
     from labeler.llm.config import LLMConfig
     from labeler.workflows.judge import judge as run_judge
 
+    settings = model_settings(options)
     config = JudgeConfig.from_options(**options)
-    model = None if llm is None else LLMConfig(llm, backend=backend, batch_size=batch_size,
-                                               device=device, dtype=dtype)
+    model = None if llm is None else LLMConfig(llm, **settings)
     judged = run_judge(config, model, out=out, shard_size=shard_size, cache_dir=cache_dir)
     table = Table(title=f"{config.method}{' with answer' if config.with_answer else ''}: "
                         f"{config.dataset}, pool {config.pool} ({judged.kind})",

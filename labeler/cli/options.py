@@ -61,6 +61,23 @@ class Names(click.Choice):
         pass
 
 
+class DeclaredOption(click.Option):
+    """An option whose help is made when shown, from what a registry's classes declare
+    (`described`), so that a command's definition imports none of them."""
+
+    def __init__(self, *args, described: Callable[[], str], **kwargs) -> None:
+        self.described = described
+        super().__init__(*args, **kwargs)
+
+    @property
+    def help(self) -> str:
+        return self.described()
+
+    @help.setter
+    def help(self, value) -> None:  # click.Option.__init__ sets it; the declarations rule
+        pass
+
+
 def registry_names(module: str, registry: str) -> Callable[[], list[str]]:
     """The names of `module.registry`, imported when first asked for."""
     def names() -> list[str]:
@@ -141,41 +158,48 @@ def data_options(*, pools: bool = False, qrels: bool = False,
     return stacked(*options)
 
 
-def model_options(*, tensor_parallel: bool = False, served: bool = False) -> Decorator:
-    """--backend, --batch-size, --device and --dtype of the LLMs; with `tensor_parallel` also
-    --tensor-parallel; with `served` the openai backend's --base-url, --prompt-format and
-    --concurrency."""
+#: the options `model_options` adds, by the `LLMConfig` field each sets
+MODEL_SETTINGS = ("backend", "batch_size", "device", "dtype", "tensor_parallel", "base_url",
+                  "prompt_format", "concurrency")
+
+
+def model_options(*, tensor_parallel: bool = False) -> Decorator:
+    """--backend, --batch-size, --device, --dtype and the openai backend's --base-url,
+    --prompt-format and --concurrency, for every command that runs an LLM; with
+    `tensor_parallel` also --tensor-parallel. `model_settings` takes them out of a command's
+    keyword arguments as `LLMConfig` takes them."""
     options = [
         click.option("--backend", type=Names(registry_names("labeler.llm", "BACKENDS")),
                      default="hf", show_default=True,
-                     help="LLM backend" + (" (openai: a served model, --base-url)."
-                                           if served else ".")),
-        click.option("--batch-size", type=click.IntRange(min=1),
-                     help="Prompts per forward pass (default: 8 for hf, 256 per call for vllm)."),
+                     help="LLM backend (openai: a served model, --base-url)."),
+        click.option("--batch-size", type=click.IntRange(min=1), cls=DeclaredOption,
+                     described=_batch_size_help),
         click.option("--device", help="Device for the LLMs, e.g. cuda:0 [default: best "
                                       "available]."),
-        click.option("--dtype", type=Names(_dtypes), help="The weights' dtype: hf float32 or bfloat16 [default: "
-                                     "float32 on the CPU, bfloat16 on a GPU]; vllm auto, "
-                                     "float16 (the utility paper's), bfloat16 or float32 "
-                                     "[default: the model's own on a GPU, float32 on the CPU]."),
+        click.option("--dtype", type=Names(_dtypes), cls=DeclaredOption, described=_dtype_help),
     ]
     if tensor_parallel:
         options.append(click.option(
             "--tensor-parallel", type=click.IntRange(min=1), default=1, show_default=True,
-            help="vllm: GPUs each model is split over (per Ray worker with --executor ray)."))
-    if served:
-        options += [
-            click.option("--base-url", metavar="URL", help="openai: the OpenAI-compatible "
-                         "API's root, e.g. http://host:8000/v1 [default: $OPENAI_BASE_URL]; "
-                         "the key is read from $OPENAI_API_KEY."),
-            click.option("--prompt-format", type=click.Choice(["chat", "text"]),
-                         default="chat", show_default=True,
-                         help="openai: chat (the server applies the model's chat template) "
-                              "or text (labeler's rendered prompt, byte-exact; vLLM only)."),
-            click.option("--concurrency", type=click.IntRange(min=1),
-                         help="openai: requests in flight [default: 64]."),
-        ]
+            cls=DeclaredOption, described=_tensor_parallel_help))
+    options += [
+        click.option("--base-url", metavar="URL", help="openai: the OpenAI-compatible "
+                     "API's root, e.g. http://host:8000/v1 [default: $OPENAI_BASE_URL]; "
+                     "the key is read from $OPENAI_API_KEY."),
+        click.option("--prompt-format", type=click.Choice(["chat", "text"]),
+                     default="chat", show_default=True,
+                     help="openai: chat (the server applies the model's chat template) "
+                          "or text (labeler's rendered prompt, byte-exact; vLLM only)."),
+        click.option("--concurrency", type=click.IntRange(min=1),
+                     help="openai: requests in flight [default: 64]."),
+    ]
     return stacked(*options)
+
+
+def model_settings(options: dict) -> dict:
+    """The `model_options` values, taken out of a command's keyword arguments `options`, as
+    `LLMConfig(name, **settings)` takes them."""
+    return {name: options.pop(name) for name in MODEL_SETTINGS if name in options}
 
 
 def executor_options(work: str, loaded: str) -> Decorator:
@@ -276,11 +300,37 @@ def _task_configs() -> dict[str, type]:
     return {name: load_task(name).Config for name in TASKS}
 
 
+def _backends() -> dict[str, type]:
+    """Every backend's class, built-in and installed plugins', by name."""
+    from labeler.llm import BACKENDS
+
+    return {name: BACKENDS[name] for name in BACKENDS}
+
+
 def _dtypes() -> list[str]:
     """Every dtype some backend takes (each backend checks its own: `LLMConfig`)."""
-    from labeler.llm import DTYPES
+    return list(dict.fromkeys(d for kind in _backends().values() for d in kind.dtypes))
 
-    return list(dict.fromkeys(d for taken in DTYPES.values() for d in taken))
+
+def _dtype_help() -> str:
+    """--dtype's help: each backend's dtypes and its default, as its class declares them."""
+    taken = [f"{name} {', '.join(kind.dtypes)}"
+             + (f" [default: {kind.dtype_default}]" if kind.dtype_default else "")
+             for name, kind in _backends().items() if kind.dtypes]
+    return f"The weights' dtype: {'; '.join(taken)}."
+
+
+def _batch_size_help() -> str:
+    """--batch-size's help: each backend's default, as its class declares it."""
+    defaults = ", ".join(f"{name} {kind.default_batch_size}"
+                         for name, kind in _backends().items())
+    return f"Prompts per forward pass or engine call [default: {defaults}]."
+
+
+def _tensor_parallel_help() -> str:
+    """--tensor-parallel's help: the backends that split a model over GPUs."""
+    splitting = " or ".join(name for name, kind in _backends().items() if kind.tensor_parallel)
+    return f"{splitting}: GPUs each model is split over (per Ray worker with --executor ray)."
 
 
 def _without_none(hint: object) -> type:

@@ -13,6 +13,7 @@ from labeler.cli.options import (
     cache_dir_option,
     executor_options,
     model_options,
+    model_settings,
     stacked,
 )
 from labeler.cli.output import emit, json_option
@@ -61,9 +62,8 @@ def reproduce() -> None:
               show_default=True, help="Cap on every answer and judgment (the paper's code's).")
 @_run_options("utility-paper", "Check everything and print the plan (steps, LLM calls, "
                                "tokens); load no model, download no corpus, write nothing.")
-def utility_paper(datasets, llms, backend, batch_size, device, dtype, tensor_parallel, executor,
-                  ray_address, workers, out, shard_size, cache_dir, dry_run, as_json,
-                  **options) -> None:
+def utility_paper(datasets, llms, executor, ray_address, workers, out, shard_size, cache_dir,
+                  dry_run, as_json, **options) -> None:
     """The utility paper (Zhang et al., LLM-specific utility): build the utility labels
     (rp, and hgp and mcp where the paper has them), run every judge method with and
     without the pseudo-answer, score them, compare the LLMs, and write one report version:
@@ -72,11 +72,11 @@ def utility_paper(datasets, llms, backend, batch_size, device, dtype, tensor_par
     from labeler.llm.config import LLMConfig
     from labeler.workflows.reproduce.utility_steps import ReproduceConfig, paper_dtype
 
+    settings = model_settings(options)
+    settings["dtype"] = paper_dtype(settings["backend"], settings["dtype"])
     config = ReproduceConfig(datasets=tuple(datasets), **{
         k: (str(v) if k == "run" and v is not None else v) for k, v in options.items()})
-    models = [LLMConfig(name, backend=backend, batch_size=batch_size, device=device,
-                        tensor_parallel=tensor_parallel, dtype=paper_dtype(backend, dtype))
-              for name in llms]
+    models = [LLMConfig(name, **settings) for name in llms]
     if dry_run:
         from labeler.workflows.reproduce.utility_plan import plan_rows
 
@@ -128,9 +128,8 @@ def utility_paper(datasets, llms, backend, batch_size, device, dtype, tensor_par
               help="The threshold variant's P (the experiment's earlier versions').")
 @_run_options("rubric-experiment", "Print the plan (steps, LLM calls); load no model and "
                                    "write nothing.")
-def rubric_experiment(datasets, llm, backend, batch_size, device, dtype, executor, ray_address,
-                      workers, queries, seed, out, shard_size, cache_dir, dry_run, as_json,
-                      **settings) -> None:
+def rubric_experiment(datasets, llm, executor, ray_address, workers, queries, seed, out,
+                      shard_size, cache_dir, dry_run, as_json, **settings) -> None:
     """The bag-of-decisions experiment (Turnbull's blog): BM25 as it ran, the single
     relevance question alone and fused, the bag of questions summed and fused, and the
     threshold variant, on the experiment's seeded query sample; NDCG@10 as the experiment
@@ -140,9 +139,9 @@ def rubric_experiment(datasets, llm, backend, batch_size, device, dtype, executo
     from labeler.llm.config import LLMConfig
     from labeler.workflows.reproduce.rubric_steps import RubricExperimentConfig
 
+    model = LLMConfig(llm, **model_settings(settings))
     config = RubricExperimentConfig(datasets=tuple(datasets), queries=queries, seed=seed,
                                     **settings)
-    model = LLMConfig(llm, backend=backend, batch_size=batch_size, device=device, dtype=dtype)
     if dry_run:
         from labeler.workflows.reproduce.rubric_experiment import plan_rows
 
@@ -208,8 +207,8 @@ def rubric_experiment(datasets, llm, backend, batch_size, device, dtype, executo
               help="LoRA adapters (SEER's), or every weight.")
 @_run_options("seer-paper", "Check everything and print the plan; load no model and write "
                             "nothing.")
-def seer_paper(datasets, llm, backend, batch_size, device, dtype, executor, ray_address,
-               workers, out, shard_size, cache_dir, dry_run, as_json, **settings) -> None:
+def seer_paper(datasets, llm, executor, ray_address, workers, out, shard_size, cache_dir,
+               dry_run, as_json, **settings) -> None:
     """SEER (Zhao et al.): build the preference pairs on the training split, train the
     extractor (LoRA, SEER's settings), extract the test split's evidence with the base and the
     trained extractor, answer with the generator, and write Table 1 (EM/F1, Tok, compression)
@@ -219,13 +218,13 @@ def seer_paper(datasets, llm, backend, batch_size, device, dtype, executor, ray_
     from labeler.train.config import TrainConfig
     from labeler.workflows.reproduce.seer_steps import SeerPaperConfig
 
+    model = LLMConfig(llm, **model_settings(settings))
     train = TrainConfig(**{k: settings.pop(k) for k in (
         "max_steps", "epochs", "learning_rate", "gradient_accumulation", "beta", "lora")},
         batch_size=settings.pop("train_batch_size"))
     run = settings.pop("run")
     config = SeerPaperConfig(datasets=tuple(datasets), train=train,
                              run=None if run is None else str(run), **settings)
-    model = LLMConfig(llm, backend=backend, batch_size=batch_size, device=device, dtype=dtype)
     if dry_run:
         from labeler.workflows.reproduce.seer_paper import plan_rows
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from labeler.cli.options import cache_dir_option, model_options
+from labeler.cli.options import cache_dir_option, model_options, model_settings
 from labeler.cli.output import emit, json_option, results_console
 from labeler.errors import InputError
 from labeler.progress import info
@@ -84,10 +84,9 @@ RAG_ROWS = (("all candidates (artifact)", "rag_all_accuracy"),
               help="Also write one JSONL row of metrics per query to this file.")
 def score(submissions: tuple[Path, ...], references: tuple[str, ...], kind: str | None,
           ks: tuple[int, ...], missing: str | None, include_empty: bool, baselines: tuple[Path, ...],
-          lenient: bool, drop_invalid: bool, llm: str | None, backend: str, batch_size: int | None,
-          device: str | None, dtype: str | None,
+          lenient: bool, drop_invalid: bool, llm: str | None,
           cache_dir: Path | None, as_json: bool, per_query: Path | None,
-          rag: bool, rag_k: int | None, max_new_tokens: int | None) -> None:
+          rag: bool, rag_k: int | None, max_new_tokens: int | None, **model) -> None:
     """Score SUBMISSIONS against reference labels.
 
     A submission is JSONL, one query a line: a selection {qid, selected: [pid, ...]}, a
@@ -127,8 +126,7 @@ def score(submissions: tuple[Path, ...], references: tuple[str, ...], kind: str 
         kind=kind, ks=ks, missing=missing, lenient=lenient, include_empty=include_empty,
         drop_invalid=drop_invalid, cache_dir=cache_dir, rag=rag, rag_k=rag_k,
         max_new_tokens=max_new_tokens,
-        llm=None if llm is None else LLMConfig(llm, backend=backend, batch_size=batch_size,
-                                               device=device, dtype=dtype),
+        llm=None if llm is None else LLMConfig(llm, **model_settings(model)),
     )
     report = reports[0] if len(reports) == 1 else overall(reports)
     if per_query is not None:

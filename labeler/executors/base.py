@@ -24,12 +24,14 @@ class Executor(ABC):
     @abstractmethod
     def map(self, worker: Callable[[T], R], items: Sequence[T], *, what: str, gpus: int = 0,
             total: int | None = None, size: Callable[[R], int] = lambda result: 1,
-            cache_dir: str | None = None) -> Iterator[R]:
+            cache_dir: str | None = None, ahead: int = 0) -> Iterator[R]:
         """`worker(item)` for every item exactly once, each yielded as it finishes, in any
         order, under a progress bar `what` of `total` (default: one per item) that each
         result advances by `size(result)`. An item is read only when a worker takes it. Each
         worker holds `gpus` GPUs and, elsewhere than here, sees the call cache `cache_dir`
-        (None: none)."""
+        (None: none). With `ahead`, each worker starts that many more items while one runs,
+        each in a thread of its own taking turns on the engine (`labeler.turns`): the worker
+        must be safe to call from several threads."""
 
     def worker_count(self, gpus: int = 0) -> int:
         """How many workers `map` runs at once, each holding `gpus` GPUs. Here: one."""

@@ -26,6 +26,7 @@ from labeler.executors.base import Executor, R, T
 from labeler.llm.call_store import CallStore, serve_calls_from
 from labeler.paths import cache_root
 from labeler.progress import info, progress_bar
+from labeler.turns import Turns
 
 try:
     import ray
@@ -51,10 +52,11 @@ class RayExecutor(Executor):
 
     def map(self, worker: Callable[[T], R], items: Sequence[T], *, what: str, gpus: int = 0,
             total: int | None = None, size: Callable[[R], int] = lambda result: 1,
-            cache_dir: str | None = None) -> Iterator[R]:
+            cache_dir: str | None = None, ahead: int = 0) -> Iterator[R]:
         if not items:
             return
-        with self._pool(worker, _resources(gpus), len(items), cache_dir) as (pool, count):
+        with self._pool(worker, _resources(gpus), len(items), cache_dir, ahead) \
+                as (pool, count):
             info(f"{len(items)} {what} on {count} Ray workers")
             with progress_bar(f"{what} on Ray", len(items) if total is None else total) \
                     as advance:
@@ -110,20 +112,21 @@ class RayExecutor(Executor):
         return True
 
     @contextmanager
-    def _pool(self, worker: Callable, resources: dict, work: int,
-              cache_dir: str | None) -> Iterator[tuple[ActorPool, int]]:
+    def _pool(self, worker: Callable, resources: dict, work: int, cache_dir: str | None,
+              ahead: int = 0) -> Iterator[tuple[ActorPool, int]]:
         """A pool of actors each holding `worker` and `resources`, as many as `--workers` or
-        the cluster's room, at most `work`, and how many. Every actor is killed at the end,
-        also when the caller stops early."""
+        the cluster's room, at most `work`, and how many; each actor is in the pool `1 +
+        ahead` times and runs that many items at once, in threads taking turns. Every actor
+        is killed at the end, also when the caller stops early."""
         started, actors = self._connect(), []
         try:
             count = min(work, self.workers or _room(resources))
             env = {"env_vars": _worker_env(cache_dir)}
-            holder = _Actor.options(**resources, runtime_env=env)
+            holder = _Actor.options(**resources, runtime_env=env, max_concurrency=1 + ahead)
             store = _kept(cache_dir)
             actors = [] if store is None else [store.keeper]  # killed at the end with them
             actors += [holder.remote(worker, store) for _ in range(count)]
-            yield ActorPool(actors[-count:]), count
+            yield ActorPool(actors[-count:] * (1 + ahead)), count
         finally:
             for actor in actors:
                 ray.kill(actor)
@@ -144,15 +147,17 @@ class RayExecutor(Executor):
 @ray.remote
 class _Actor:
     """One Ray worker process: its copy of the worker, which keeps what it loads, and asks
-    the driver's call cache through `store` (None: no cache)."""
+    the driver's call cache through `store` (None: no cache); the items it runs at once take
+    turns on the engine in the order they came."""
 
     def __init__(self, worker: Callable, store: _KeptStore | None) -> None:
         self.worker = worker
+        self.turns = Turns()
         if store is not None:
             serve_calls_from(store)
 
     def run(self, item):
-        return self.worker(item)
+        return self.turns.run(self.turns.take(), self.worker, item)
 
 
 @ray.remote(max_calls=1)  # the worker process ends after it: its GPU memory is freed

@@ -11,6 +11,7 @@ from pathlib import Path
 from labeler.errors import InputError
 from labeler.lazy import Registry
 from labeler.llm.base import (
+    OPTIONAL_OPERATIONS,
     Backend,
     Chat,
     ChoiceRequest,
@@ -23,19 +24,12 @@ from labeler.llm.base import (
 )
 from labeler.llm.models import ALIASES, ModelSpec, resolve_model
 
-#: backend name -> its class, imported only when asked for (vllm stays optional); installed
-#: packages add theirs under the entry-point group `labeler.backends`
+#: backend name -> its class, imported when asked for (cheaply: a backend imports its model
+#: library when a model loads, so its class's declarations are read without it, and vllm stays
+#: optional); installed packages add theirs under the entry-point group `labeler.backends`
 BUILT_IN = {"hf": "labeler.llm.hf:HFBackend", "vllm": "labeler.llm.vllm:VLLMBackend",
             "openai": "labeler.llm.openai_api:OpenAIBackend"}
 BACKENDS = Registry("backend", BUILT_IN, group="labeler.backends")
-#: backend name -> the weight dtypes it can be asked for (`--dtype`); none: it takes no dtype
-DTYPES: dict[str, tuple[str, ...]] = {"hf": ("float32", "bfloat16"),
-                                      "vllm": ("auto", "float16", "bfloat16", "float32")}
-
-#: operations beyond the contract's three -> the built-in backends that answer them (a
-#: plugin's backend answers those its class implements)
-OPTIONAL_OPERATIONS = {"attention": ("hf",), "loglikelihood_rolling": ("hf",),
-                       "count_tokens": ("hf", "vllm", "openai")}
 
 #: models loaded in this process, so that each is loaded once:
 #: (backend, model, device, batch, tensor parallel, dtype, served options, the API key's
@@ -51,11 +45,10 @@ def load_backend(model: str, *, backend: str = "hf", batch_size: int | None = No
     before any work; wrapped in the persistent call cache unless `use_cache` is False. A model
     is loaded once per process; later calls share it.
 
-    `batch_size` defaults to 8 rows per forward pass for hf and 256 requests per engine call
-    for vllm (which batches continuously inside a call). `tensor_parallel` > 1 (GPUs one
-    model is split over) is for vllm only; `dtype` is one of the backend's DTYPES (`LLMConfig`
-    checks both). `served` holds the openai backend's base_url, prompt_format and
-    concurrency.
+    `batch_size` defaults to the backend's `default_batch_size`; `tensor_parallel` > 1 (GPUs
+    one model is split over) is for a backend that declares `tensor_parallel`, and `dtype` is
+    one of the backend's `dtypes` (`LLMConfig` checks both). `served` holds the openai
+    backend's base_url, prompt_format and concurrency.
     """
     spec = resolve_model(model)
     kind = BACKENDS[backend]  # UnknownNameError listing the backends
@@ -83,20 +76,15 @@ def _api_key_digest() -> str:
 
 
 def answers(backend: str, operation: str) -> bool:
-    """Whether `backend` answers the optional `operation`: a built-in one as
-    OPTIONAL_OPERATIONS says (without importing it), a plugin's if its class implements it."""
-    if backend in BUILT_IN:
-        return backend in OPTIONAL_OPERATIONS[operation]
-    # a backend that tokenizes counts tokens too (`Backend.count_tokens`)
-    names = (operation, "tokenize") if operation == "count_tokens" else (operation,)
-    return any(getattr(BACKENDS[backend], name) is not getattr(Backend, name) for name in names)
+    """Whether `backend` answers the optional `operation` (its class says: `Backend.answers`)."""
+    return BACKENDS[backend].answers(operation)
 
 
 def check_operation(backend: str, operation: str, what: str) -> None:
     """InputError, before any model loads, when `backend` does not answer `operation` (one of
-    OPTIONAL_OPERATIONS), which `what` needs."""
-    answering = OPTIONAL_OPERATIONS[operation]
+    OPTIONAL_OPERATIONS), which `what` needs; the hint names the built-in backends that do."""
     if not answers(backend, operation):
+        answering = [name for name in BUILT_IN if answers(name, operation)]
         raise InputError(f"{what} needs {operation}, which the {backend} backend does not "
                          f"answer (only {', '.join(answering)})", field_name="backend",
                          hint=f"use --backend {answering[0]}")
@@ -114,6 +102,7 @@ __all__ = [
     "Message",
     "ModelSpec",
     "Sampling",
+    "answers",
     "chat",
     "check_operation",
     "load_backend",

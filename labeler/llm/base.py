@@ -1,5 +1,5 @@
-"""The backend contract: three batched operations over small request records, and two that
-only some backends answer (`OPTIONAL_OPERATIONS` in `labeler.llm` says which).
+"""The backend contract: three batched operations over small request records, and the
+OPTIONAL_OPERATIONS that a backend answers when its class implements them.
 
 Modelled on lm-evaluation-harness's LM interface: each method takes a list of requests and
 returns a list of results of the same length and order. Backends never loop one prompt at a
@@ -13,11 +13,15 @@ import json
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import ClassVar
 
 from labeler.errors import InputError, PromptTooLongError
 
 #: tokens a `choice_probs` answer needs past its prompt: the choice's first token
 CHOICE_TOKENS = 1
+#: operations beyond the contract's three, which a backend answers if its class implements
+#: them (`Backend.answers`); the tasks, judges and scorers that need one say so before loading
+OPTIONAL_OPERATIONS = ("attention", "loglikelihood_rolling", "count_tokens")
 
 
 @dataclass(frozen=True)
@@ -140,7 +144,22 @@ class AttentionResult:
 
 
 class Backend(ABC):
-    """A loaded model that answers the three operations in batches."""
+    """A loaded model that answers the three operations in batches.
+
+    Its class declares what it can be asked before any model loads (`LLMConfig` checks a
+    config against them and the CLI's help lists them): the weights' `dtypes`, whether it
+    splits a model over GPUs (`tensor_parallel`), its `default_batch_size`, and the optional
+    operations it implements (`answers`).
+    """
+
+    #: the weights' dtypes `--dtype` may name; none: it takes no dtype
+    dtypes: ClassVar[tuple[str, ...]] = ()
+    #: the dtype it loads without one, in words (for the help)
+    dtype_default: ClassVar[str] = ""
+    #: whether it splits one model over several GPUs (`--tensor-parallel` > 1)
+    tensor_parallel: ClassVar[bool] = False
+    #: requests a batch (or an engine call) when `--batch-size` is unset
+    default_batch_size: ClassVar[int] = 8
 
     #: resolved model id (HF repo id, local path or .gguf path)
     model_id: str
@@ -155,6 +174,13 @@ class Backend(ABC):
     max_context: int
     #: whether `generate` can constrain its output to `Sampling.json_schema` (others refuse it)
     structured_output: bool = False
+
+    @classmethod
+    def answers(cls, operation: str) -> bool:
+        """Whether this class answers the optional `operation` (one of OPTIONAL_OPERATIONS):
+        it overrides the contract's refusal of it; one that tokenizes counts tokens."""
+        names = (operation, "tokenize") if operation == "count_tokens" else (operation,)
+        return any(getattr(cls, name) is not getattr(Backend, name) for name in names)
 
     @property
     def call_size(self) -> int:

@@ -40,6 +40,7 @@ from labeler.llm.batching import Collator, chat_prefix
 from labeler.llm.call_store import call_store
 from labeler.llm.overlap import overlapped
 from labeler.progress import progress_bar
+from labeler.turns import check_turn, wait_turn
 
 
 class CachedBackend(Backend):
@@ -132,18 +133,16 @@ class CachedBackend(Backend):
         what the model reads, `reserved` the answer's room), then computed in Collator batches
         (requests with equal `groups` entries together) or, with `stream(misses, their token
         ids)`, as the backend streams them: (position among the misses, answer) as each ends.
-        The engine works in a thread of its own while answers are committed as they come."""
+        The engine works in a thread of its own while answers are committed as they come;
+        beside other items (`labeler.turns`) it waits for this one's turn, and what theirs
+        answered meanwhile is not asked again."""
         found = self.store.lookup(list(dict.fromkeys(keys)))
         todo = {k: i for i, k in enumerate(keys) if k not in found}  # first request per key
-        misses = list(todo)
-        miss_texts = [texts[todo[k]] for k in misses]
-        ids = self.inner.tokenize(miss_texts) if stream else None
-        tokens = [len(x) for x in ids] if stream else self.count_tokens(miss_texts)
-        try:
-            check_lengths(tokens, self.max_context, reserved=reserved)
-        except PromptTooLongError as error:  # name the caller's request, not the miss
-            raise replace(error, index=todo[misses[error.index]]) from None
-        hits = len(keys) - len(todo)  # the bar counts the misses, computed now
+        misses, tokens, ids = self._checked(todo, texts, reserved, tokenize=stream is not None)
+        if wait_turn():  # other items' calls ran meanwhile: what they answered is not asked
+            found.update(self.store.lookup(misses))
+            misses, tokens, ids = _without(found, misses, tokens, ids)
+        hits = len(keys) - len(misses)  # the bar counts the misses, computed now
         self.store.count_hits(hits)
         collator = Collator(range(len(misses)), sort_key=tokens.__getitem__,
                             group_key=None if groups is None else
@@ -164,7 +163,30 @@ class CachedBackend(Backend):
                 found.update(chunk)
                 self.store.commit(op, self.alias, chunk)
                 advance(len(chunk))
+                check_turn()  # an executor that stopped: the engine stops at its next answer
         return [found[k] for k in keys]
+
+    def _checked(self, todo: dict[str, int], texts: list[str], reserved: int, *,
+                 tokenize: bool) -> tuple[list[str], list[int], list[list[int]] | None]:
+        """The keys to compute (`todo`: each one's first request), their prompts' token counts
+        and, with `tokenize`, token ids; PromptTooLongError names the caller's request."""
+        misses = list(todo)
+        miss_texts = [texts[todo[k]] for k in misses]
+        ids = self.inner.tokenize(miss_texts) if tokenize else None
+        tokens = [len(x) for x in ids] if ids is not None else self.count_tokens(miss_texts)
+        try:
+            check_lengths(tokens, self.max_context, reserved=reserved)
+        except PromptTooLongError as error:  # name the caller's request, not the miss
+            raise replace(error, index=todo[misses[error.index]]) from None
+        return misses, tokens, ids
+
+
+def _without(found: dict, misses: list[str], tokens: list[int], ids: list | None
+             ) -> tuple[list[str], list[int], list | None]:
+    """`misses` and their token counts and ids, less the keys `found` holds."""
+    kept = [m for m, key in enumerate(misses) if key not in found]
+    return ([misses[m] for m in kept], [tokens[m] for m in kept],
+            None if ids is None else [ids[m] for m in kept])
 
 
 def _hash(payload: dict) -> str:

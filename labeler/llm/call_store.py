@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -113,12 +114,13 @@ class CallStore:
     def __init__(self, cache_dir: str | Path | None = None) -> None:
         self.path = cache_root(cache_dir) / FILE
         self.db = _connect(self.path)
+        self._lock = threading.Lock()  # items labelled at once share the connection
 
     def lookup(self, keys: list[str]) -> dict[str, Any]:
         """The stored answer of each of `keys` that has one; one that does not parse or whose
         checksum does not match is a miss (asked again and replaced), said once a run."""
         found, damaged = {}, 0
-        with _database(self.path):
+        with self._lock, _database(self.path):
             for start in range(0, len(keys), 500):
                 part = keys[start:start + 500]
                 rows = self.db.execute(
@@ -142,7 +144,7 @@ class CallStore:
         misses, in one transaction."""
         now = time.time()
         texts = [(k, json.dumps(v)) for k, v in answers]
-        with _database(self.path), self.db:
+        with self._lock, _database(self.path), self.db:
             self.db.executemany(
                 "INSERT OR REPLACE INTO calls (key, op, model, value, created, checksum) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
@@ -151,7 +153,7 @@ class CallStore:
 
     def count_hits(self, hits: int) -> None:
         if hits:
-            with _database(self.path), self.db:
+            with self._lock, _database(self.path), self.db:
                 _add(self.db, "hits", hits)
 
 
@@ -217,7 +219,8 @@ def _connect(path: Path, *, read_only: bool = False) -> sqlite3.Connection:
             return sqlite3.connect(f"{path.resolve().as_uri()}?"
                                    f"{'immutable=1' if frozen else 'mode=ro'}", uri=True,
                                    timeout=60)
-        db = sqlite3.connect(path, timeout=60)  # writes open a transaction; `with db` commits it
+        # writes open a transaction, which `with db` commits; its threads take turns (a lock)
+        db = sqlite3.connect(path, timeout=60, check_same_thread=False)
         try:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL survives a killed process

@@ -19,11 +19,11 @@ class LLMConfig:
     """One model and how it runs; what changes answers is also in the call cache's keys."""
 
     name: str  # alias, HF repo id, local folder or .gguf file
-    backend: str = "hf"  # hf | vllm | openai
-    batch_size: int | None = None  # None: the backend's default (hf 8 rows, vllm 256 requests)
+    backend: str = "hf"  # a name in labeler.llm.BACKENDS: hf, vllm, openai or a plugin's
+    batch_size: int | None = None  # None: the backend's default_batch_size
     device: str | None = None  # e.g. cpu, cuda:0; None: the best available
-    tensor_parallel: int = 1  # GPUs one model is split over (vllm only)
-    dtype: str | None = None  # the weights' dtype (one of the backend's DTYPES); None: its default
+    tensor_parallel: int = 1  # GPUs one model is split over (a backend that declares it)
+    dtype: str | None = None  # the weights' dtype (one of the backend's dtypes); None: its default
     base_url: str | None = None  # openai: the server's API root; None: $OPENAI_BASE_URL
     prompt_format: str = "chat"  # openai: chat (the server's template) or text (labeler's)
     concurrency: int | None = None  # openai: requests in flight; None: the backend's default
@@ -35,14 +35,15 @@ class LLMConfig:
         if self.tensor_parallel < 1:
             raise InputError(f"tensor parallel size must be at least 1, got "
                              f"{self.tensor_parallel}", field_name="tensor_parallel")
-        if self.tensor_parallel > 1 and self.backend != "vllm":
+        kind = self.kind  # UnknownNameError listing the backends
+        if self.tensor_parallel > 1 and not kind.tensor_parallel:
+            splitting = _built_in(lambda other: other.tensor_parallel)
             raise InputError(f"the {self.backend} backend runs a model on one device: tensor "
-                             "parallelism needs the vllm backend", field_name="tensor_parallel",
-                             hint="add --backend vllm, or leave out --tensor-parallel")
+                             f"parallelism needs the {' or '.join(splitting)} backend",
+                             field_name="tensor_parallel", hint=f"add --backend {splitting[0]}, "
+                             "or leave out --tensor-parallel")
         self._check_served()
-        from labeler.llm import DTYPES
-
-        taken = DTYPES.get(self.backend, ())
+        taken = kind.dtypes
         if self.dtype is not None and self.dtype not in taken:
             raise InputError(
                 f"the {self.backend} backend takes no dtype '{self.dtype}'"
@@ -65,23 +66,30 @@ class LLMConfig:
                              "runs it here", field_name=given[0].lstrip("-").replace("-", "_"),
                              hint="add --backend openai")
 
+    @property
+    def kind(self) -> type[Backend]:
+        """The backend's class, whose declarations say what it takes."""
+        from labeler.llm import BACKENDS
+
+        return BACKENDS[self.backend]
+
     def on_hf(self) -> LLMConfig:
         """The same model on the hf backend, for an operation only hf answers: vllm's batch
         size and tensor parallelism dropped, its dtype kept where hf has it (float32, bfloat16)
         and else left to hf's default."""
-        from labeler.llm import DTYPES
+        from labeler.llm import BACKENDS
 
         if self.backend == "hf":
             return self
-        dtype = self.dtype if self.dtype in DTYPES["hf"] else None
+        dtype = self.dtype if self.dtype in BACKENDS["hf"].dtypes else None
         return replace(self, backend="hf", batch_size=None, tensor_parallel=1, dtype=dtype,
                        base_url=None, prompt_format="chat", concurrency=None)
 
     @property
     def gpus(self) -> int:
-        """GPUs one loaded copy holds: vllm's tensor-parallel size, one on a CUDA device, else
-        none."""
-        if self.backend == "vllm":
+        """GPUs one loaded copy holds: the tensor-parallel size of a backend that splits a
+        model over GPUs (vllm), one on a CUDA device, else none."""
+        if self.kind.tensor_parallel:
             return self.tensor_parallel
         return 1 if (self.device or "cpu").startswith("cuda") else 0
 
@@ -119,6 +127,13 @@ class LLMConfig:
         return {"model": resolve_model(self.name).identity, "backend": self.backend,
                 "batch_size": self.batch_size, "device": self.device,
                 "tensor_parallel": self.tensor_parallel, "dtype": self.dtype, **served}
+
+
+def _built_in(declares) -> list[str]:
+    """The built-in backends whose class `declares` (a test of it) holds."""
+    from labeler.llm import BACKENDS, BUILT_IN
+
+    return [name for name in BUILT_IN if declares(BACKENDS[name])]
 
 
 @dataclass(frozen=True)

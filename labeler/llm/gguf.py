@@ -8,19 +8,15 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-
-import torch
-
-# isort: split
-import labeler.llm.lean_transformers  # noqa: F401  (first: keeps scikit-learn unimported)
-
-# isort: split
-from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig, GgufConfig
+from typing import TYPE_CHECKING
 
 from labeler.errors import ModelLoadError
 from labeler.llm.models import ModelSpec
 from labeler.paths import cache_root, locked, share_tree
 from labeler.progress import info, transformers_quiet, warning
+
+if TYPE_CHECKING:
+    from transformers import GenerationConfig
 
 #: written last into a converted model's folder: the name and size of each of its files
 SNAPSHOT = "labeler-snapshot.json"
@@ -56,6 +52,11 @@ def gguf_snapshot(spec: ModelSpec, revision: str, cache_dir: str | Path | None) 
         for stale in target.parent.glob(f".partial-{target.name}-*"):  # left by a killed one
             _remove(stale, spec)
         info(f"converting {path.name} once into {target} (later loads read that folder)")
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
+
+        import labeler.llm.lean_transformers  # noqa: F401  (first: keeps scikit-learn unimported)
+
         with transformers_quiet():  # its own tqdm bar and tokenizer notices, once per model
             tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
             # dequantized on loading: a plain float32 model, which save_pretrained writes

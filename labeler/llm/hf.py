@@ -19,17 +19,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
-import torch
-from safetensors import SafetensorError
-
-# isort: split
-import labeler.llm.lean_transformers  # noqa: F401  (first: keeps scikit-learn unimported)
-
-# isort: split
-from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache, GenerationConfig
-
 from labeler.errors import InputError, ModelLoadError, first_line
-from labeler.llm.attention import answer_attention
+from labeler.lazy import LazyModule
 from labeler.llm.base import (
     CHOICE_TOKENS,
     AttentionRequest,
@@ -45,7 +36,6 @@ from labeler.llm.base import (
     gathered,
 )
 from labeler.llm.batching import Collator, chat_prefix, common_prefix
-from labeler.llm.decoding import Decoder
 from labeler.llm.gguf import gguf_snapshot
 from labeler.llm.models import ModelSpec, model_revision
 from labeler.llm.prompts import (
@@ -57,6 +47,12 @@ from labeler.llm.prompts import (
 )
 from labeler.progress import progress_bar, transformers_quiet
 
+# imported when a model loads, so that naming the backend (its declarations, `--help`) is cheap
+torch = LazyModule("torch")
+# lean_transformers first: it keeps scikit-learn unimported
+transformers = LazyModule("transformers", "labeler.llm.lean_transformers")
+safetensors = LazyModule("safetensors")
+
 #: torch threads of every CPU computation, whatever the machine or executor: small matrix
 #: products (a decode step's, the last positions' logits) split their sums by thread, so with
 #: the cores' count the answers' log-probabilities changed in their last bits and a Ray worker
@@ -64,7 +60,7 @@ from labeler.progress import progress_bar, transformers_quiet
 CPU_THREADS = 1
 
 
-#: the weights' dtype on a device type unless `dtype` (one of labeler.llm.DTYPES["hf"]) says
+#: the weights' dtype on a device type unless `dtype` (one of HFBackend.dtypes) says
 #: otherwise; on the CPU float32: bfloat16 prefills faster but decodes no faster and changes
 #: answers (the README's measurement)
 DEFAULT_DTYPES = {"cpu": "float32", "cuda": "bfloat16"}
@@ -99,9 +95,22 @@ def _fixed_threads(operation):
     return run
 
 
+def _inference_mode(forward):
+    """Run a forward pass under torch's inference mode."""
+    @functools.wraps(forward)
+    def run(*args, **kwargs):
+        with torch.inference_mode():
+            return forward(*args, **kwargs)
+    return run
+
+
 class HFBackend(Backend):
     """A transformers causal LM answering the contract's operations, the optional ones too, in
     length-sorted batches."""
+
+    dtypes = ("float32", "bfloat16")
+    dtype_default = "float32 on the CPU, bfloat16 on a GPU"
+    default_batch_size = 8  # rows per forward pass
 
     def __init__(self, spec: ModelSpec, *, batch_size: int | None = None,
                  device: str | None = None, cache_dir: str | Path | None = None,
@@ -115,10 +124,11 @@ class HFBackend(Backend):
                 source = gguf_snapshot(spec, model_revision(spec), cache_dir)
             # a local folder's loading bar is noise; a Hub model's download bars are not
             with transformers_quiet() if spec.local else nullcontext():
-                tokenizer = AutoTokenizer.from_pretrained(source)
-                model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype,
-                                                             device_map={"": place})
-        except (OSError, ValueError, KeyError, RuntimeError, ImportError, SafetensorError) as exc:
+                tokenizer = transformers.AutoTokenizer.from_pretrained(source)
+                model = transformers.AutoModelForCausalLM.from_pretrained(
+                    source, dtype=dtype, device_map={"": place})
+        except (OSError, ValueError, KeyError, RuntimeError, ImportError,
+                safetensors.SafetensorError) as exc:
             hint = "" if spec.local else "a Hub model needs network access or a copy in the " \
                 "local Hugging Face cache; `labeler models` lists the aliases"
             if source != spec.model_id:  # the converted copy is there but does not load
@@ -152,6 +162,9 @@ class HFBackend(Backend):
         self.device, self.dtype = model.device, model.dtype
         self.max_context = context_window(model.config, spec.model_id)
         model.eval()
+        from labeler.llm.gqa_attention import cpu_gqa  # torch's
+
+        cpu_gqa(model)  # no copies of the key/value heads each step on the CPU
         tokenizer.padding_side = "left"
         eos = model.generation_config.eos_token_id
         eos = [eos] if isinstance(eos, int) else list(eos or [])
@@ -162,8 +175,10 @@ class HFBackend(Backend):
                            if i is not None)
         # generate() fills what its config leaves unset from the model's generation config (a
         # repetition penalty, a top-k): the model's own says nothing more than eos and pad
-        model.generation_config = GenerationConfig(eos_token_id=self.eos_ids,
-                                                   pad_token_id=self.pad_id)
+        model.generation_config = transformers.GenerationConfig(eos_token_id=self.eos_ids,
+                                                                pad_token_id=self.pad_id)
+        from labeler.llm.decoding import Decoder  # torch's
+
         #: generate's running batch; its `stats` count what generation ran
         self.decoder = Decoder(model, tokenizer, eos_ids=self.eos_ids, pad_id=self.pad_id)
 
@@ -229,6 +244,8 @@ class HFBackend(Backend):
 
     @_fixed_threads
     def attention(self, requests: list[AttentionRequest]) -> list[AttentionResult]:
+        from labeler.llm.attention import answer_attention  # torch's
+
         return answer_attention(self, requests)
 
     def _continuation_logprobs(self, pairs: list[tuple[list[int], list[int]]],
@@ -288,7 +305,7 @@ class HFBackend(Backend):
                 mask[r, -len(row):] = 1
         return ids.to(self.device), mask.to(self.device)
 
-    @torch.inference_mode()
+    @_inference_mode
     def _forward(self, rows: list[list[int]], keep: int) -> torch.Tensor:
         """Logits of the last `keep` positions of each left-padded row."""
         ids, mask = self._pad(rows)
@@ -296,7 +313,7 @@ class HFBackend(Backend):
         return self.model(input_ids=ids, attention_mask=mask, position_ids=positions,
                           logits_to_keep=keep, use_cache=False).logits
 
-    @torch.inference_mode()
+    @_inference_mode
     def _last_logits_shared(self, rows: list[list[int]], groups: list) -> torch.Tensor:
         """Last-position logits of each row, the tokens its group shares computed once: each
         group's longest common prefix (short of any row's last token) runs once into a
@@ -308,7 +325,7 @@ class HFBackend(Backend):
         if all(len(m) == 1 for m in members.values()) or min(cut.values()) == 0:
             return self._forward(rows, 1)[:, -1]
         ids, mask = self._pad([m[0][:cut[group]] for group, m in members.items()])
-        cache = DynamicCache()
+        cache = transformers.DynamicCache()
         self.model(input_ids=ids, attention_mask=mask, past_key_values=cache,
                    position_ids=(mask.cumsum(-1) - 1).clamp(min=0), use_cache=True,
                    logits_to_keep=1)
@@ -335,8 +352,8 @@ def context_window(config, model_id: str) -> int:
 
 
 def _batch_size(size: int | None) -> int:
-    """Rows per forward pass: `size`, 8 when unset."""
-    size = size or 8
+    """Rows per forward pass: `size`, HFBackend.default_batch_size when unset."""
+    size = size or HFBackend.default_batch_size
     if size < 1:
         raise InputError("batch size must be >= 1", field_name="batch_size")
     return size

@@ -56,6 +56,8 @@ class OpenAIBackend(PromptLogprobScoring, Backend):
     """A served model answering the contract's operations over HTTP, `concurrency` requests
     in flight; the call cache commits each answer as it arrives (`stream`)."""
 
+    default_batch_size = CONCURRENCY  # requests a call: its --concurrency, in flight at once
+
     def __init__(self, spec: ModelSpec, *, batch_size: int | None = None,
                  device: str | None = None, cache_dir: str | Path | None = None,
                  base_url: str | None = None, prompt_format: str = "chat",
@@ -208,7 +210,10 @@ def _served(models: list[dict], spec: ModelSpec) -> dict:
 def _tokenizer(spec: ModelSpec, cache_dir: str | Path | None):
     """The model's own tokenizer (a bundled GGUF's from its converted folder), for rendering
     and counting prompts here."""
-    from labeler.llm.gguf import AutoTokenizer, gguf_snapshot  # transformers, made lean
+    from transformers import AutoTokenizer
+
+    import labeler.llm.lean_transformers  # noqa: F401  (first: keeps scikit-learn unimported)
+    from labeler.llm.gguf import gguf_snapshot
 
     try:
         source = gguf_snapshot(spec, model_revision(spec), cache_dir) if spec.gguf \

@@ -17,10 +17,11 @@ from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
-import httpx
-
 from labeler import settings
 from labeler.errors import LabelerError, ModelLoadError
+from labeler.lazy import LazyModule
+
+httpx = LazyModule("httpx")  # imported when a client starts: naming the backend stays cheap
 
 #: statuses worth another try: rate limited, or the server failing or restarting
 RETRIED = frozenset({408, 425, 429, 500, 502, 503, 504})

@@ -36,16 +36,7 @@ from pathlib import Path
 
 from labeler import settings
 from labeler.errors import InputError, MissingDependencyError, ModelLoadError
-
-settings.vllm_logging()  # before vllm sets its logging up, on import
-try:
-    from vllm import LLM, SamplingParams
-    from vllm.inputs import TokensPrompt
-    from vllm.platforms import current_platform
-    from vllm.sampling_params import RequestOutputKind, StructuredOutputsParams
-except ImportError as exc:
-    raise MissingDependencyError("the vllm backend", "labeler[vllm]") from exc
-
+from labeler.lazy import LazyModule
 from labeler.llm.base import (
     Backend,
     Chat,
@@ -69,6 +60,11 @@ from labeler.llm.prompts import (
 from labeler.paths import cache_root
 from labeler.progress import info, progress_bar
 
+# vllm's modules, imported when a model loads (`_import_vllm`), so that naming the backend
+# (its declarations, `--help`) is cheap and works where vllm is not installed
+vllm = LazyModule("vllm")
+vllm_sampling = LazyModule("vllm.sampling_params")
+
 #: the CPU computes in float32; a GPU in the model's dtype ("auto")
 CPU_DTYPE = "float32"
 #: the share of the free memory the CPU engine takes for its KV cache
@@ -88,14 +84,19 @@ class VLLMBackend(PromptLogprobScoring, Backend):
     """A vllm engine answering the three operations; `batch_size` requests per engine call."""
 
     structured_output = True  # Sampling.json_schema: vllm's structured outputs (xgrammar)
+    dtypes = ("auto", "float16", "bfloat16", "float32")  # float16: the utility paper's
+    dtype_default = "the model's own on a GPU, float32 on the CPU"
+    tensor_parallel = True
+    default_batch_size = 256  # requests in the engine at once (it batches continuously)
 
     def __init__(self, spec: ModelSpec, *, batch_size: int | None = None,
                  device: str | None = None, cache_dir: str | Path | None = None,
                  tensor_parallel: int = 1, dtype: str | None = None) -> None:
+        _import_vllm()
         self.device = _device(device)
         self.asked_dtype = dtype
         self.spec, self.model_id, self.alias = spec, spec.model_id, spec.alias
-        self.batch_size = batch_size or 256
+        self.batch_size = batch_size or self.default_batch_size
         if self.batch_size < 1:
             raise InputError("batch size must be >= 1", field_name="batch_size")
         revision = model_revision(spec)
@@ -106,7 +107,7 @@ class VLLMBackend(PromptLogprobScoring, Backend):
             if spec.local:
                 source = _named_by_revision(Path(source), compile_cache / "models" /
                                             f"{spec.alias}-{revision[:16]}")
-            self.llm = LLM(model=source, seed=0, tensor_parallel_size=tensor_parallel,
+            self.llm = vllm.LLM(model=source, seed=0, tensor_parallel_size=tensor_parallel,
                            **self._engine_options(source, compile_cache))
         except Exception as exc:  # vllm raises many types; all of them mean "cannot load"
             text = str(exc).strip() or type(exc).__name__
@@ -165,13 +166,13 @@ class VLLMBackend(PromptLogprobScoring, Backend):
     def sampling_params(self, prompts: list[Prompt], sampling: Sampling) -> list:
         """vllm's SamplingParams of each prompt (n samples ride in one request), seeded by the
         prompt's text."""
-        return [SamplingParams(
+        return [vllm.SamplingParams(
             n=sampling.n, temperature=sampling.temperature, top_p=sampling.top_p,
             top_k=sampling.top_k or -1, max_tokens=sampling.max_tokens,
             stop=list(sampling.stop) or None, skip_special_tokens=True,
             seed=None if sampling.greedy else row_seed(sampling.seed, p.text, 0),
             structured_outputs=None if sampling.json_schema is None
-            else StructuredOutputsParams(json=sampling.json_schema),
+            else vllm_sampling.StructuredOutputsParams(json=sampling.json_schema),
         ) for p in prompts]
 
     def _stream(self, prompts: list[list[int]], params: list) -> Iterator[tuple[int, object]]:
@@ -183,9 +184,9 @@ class VLLMBackend(PromptLogprobScoring, Backend):
         try:
             while True:
                 for k in itertools.islice(waiting, self.batch_size - len(running)):
-                    params[k].output_kind = RequestOutputKind.FINAL_ONLY
-                    engine.add_request(f"{call}-{k}", TokensPrompt(prompt_token_ids=prompts[k]),
-                                       params[k])
+                    params[k].output_kind = vllm_sampling.RequestOutputKind.FINAL_ONLY
+                    engine.add_request(f"{call}-{k}",
+                                       vllm.TokensPrompt(prompt_token_ids=prompts[k]), params[k])
                     running.add(k)
                 if not running:
                     return
@@ -199,7 +200,7 @@ class VLLMBackend(PromptLogprobScoring, Backend):
                 engine.abort_request([f"{call}-{k}" for k in running])
 
     def _score_ids(self, prompts: list[list[int]], operation: str, groups: list) -> list:
-        return self._run(prompts, [SamplingParams(**_SCORE)] * len(prompts), operation,
+        return self._run(prompts, [vllm.SamplingParams(**_SCORE)] * len(prompts), operation,
                          groups=groups)
 
     @staticmethod
@@ -216,7 +217,7 @@ class VLLMBackend(PromptLogprobScoring, Backend):
         outputs = []
         with progress_bar(f"{description} {self.alias}", len(prompts)) as advance:
             for batch in collator:
-                outputs += self.llm.generate([TokensPrompt(prompt_token_ids=prompts[k])
+                outputs += self.llm.generate([vllm.TokensPrompt(prompt_token_ids=prompts[k])
                                               for k in batch], [params[k] for k in batch],
                                              use_tqdm=False)
                 advance(len(batch))
@@ -252,11 +253,23 @@ def _named_by_revision(folder: Path, link: Path) -> str:
 def _device(name: str | None) -> str:
     """The device the installed vllm build runs on ("cpu" or "cuda"); `name`, if given, must
     be it."""
+    from vllm.platforms import current_platform
+
     platform = current_platform.device_type
     if name is not None and name.split(":")[0] != platform:
         raise InputError(f"this vllm build runs on '{platform}', not '{name}'",
                          field_name="device", hint="leave --device unset, or use --backend hf")
     return platform
+
+
+def _import_vllm() -> None:
+    """Import vllm, its logging set up first (vllm sets its own up on import);
+    MissingDependencyError where it is not installed."""
+    settings.vllm_logging()
+    try:
+        import vllm  # noqa: F401
+    except ImportError as exc:
+        raise MissingDependencyError("the vllm backend", "labeler[vllm]") from exc
 
 
 def _index(completion) -> int:

@@ -27,7 +27,10 @@ class HubFiles:
     license: str  # the repo card's licence field ("none": the card declares none)
     script: str | None = None  # the repo's loading script, which is not run
     note: str = ""
-    rows: int | None = None  # a corpus's passages, where known (its progress bar's total)
+    # the file's rows, where known: a corpus's passages (its progress bar's total), a JSON
+    # dataset's records (a dry run's count of a file it does not download: labeler.sources.heads)
+    rows: int | None = None
+    filters: bool = False  # the source leaves some rows out, so its rows are not its queries
     language: str = "en"  # of its queries and passages (ISO 639-1): every one listed is English
 
 
@@ -35,12 +38,14 @@ def _kilt(config: str, size: str, split: str = "validation", note: str = "") -> 
     return HubFiles("facebook/kilt_tasks", "1cad10cf9f9fd11636165a712988bccb9435be71",
                     (f"{config}/{split}-00000-of-00001.parquet",), "parquet", split, size, "mit",
                     note="; ".join(filter(None, ["main after 'Convert dataset to Parquet (#2)'",
-                                                 note])))
+                                                 note])), filters=True)  # rows with no gold
 
 
-def _flashrag(path: str, split: str, size: str, note: str = "") -> HubFiles:
+def _flashrag(path: str, split: str, size: str, note: str = "", rows: int | None = None,
+              filters: bool = False) -> HubFiles:
     return HubFiles("RUC-NLPIR/FlashRAG_datasets", "578fa499dca93cae1a12cd38803855b12f13ded0",
-                    (path,), "json", split, size, "cc-by-sa-4.0", note=note)
+                    (path,), "json", split, size, "cc-by-sa-4.0", note=note, rows=rows,
+                    filters=filters)
 
 
 #: source key -> its files; keys are the dataset/corpus names, plus the TriviaQA questions
@@ -56,17 +61,19 @@ HUB_FILES: dict[str, HubFiles] = {
     "msmarco-fqa": HubFiles(
         "microsoft/ms_marco", "a47ee7aae8d7d466ba15f9f0bfac3b3681087b3a",
         ("v1.1/validation-00000-of-00001.parquet",), "parquet", "validation", "21.4 MB",
-        "none", note="'Convert dataset to Parquet (#5)'"),
-    "2wiki": _flashrag("2wikimultihopqa/dev.jsonl", "dev", "54.7 MB"),
+        "none", note="'Convert dataset to Parquet (#5)'", filters=True),  # factoid only
+    "2wiki": _flashrag("2wikimultihopqa/dev.jsonl", "dev", "54.7 MB",
+                       "12,576 questions, as the utility paper's Table 1 counts", 12_576),
     # SEER's training splits (its Table 3: 79.1k / 78.7k / 88.9k): DPR's NQ-open and TriviaQA
     # train as FlashRAG ships them, and KILT's HotpotQA train, whose dev (5.6k) is SEER's
     # HotpotQA test. FlashRAG's nq/ and triviaqa/ each have one commit (their July 2024
     # uploads, b068341 and 896e34b) in every listing seen, main's included; that the 2wiki pin
     # holds them is inferred from that, not seen.
     "nq-open-train": _flashrag("nq/train.jsonl", "train", "9.96 MB",
-                               "DPR's NQ-open train split, 79,168 questions; pin inferred"),
+                               "DPR's NQ-open train split, 79,168 questions; pin inferred",
+                               79_168, filters=True),  # long answers
     "tq-train": _flashrag("triviaqa/train.jsonl", "train", "33 MB",
-                          "DPR's TriviaQA train split, 78,785 questions; pin inferred"),
+                          "DPR's TriviaQA train split, 78,785 questions; pin inferred", 78_785),
     "hotpotqa-train": _kilt("hotpotqa", "16.3 MB", "train", "88,869 questions"),
     "nq-tevatron": HubFiles(
         "Tevatron/wikipedia-nq", "a74adc28b51157e1db1a75aff1fb056651df69b8",

@@ -30,6 +30,7 @@ from labeler import settings
 from labeler.errors import InputError
 from labeler.sources.corpus import Corpus
 from labeler.sources.hubload import fetch_url
+from labeler.sources.sampling import drawn
 from labeler.sources.types import Query, Source
 
 #: the BM25 the experiment ranks products with: name boosted 9.4, description 4, stemmed
@@ -88,9 +89,10 @@ def load_wands(*, limit: int | None = None) -> Source:
                    _products(paths["products"]))
 
 
-def load_esci(*, limit: int | None = None) -> Source:
-    """ESCI's first `limit` queries (in the order they first occur) with their judgments, over
-    all its products; `revision` is the pinned commit."""
+def load_esci(*, limit: int | None = None, sample: tuple[int, int] | None = None) -> Source:
+    """ESCI's first `limit` queries (in the order they first occur), or the seeded `sample`
+    (n, seed) of them (`sampling.drawn`), with their judgments, over all its products;
+    `revision` is the pinned commit. Only the queries kept become Python objects."""
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
@@ -105,18 +107,21 @@ def load_esci(*, limit: int | None = None) -> Source:
         raise InputError(f"unknown label {labels[row].as_py()!r} (not {', '.join(ESCI_GRADES)})",
                          paths["examples"], row + 1, "esci_label")
     qids = examples["query_id"].to_numpy()
-    firsts = np.sort(np.unique(qids, return_index=True)[1])[:limit]
+    firsts = np.sort(np.unique(qids, return_index=True)[1])
     if not len(firsts):
         raise InputError("no queries", paths["examples"])
+    firsts = firsts[:limit] if sample is None else firsts[drawn(len(firsts), *sample)]
     wanted = examples.filter(pc.is_in(examples["query_id"], pa.array(qids[firsts])))
     judged: dict[str, dict[str, int]] = {}
     for qid, pid, locale, label in zip(*(wanted[c].to_pylist() for c in (
             "query_id", "product_id", "product_locale", "esci_label"))):
         judged.setdefault(str(qid), {})[f"{locale}:{pid}"] = ESCI_GRADES[label]
     queries = examples.take(pa.array(firsts))
-    return _source("esci", f"{ESCI_REPO}@{ESCI_COMMIT}", "apache-2.0", None,
-                   zip(queries["query_id"].to_pylist(), queries["query"].to_pylist()), judged,
-                   _esci_products(paths["products"]))
+    source = _source("esci", f"{ESCI_REPO}@{ESCI_COMMIT}", "apache-2.0", None,
+                     zip(queries["query_id"].to_pylist(), queries["query"].to_pylist()), judged,
+                     _esci_products(paths["products"]))
+    source.drawn = sample
+    return source
 
 
 def _github_files(default: str, repo: str, commit: str, files: dict[str, str],

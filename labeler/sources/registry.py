@@ -92,6 +92,7 @@ def load_corpus(corpus: str | Path, *, stored_only: bool = False) -> Corpus | Un
 def load_source(
     name: str, *, corpus: str | Path | None = None, limit: int | None = None,
     qrels: str | Path | None = None, stored_only: bool = False,
+    sample: tuple[int, int] | None = None,
 ) -> Source:
     """Load dataset `name` (first `limit` queries); `corpus` (a `CORPORA` name or a FlashRAG
     corpus file) replaces its passage corpus; `qrels` (TREC qrels) gives its queries graded
@@ -105,7 +106,10 @@ def load_source(
     references (KILT provenance) become the corpus passages over their paragraphs
     (`Corpus.gold_pids`: `kilt-w100`'s spans, `kilt-wikipedia`'s paragraphs); other corpora
     match none. `stored_only` (a dry run) leaves a named corpus the cache does not hold
-    undownloaded (`load_corpus`), its gold references unresolved.
+    undownloaded (`load_corpus`), its gold references unresolved, and a big dataset file read
+    by its head only (`labeler.sources.heads`). `sample` (n, seed) lets a loader that takes
+    it draw the seeded sample as it loads (ESCI, in Arrow: `sampling.seeded_sample` keeps
+    it); another loads every query and leaves the draw to the task's `select`.
     """
     from labeler.sources import flashrag, search
     from labeler.sources.unstored import UnstoredCorpus
@@ -117,7 +121,7 @@ def load_source(
     elif name.startswith(SEARCH_PREFIX):
         source = search.load_search(name[len(SEARCH_PREFIX) :], limit=limit)
     elif name in SOURCES:
-        source = load_entry(SOURCES[name])(limit=limit)
+        source = _load_named(name, limit, stored_only, sample)
     else:
         raise UnknownNameError("dataset", name, available())
     if passages is None and name in DEFAULT_CORPORA:  # after the queries: it is the bigger
@@ -130,6 +134,27 @@ def load_source(
         for q in () if isinstance(passages, UnstoredCorpus) else source.queries:
             q.gold = _resolve(q, passages)
     return source if qrels is None else search.with_qrels(source, qrels)
+
+
+def _load_named(name: str, limit: int | None, stored_only: bool,
+                sample: tuple[int, int] | None) -> Source:
+    """Dataset `name` of `SOURCES`, drawing `sample` where its loader takes one; a dry run
+    (`stored_only`) reads a big file the Hub cache lacks by its head only, and the source
+    says so (`Source.head`, `labeler.sources.heads`)."""
+    import inspect
+
+    from labeler.sources.heads import heads_only
+
+    loader = load_entry(SOURCES[name])
+    options = {"limit": limit}
+    if sample is not None and "sample" in inspect.signature(loader).parameters:
+        options["sample"] = sample
+    if not stored_only:
+        return loader(**options)
+    with heads_only() as heads:
+        source = loader(**options)
+    source.head = next((head for head in heads if not head.whole), None)
+    return source
 
 
 def _check_jsonl(queries: list[Query], path: str) -> None:

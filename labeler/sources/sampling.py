@@ -16,9 +16,18 @@ SEED = 42
 
 def seeded_sample(source: Source, n: int, seed: int = SEED) -> Source:
     """`source` with `n` of its queries, those pandas' `DataFrame.sample(n, random_state=seed)`
-    draws from them in order (numpy's `RandomState(seed).permutation(len)[:n]`), in the order
-    drawn; InputError when it has fewer than `n`."""
-    if not 1 <= n <= len(source.queries):
-        raise InputError(f"cannot sample {n} of {len(source.queries)} queries", field_name="sample")
-    drawn = np.random.RandomState(seed).permutation(len(source.queries))[:n]
-    return replace(source, queries=[source.queries[i] for i in drawn])
+    draws from them in order (`drawn`), in the order drawn; a source its loader drew so
+    already (`Source.drawn`, ESCI's: in Arrow) as it is."""
+    if source.drawn == (n, seed):
+        return source
+    picked = drawn(len(source.queries), n, seed)
+    return replace(source, queries=[source.queries[i] for i in picked], drawn=(n, seed))
+
+
+def drawn(count: int, n: int, seed: int = SEED) -> np.ndarray:
+    """The positions of the `n` of `count` queries the experiment draws, in the order drawn:
+    numpy's `RandomState(seed).permutation(count)[:n]`, as pandas' `DataFrame.sample(n,
+    random_state=seed)` draws them; InputError when there are fewer than `n`."""
+    if not 1 <= n <= count:
+        raise InputError(f"cannot sample {n} of {count} queries", field_name="sample")
+    return np.random.RandomState(seed).permutation(count)[:n]

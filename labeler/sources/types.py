@@ -12,6 +12,7 @@ from labeler.sources.passage import Passage
 
 if TYPE_CHECKING:
     from labeler.sources.corpus import Corpus
+    from labeler.sources.heads import Head
 
 #: what a query can be (`Source.kind`)
 KINDS = ("question", "claim")
@@ -78,6 +79,11 @@ class Source:
     # The BM25 settings the data's own experiments rank with, {fields, stemmer, k1, b} (any
     # of them; `labeler.retrieval.bm25_config.BM25.of`): the defaults of the --bm25-* options.
     bm25: dict = field(default_factory=dict, kw_only=True)
+    # Set by a dry run that read only the first rows of the dataset's file (not downloaded):
+    # the queries (and a corpus pooled from the file) are those rows'; `labeler.sources.heads`
+    head: Head | None = field(default=None, kw_only=True)
+    # (n, seed) where the queries are a seeded sample already (labeler.sources.sampling)
+    drawn: tuple[int, int] | None = field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

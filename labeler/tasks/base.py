@@ -78,6 +78,11 @@ class TaskConfig:
         samples them overrides this)."""
         return source
 
+    def drawn(self) -> tuple[int, int] | None:
+        """(n, seed) of the seeded sample `select` draws, which a source may draw as it loads
+        (`load_source`'s `sample`); None where it draws none."""
+        return None
+
     def bm25(self) -> dict:
         """The BM25 options as `build_pools` takes them: {fields, stemmer, k1, b}."""
         return {"fields": self.bm25_fields, "stemmer": self.bm25_stemmer, "k1": self.bm25_k1,

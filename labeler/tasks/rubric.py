@@ -112,6 +112,9 @@ class RubricConfig(TaskConfig):
         return source if self.sample is None else seeded_sample(source, self.sample,
                                                                 self.sample_seed)
 
+    def drawn(self) -> tuple[int, int] | None:
+        return None if self.sample is None else (self.sample, self.sample_seed)
+
     def counted(self, p: float) -> float:
         """What one P(yes) adds to a score: p, or 0 when not above `threshold`."""
         return counted(p, self.threshold)

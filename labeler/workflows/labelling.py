@@ -18,14 +18,17 @@ vllm engine instead, which batches every round's requests continuously.
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from labeler.executors.base import Executor
 from labeler.llm.base import Backend
+from labeler.llm.cache import CachedBackend
 from labeler.llm.config import LLMConfig
 from labeler.tasks import load_task
 from labeler.tasks.base import Shard, Task, TaskConfig
+from labeler.turns import wait_turn
 
 
 @dataclass(frozen=True)
@@ -51,22 +54,33 @@ class Job:
 
 class Labeller:
     """A job's worker: its task and models, loaded on the first shard and kept; a shard in,
-    (its index, its records) out."""
+    (its index, its records) out. Shards labelled at once (`LABELLED_AHEAD`) take turns on
+    the engine: a cached model's calls prepare their requests first (`CachedBackend`), an
+    uncached model's shard waits for its turn before its first call."""
 
     def __init__(self, job: Job) -> None:
         self.job = job
         self._loaded: tuple[Task, Backend, dict[str, Backend]] | None = None
 
     def __call__(self, shard: Shard) -> tuple[int, list[dict]]:
-        if self._loaded is None:  # here, not when built: Ray loses an actor constructor's error
-            task = self.job.make_task()
-            self._loaded = task, self.job.load_model(), self.job.load_extra_models(task)
+        with _LOADING:  # here, not when built: Ray loses an actor constructor's error
+            if self._loaded is None:
+                task = self.job.make_task()
+                self._loaded = task, self.job.load_model(), self.job.load_extra_models(task)
         task, model, models = self._loaded
+        if not all(isinstance(m, CachedBackend) for m in (model, *models.values())):
+            wait_turn()
         gc.freeze()  # what lives now (modules, models, pools) is not scanned by the collections
         try:  # labelling sets off (~10% of bench_overhead's CPU when it was)
             return shard.index, task.label(task.calls(model, models), shard)
         finally:  # collected again from here: a cycle dropped later is not kept for good
             gc.unfreeze()
+
+
+#: shards a worker starts labelling while one is on its engine (their requests prepared)
+LABELLED_AHEAD = 1
+#: one worker loads its models once, whichever of its shards comes first
+_LOADING = threading.Lock()
 
 
 def label_shards(executor: Executor, job: Job, shards: Sequence[Shard]
@@ -75,5 +89,5 @@ def label_shards(executor: Executor, job: Job, shards: Sequence[Shard]
     by_index = {shard.index: shard for shard in shards}
     for index, records in executor.map(Labeller(job), shards, gpus=job.llm.gpus,
                                        what=f"{job.task} shards for {job.llm.name}",
-                                       cache_dir=job.cache_dir):
+                                       cache_dir=job.cache_dir, ahead=LABELLED_AHEAD):
         yield by_index[index], records

@@ -7,7 +7,10 @@ revision and its rendered prompts, so the plan shows how many answers of each LL
 holds, not which of them the build will ask again. A named corpus the cache does not hold is
 not downloaded: its passages are the count recorded beside its pin (exact, or an estimate that
 says so), its passages' length is estimated from its cut, and its KILT references are counted
-as one gold passage each.
+as one gold passage each. Nor is a dataset file over 8 MB the Hub cache lacks: its head is read
+by range requests, its queries counted from the parquet footer or the count recorded beside its
+pin (exact), else estimated, and the counts that follow the queries scaled from the head's
+(`labeler.sources.heads`).
 """
 
 from __future__ import annotations
@@ -33,47 +36,77 @@ def plan(artifact: str, config: TaskConfig, llms: Sequence[LLMConfig], *,
          out: str | Path = "out", version: str | None = None, cache_dir=None
          ) -> list[tuple[str, str, str]]:
     """(what, how many, how known) rows of the build `labeler build` would run with these
-    options, after every check it makes before loading a model (`check_build`)."""
+    options, after every check it makes before loading a model (`check_build`). Where only
+    the head of the dataset's file was read, the counts that follow its queries are scaled
+    from the head's to the whole file's, as estimates (`labeler.sources.heads`)."""
     from labeler.workflows.build import check_build
 
     task, source, _ = check_build(artifact, config, llms, out=out, version=version,
                                   stored_only=True)
-    queries = source.queries
-    corpus = source.corpus
-    unstored = isinstance(corpus, UnstoredCorpus)
-    rows = [("queries", f"{len(queries):,}", "exact")]
-    retrieves = config.pool != "hgp" and config.run is None
-    rows.append(("corpus passages", "n/a" if corpus is None else f"{len(corpus):,}",
-                 "not searched" if not retrieves else corpus.known if unstored else "exact"))
-    if retrieves and config.encoder != "bm25":
-        cached = 0 if unstored else _cached_embeddings(source, config.encoder, cache_dir)
-        rows.append(("corpus embeddings cached", f"{cached:,}", "exact: the corpus is not stored"
-                     if unstored else "exact (the cache's shards)"))
-        rows.append(("embeddings to compute", f"{len(corpus) - cached:,}",
-                     "as the corpus passages" if unstored else "exact"))
+    queries, counted = queries_count(source, config.limit)
+    scale = queries / max(len(source.queries), 1)  # the queries read -> all of them
+    rows = [("queries", f"{queries:,}", counted), *_corpus_rows(source, config, cache_dir)]
     gold, known = _gold(source)
     if config.pool == "hgp":
-        candidates = sum(gold)
+        candidates = sum(gold) * scale
     else:
-        candidates = len(queries) * config.k + (sum(gold) if config.pool == "mcp" else 0)
+        candidates = queries * config.k + (sum(gold) * scale if config.pool == "mcp" else 0)
         known = "upper bound: queries × k" + (" + gold" if config.pool == "mcp" else "")
-    rows.append(("candidates", f"{candidates:,}", known))
+    rows.append(("candidates", f"{round(candidates):,}",
+                 known if config.pool == "rp" else _scaled(known, source, scale)))
+    rows += _call_rows(task, source, llms, candidates / scale if scale else 0, gold, scale)
+    rows += _cached_calls(llms, cache_dir)
+    rows.append(("LLMs", ", ".join(llm.name for llm in llms), "none loaded by a dry run"))
+    return rows
+
+
+def _corpus_rows(source: Source, config: TaskConfig, cache_dir) -> list[tuple[str, str, str]]:
+    """The corpus's passages, and the embeddings cached and to compute for a dense search."""
+    corpus = source.corpus
+    unstored = isinstance(corpus, UnstoredCorpus)
+    retrieves = config.pool != "hgp" and config.run is None
+    pooled = pooled_scale(source)  # a corpus pooled from the head of the dataset's file
+    passages = 0 if corpus is None else round(len(corpus) * pooled)
+    how = ("not searched" if not retrieves else corpus.known if unstored else "exact"
+           if pooled == 1 else f"estimate: the passages of the first {source.head.read:,} "
+           f"rows, scaled to the file's {source.head.rows:,} (not downloaded)")
+    rows = [("corpus passages", "n/a" if corpus is None else f"{passages:,}", how)]
+    if retrieves and config.encoder != "bm25":
+        cached = 0 if unstored or pooled != 1 else _cached_embeddings(source, config.encoder,
+                                                                      cache_dir)
+        rows.append(("corpus embeddings cached", f"{cached:,}", "exact: the corpus is not stored"
+                     if unstored or pooled != 1 else "exact (the cache's shards)"))
+        rows.append(("embeddings to compute", f"{passages - cached:,}",
+                     "as the corpus passages" if unstored or pooled != 1 else "exact"))
+    return rows
+
+
+def _call_rows(task, source: Source, llms: Sequence[LLMConfig], candidates: float,
+               gold: list[int], scale: float) -> list[tuple[str, str, str]]:
+    """Each kind of LLM call and its prompt tokens (and a served model's requests), from
+    the task's calls over the queries read (`candidates` among them), times `scale`."""
     passage_chars = mean_chars(source)
-    question_chars = sum(len(q.question) for q in queries) / max(len(queries), 1)
-    requests = 0
-    for what, calls, passages, how in task.planned_calls(source, candidates, gold):
-        tokens = calls * (question_chars + passages * passage_chars) / CHARS_PER_TOKEN
-        rows.append((f"LLM calls: {what}", f"{calls:,}", how))
+    question_chars = sum(len(q.question) for q in source.queries) / max(len(source.queries), 1)
+    rows, requests = [], 0
+    for what, calls, passages, how in task.planned_calls(source, int(candidates), gold):
+        tokens = calls * scale * (question_chars + passages * passage_chars) / CHARS_PER_TOKEN
+        rows.append((f"LLM calls: {what}", f"{round(calls * scale):,}",
+                     _scaled(how, source, scale)))
         rows.append((f"  prompt tokens: {what}", f"~{int(tokens):,}",
                      "estimate from characters (no tokenizer loaded), templates excluded"))
         requests += calls * REQUESTS_PER_CALL.get(what, 1)
     if any(llm.backend == "openai" for llm in llms):
-        rows.append(("requests to the server, per served LLM", f"{requests:,}",
-                     ("upper bound: one per call, one per choice of a P(yes); none for an "
-                      "answer the call cache holds")))
-    rows += _cached_calls(llms, cache_dir)
-    rows.append(("LLMs", ", ".join(llm.name for llm in llms), "none loaded by a dry run"))
+        rows.append(("requests to the server, per served LLM", f"{round(requests * scale):,}",
+                     _scaled("upper bound: one per call, one per choice of a P(yes); none for "
+                             "an answer the call cache holds", source, scale)))
     return rows
+
+
+def _scaled(how: str, source: Source, scale: float) -> str:
+    """`how` a count is known, for a count scaled from the queries read to all of them."""
+    if scale == 1:
+        return how
+    return f"estimate: the first {len(source.queries):,} queries' ({how}), scaled"
 
 
 def _gold(source: Source) -> tuple[list[int], str]:
@@ -129,3 +162,28 @@ def _cached_embeddings(source: Source, encoder: str | None, cache_dir) -> int:
         best = max(best, sum(min(SHARD_SIZE, len(corpus) - int(p.stem[6:]) * SHARD_SIZE)
                              for p in shards))
     return best
+
+
+def queries_count(source: Source, limit: int | None) -> tuple[int, str]:
+    """How many queries `source` holds once its whole file is read, and how that is known:
+    the queries loaded where the head was the whole file or held the first `limit`; the file's
+    rows where each row is a query; else the head's share of them, an estimate."""
+    head, loaded = source.head, len(source.queries)
+    if head is None or head.whole or (limit is not None and loaded >= limit):
+        return loaded, "exact"
+    if head.exact and loaded == head.read and not head.spec.filters:
+        total, known = head.rows, head.known
+    else:
+        total = round(loaded * head.rows / max(head.read, 1))
+        known = (f"estimate: the first {head.read:,} rows' queries, scaled to the file's "
+                 f"{head.rows:,} (not downloaded)")
+    return (total if limit is None else min(limit, total)), known
+
+
+def pooled_scale(source: Source) -> float:
+    """What a corpus pooled from the dataset's own rows (no named corpus) is multiplied by to
+    estimate the whole file's: its rows over the rows read; 1 where all were read."""
+    head, corpus = source.head, source.corpus
+    if head is None or head.whole or corpus is None or getattr(corpus, "name", None):
+        return 1.0
+    return head.rows / max(head.read, 1)

@@ -23,7 +23,8 @@ def config_source(config: TaskConfig, *, stored_only: bool = False) -> Source:
     the first step of `build` and `judge`; `stored_only` (a dry run) downloads no named
     corpus (`load_source`)."""
     return config.select(load_source(config.dataset, corpus=config.corpus, limit=config.limit,
-                                     qrels=config.qrels, stored_only=stored_only))
+                                     qrels=config.qrels, stored_only=stored_only,
+                                     sample=config.drawn()))
 
 
 def config_pools(source: Source, config: TaskConfig, cache_dir: str | Path | None = None,

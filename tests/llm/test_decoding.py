@@ -91,3 +91,23 @@ def test_the_queue_takes_the_shortest_prompt_first_with_its_samples_together(smo
     assert all(len(group) == 2 and len(set(group)) == 1 for group in lengths)
     assert [group[0] for group in lengths] == sorted(group[0] for group in lengths)
     assert lengths[0][0] < 100 < lengths[-1][0]  # closed-book first, a passage prompt last
+
+
+def test_grouped_heads_read_in_place_give_sdpas_bytes(smollm, mixed_prompts):
+    """On the CPU the backend's attention reads the shared key/value heads in place
+    (`gqa_attention`) where transformers' sdpa copies them for a masked batch: same logits."""
+    from labeler.llm.gqa_attention import NAME
+
+    assert smollm.model.config._attn_implementation == NAME
+    ids, mask = smollm._pad(encode(smollm.tokenizer, [smollm.render(p) for p in mixed_prompts[4:8]]))
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+    logits = []
+    try:
+        for implementation in ("sdpa", NAME):
+            smollm.model.set_attn_implementation(implementation)
+            with torch.inference_mode():
+                logits.append(smollm.model(input_ids=ids, attention_mask=mask,
+                                           position_ids=positions).logits)
+    finally:
+        smollm.model.set_attn_implementation(NAME)
+    assert torch.equal(*logits)

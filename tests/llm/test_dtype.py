@@ -1,4 +1,4 @@
-"""--dtype: a backend takes only the dtypes it names (`labeler.llm.DTYPES`), checked when the
+"""--dtype: a backend takes only the dtypes it names (its class's `dtypes`), checked when the
 config is made, before any model loads; the one chosen travels to the backend and into the
 manifest's llm_config, and the dtype the model runs in into llm_runtime and the call cache's
 key (hf here; vllm's engine in test_vllm_engine)."""

@@ -249,3 +249,20 @@ def test_msmarco_selected_passages_are_the_gold_in_either_arrow_layout(fixture):
     assert [p.pid for p in query.gold] == ["0_2"]
     assert query.gold[0].text.startswith("Spread some human hair around your vegetable")
     assert len(source.corpus) == 7
+
+
+def test_an_esci_sample_is_drawn_in_arrow_as_the_experiment_draws_it(hub_from_fixtures):
+    """The rubric's --sample on ESCI (130k queries, 2.6M judgments) makes Python objects of
+    the sampled queries only: the same queries, in the same order, as drawing from them all."""
+    from labeler.sources.sampling import seeded_sample
+
+    def shown(source):
+        return [(q.qid, q.question, q.relevance, [p.pid for p in q.gold]) for q in source.queries]
+
+    every = load_source("esci")
+    for n, seed in ((2, 42), (2, 7), (1, 42), (1, 3)):
+        sampled = load_source("esci", sample=(n, seed))
+        assert shown(sampled) == shown(seeded_sample(every, n, seed)), (n, seed)
+        assert seeded_sample(sampled, n, seed) is sampled  # the task's select keeps the draw
+    with pytest.raises(InputError, match="cannot sample 3 of 2 queries"):
+        load_source("esci", sample=(3, 42))

@@ -93,9 +93,9 @@ def _judge_llm(step: Step, llm: LLMConfig | None) -> LLMConfig | None:
     """The LLM a judge step asks: a method that needs an operation only the hf backend answers
     (AttR's attention) runs on hf, whatever the other steps run on."""
     from labeler.judges.methods import METHODS
-    from labeler.llm import OPTIONAL_OPERATIONS
+    from labeler.llm import answers
 
     operation = METHODS[step.method].operation
-    if llm is None or operation is None or llm.backend in OPTIONAL_OPERATIONS[operation]:
+    if llm is None or operation is None or answers(llm.backend, operation):
         return llm
     return llm.on_hf()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from labeler.judges.methods import METHODS
 from labeler.llm.config import LLMConfig
-from labeler.workflows.plan import CHARS_PER_TOKEN, mean_chars, plan
+from labeler.workflows.plan import CHARS_PER_TOKEN, mean_chars, plan, queries_count
 from labeler.workflows.reproduce.utility_steps import (
     ReproduceConfig,
     Step,
@@ -54,11 +54,14 @@ def plan_rows(config: ReproduceConfig, llms: Sequence[LLMConfig], *, out: str | 
 
 def _judge_rows(config: ReproduceConfig, dataset: str, mine: Sequence[Step]) -> list[Row]:
     """The judges' (then the scores' and the comparison's) calls and prompt tokens on
-    `dataset`'s rp pool; upper bounds."""
-    source = config_source(config.utility(dataset, "rp"), stored_only=True)
-    queries = len(source.queries)
+    `dataset`'s rp pool; upper bounds (estimates where the queries are counted from the head
+    of a file not downloaded)."""
+    utility = config.utility(dataset, "rp")
+    source = config_source(utility, stored_only=True)
+    queries, counted = queries_count(source, utility.limit)
+    bound = "upper bound" if counted.startswith("exact") else "estimate (queries not downloaded)"
     candidates = queries * config.k
-    question = sum(len(q.question) for q in source.queries) / max(queries, 1)
+    question = sum(len(q.question) for q in source.queries) / max(len(source.queries), 1)
     passage = mean_chars(source)
 
     def tokens(calls: int, passages: float) -> int:
@@ -80,16 +83,16 @@ def _judge_rows(config: ReproduceConfig, dataset: str, mine: Sequence[Step]) -> 
         answers = queries if (step.with_answer or method.needs_answer) else 0
         asked = tokens(calls, config.k if per_query else 1) + tokens(answers, config.k)
         rows.append((name, f"{calls + answers:,} calls, ~{asked:,} tokens",
-                     "upper bound; pseudo-answers included"))
+                     f"{bound}; pseudo-answers included"))
         if method.kind == "ranking" or step.with_answer:
             shown = min(config.k, 5) if method.kind == "ranking" else config.k
             rows.append((f"  score --rag ({step.llm or 'each LLM'})",
                          f"{queries:,} calls, ~{tokens(queries, shown):,} tokens",
-                         "upper bound: every candidate selected, a ranking's top 5"))
+                         f"{bound}: every candidate selected, a ranking's top 5"))
     for step in (s for s in mine if s.what == "compare"):
         readers = len(step.llms)
         calls = readers * readers * queries
         rows.append((f"{dataset}: compare mcp", "done" if step.done() else
                      f"{calls:,} calls, ~{tokens(calls, config.k):,} tokens",
-                     "upper bound; the call cache serves each LLM's own"))
+                     f"{bound}; the call cache serves each LLM's own"))
     return rows

@@ -111,9 +111,9 @@ class Step:
 def paper_dtype(backend: str, dtype: str | None) -> str | None:
     """`dtype` if given, else the paper's where `backend` takes it (None: the backend's own
     default)."""
-    from labeler.llm import DTYPES
+    from labeler.llm import BACKENDS
 
-    return dtype or (PAPER_DTYPE if PAPER_DTYPE in DTYPES.get(backend, ()) else None)
+    return dtype or (PAPER_DTYPE if PAPER_DTYPE in BACKENDS[backend].dtypes else None)
 
 
 def work_folder(out: str | Path) -> Path:
