@@ -59,6 +59,7 @@ from gpu_timing import StageTimeout, device_name, matmul_rate, sync, time_limit
 from rich.console import Console
 from transformers import AutoTokenizer, LlamaConfig
 
+from labeler import settings
 from labeler.llm.base import ChoiceRequest, LoglikelihoodRequest, Sampling, chat
 from labeler.llm.batching import Collator
 from labeler.llm.gguf import gguf_snapshot
@@ -207,8 +208,9 @@ def _decode(backend: HFBackend, work: Workload, prompts: list):
 def vllm_skip_reason(device: torch.device) -> str:
     """Why the vllm row cannot run beside hf's on `device`, or "" when it can: vllm does not
     import, or its build runs on another device."""
+    settings.vllm_logging()  # quiets vllm's logging, which vllm sets up on import
     try:
-        import labeler.llm.vllm  # noqa: F401  (quiets vllm's logging, then imports vllm)
+        import vllm  # noqa: F401
     except Exception as exc:  # noqa: BLE001  (a broken build raises more than ImportError)
         return f"import vllm failed ({_one_line(exc.__cause__ or exc)})"
     from vllm.platforms import current_platform

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from support.plugins import install
+
 from labeler.cli import cli
 from labeler.tasks import KINDS, TASKS
 from labeler.workflows.validate import validate_path
@@ -18,19 +20,6 @@ from labeler.workflows.validate import validate_path
 PLUGIN = Path(__file__).parents[1] / "fixtures" / "plugin"
 BUILD = ["build", "--artifact", "known", "--dataset", "nq-sample", "--llm", "smollm2-135m",
          "--limit", "2", "--pool", "hgp"]
-
-
-def install(site: Path, project: dict, monkeypatch) -> None:
-    """A package as pip installs it, as importlib.metadata finds it: a dist-info folder in
-    `site` holding the pyproject `project`'s entry points, `site` on sys.path."""
-    info = site / f"{project['name'].replace('-', '_')}-{project['version']}.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {project['name']}\n"
-                                   f"Version: {project['version']}\n")
-    (info / "entry_points.txt").write_text("".join(
-        f"[{group}]\n" + "".join(f"{name} = {value}\n" for name, value in points.items())
-        for group, points in project["entry-points"].items()))
-    monkeypatch.syspath_prepend(str(site))
 
 
 @pytest.fixture

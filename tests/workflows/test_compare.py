@@ -16,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 from hub.conftest import TOKEN, hub  # noqa: F401  (the local Hub server fixture)
 from support.nq2 import copy_nq2_build, scripted_utility
+from support.plugins import install
 
 from labeler.artifacts import load_artifact
 from labeler.cli import cli
@@ -150,6 +151,10 @@ def test_cli_loads_each_artifacts_llm_and_prints_the_tables(artifacts, monkeypat
     root, calls, smol, other, scripted = artifacts
     import labeler.llm
     import labeler.llm.models
+
+    # the scripted artifact's backend, installed as a plugin backend is
+    install(root / "site", {"name": "labeler-scripted", "version": "0", "entry-points": {
+        "labeler.backends": {"scripted": "support.scripted:ScriptedBackend"}}}, monkeypatch)
 
     real = labeler.llm.load_backend
     loaded = []

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from labeler import settings
 from labeler.errors import InputError, ModelLoadError, first_line
 from labeler.llm.batching import Collator
 from labeler.progress import progress_bar
@@ -277,8 +278,6 @@ def _hub_file(spec: str | None) -> tuple[str, str]:
 def checkpoint_available(spec: str | None) -> str | None:
     """Why the checkpoint of an `alignscore` argument cannot be had, or None where it can (a
     local path, a Hub file in the cache, or online): nothing is read or downloaded."""
-    import os
-
     from huggingface_hub import constants, try_to_load_from_cache
 
     if spec is not None and Path(spec).expanduser().exists():
@@ -286,8 +285,7 @@ def checkpoint_available(spec: str | None) -> str | None:
     repo, file = _hub_file(spec)
     if isinstance(try_to_load_from_cache(repo, file), str):
         return None
-    offline = constants.is_offline_mode() or os.environ.get("HF_HUB_OFFLINE", "").upper() in {
-        "1", "ON", "YES", "TRUE"}
+    offline = constants.is_offline_mode() or settings.offline()
     return f"{repo}/{file} is not in the Hub cache, and HF_HUB_OFFLINE is set" if offline \
         else None
 
