@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from support.plugins import install
 
 from labeler.cli import cli
