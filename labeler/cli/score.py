@@ -131,6 +131,17 @@ def score(submissions: tuple[Path, ...], references: tuple[str, ...], kind: str 
     report = reports[0] if len(reports) == 1 else overall(reports)
     if per_query is not None:
         write_per_query(report, per_query)
+    _report_left_out(reports)
+    if as_json:
+        out = report.as_dict() if len(reports) == 1 else {
+            "datasets": [r.as_dict() for r in reports], "overall": report.as_dict()}
+        click.echo(json.dumps(out, indent=2, ensure_ascii=False))
+        return
+    _print(reports, report)
+
+
+def _report_left_out(reports: list) -> None:
+    """A line on stderr for each submission's skipped lines and dropped pids, if any."""
     for run in (r for one in reports for r in (one, one.baseline) if r is not None):
         if run.counts["skipped_lines"]:
             first = "; ".join(e.line() for e in run.skipped[:3])
@@ -139,12 +150,6 @@ def score(submissions: tuple[Path, ...], references: tuple[str, ...], kind: str 
         if run.counts.get("dropped_pids"):
             info(f"[yellow]dropped {run.counts['dropped_pids']} selected pids in "
                  f"{run.submission}[/]: outside their query's candidates or repeated")
-    if as_json:
-        out = report.as_dict() if len(reports) == 1 else {
-            "datasets": [r.as_dict() for r in reports], "overall": report.as_dict()}
-        click.echo(json.dumps(out, indent=2, ensure_ascii=False))
-        return
-    _print(reports, report)
 
 
 def _agreement(review: Path, labels: Path, as_json: bool) -> None:

@@ -32,9 +32,31 @@ def departures(manifest: dict) -> list[str]:
     ...             "model_id": "BAAI/bge-m3"}, "sampling": {"answer": {"max_tokens": 4096}}})
     []
     """
-    found = []
-    config, stats = manifest.get("config") or {}, manifest.get("stats") or {}
+    config = manifest.get("config") or {}
     source = manifest.get("source_dataset") or ""
+    found = _query_departures(manifest, source)
+    if config.get("limit"):
+        found.append(f"only the first {config['limit']:,} queries are labelled, not the whole "
+                     "query set")
+    pool = manifest.get("pool")
+    if pool is not None and pool != PAPER["pool"]:
+        found.append(f"the pool is `{pool}` ({POOL_NAMES.get(pool, pool)}), not the paper's "
+                     "top-20 retrieved passages (`rp`)")
+    if pool in ("rp", "mcp"):
+        found += _retrieval_departures(manifest, config, source)
+    cap = ((manifest.get("sampling") or {}).get("answer") or {}).get("max_tokens")
+    if cap is not None and cap != PAPER["max_new_tokens"]:
+        stats, reached = manifest.get("stats") or {}, ""
+        if isinstance(stats.get("capped_answers"), int) and isinstance(stats.get("answers"), int):
+            reached = f" ({stats['capped_answers']:,} of {stats['answers']:,} answers reached it)"
+        found.append(f"answers are capped at {cap:,} new tokens, the paper's code at "
+                     f"{PAPER['max_new_tokens']:,}{reached}")
+    return found
+
+
+def _query_departures(manifest: dict, source: str) -> list[str]:
+    """The query set's and the prompt's departures."""
+    found = []
     if source == "nq-sample":
         found.append("the queries are `nq-sample`, a 300-question sample of NQ-open bundled "
                      "with labeler, not a full query set")
@@ -47,40 +69,31 @@ def departures(manifest: dict) -> list[str]:
     if "prompt_templates" in manifest and manifest.get("prompt_version", 1) < PROMPT_VERSION:
         found.append("passages are shown as stored, not stripped as the paper's "
                      "`format_passage` shows them (prompt version 1)")
-    if config.get("limit"):
-        found.append(f"only the first {config['limit']:,} queries are labelled, not the whole "
-                     "query set")
-    pool = manifest.get("pool")
-    if pool is not None and pool != PAPER["pool"]:
-        found.append(f"the pool is `{pool}` ({POOL_NAMES.get(pool, pool)}), not the paper's "
-                     "top-20 retrieved passages (`rp`)")
-    if pool in ("rp", "mcp"):
-        k, run, encoder = manifest.get("k"), manifest.get("run"), manifest.get("encoder")
-        if k is not None and k != PAPER["k"]:
-            found.append(f"k = {k} retrieved passages per query, not {PAPER['k']}")
-        if run:
-            found.append(f"the retrieved passages come from the run file `{file_label(run)}`, "
-                         "whose retriever is not recorded (the paper retrieves with BGE-M3)")
-        elif encoder and encoder.get("model_id") != PAPER["encoder"]:
-            found.append(f"dense retrieval with {encoder['name']} (`{encoder['model_id']}`), "
-                         "not BGE-M3")
-        # the corpus asked for, else the named corpus a dataset retrieves from by default
-        corpus = config.get("corpus") or (manifest.get("corpus_source") or {}).get("name")
-        if not run and not corpus and manifest.get("corpus_passages"):
-            found.append(f"retrieval searched only the source's own "
-                         f"{manifest['corpus_passages']:,} passages (those shipped with its "
-                         "queries), not a full corpus as the paper's")
-        wanted = "msmarco-passage" if source.startswith("msmarco") else "kilt-w100"
-        if not run and corpus and corpus != wanted:
-            size = manifest.get("corpus_passages")
-            size = f" ({size:,} passages)" if isinstance(size, int) else ""
-            found.append(f"retrieval searched `{file_label(corpus)}`{size}, not the paper's "
-                         f"`{wanted}` ({PAPER_CORPORA[wanted]})")
-    cap = ((manifest.get("sampling") or {}).get("answer") or {}).get("max_tokens")
-    if cap is not None and cap != PAPER["max_new_tokens"]:
-        reached = ""
-        if isinstance(stats.get("capped_answers"), int) and isinstance(stats.get("answers"), int):
-            reached = f" ({stats['capped_answers']:,} of {stats['answers']:,} answers reached it)"
-        found.append(f"answers are capped at {cap:,} new tokens, the paper's code at "
-                     f"{PAPER['max_new_tokens']:,}{reached}")
+    return found
+
+
+def _retrieval_departures(manifest: dict, config: dict, source: str) -> list[str]:
+    """A retrieved pool's departures: k, the retriever, the corpus searched."""
+    found = []
+    k, run, encoder = manifest.get("k"), manifest.get("run"), manifest.get("encoder")
+    if k is not None and k != PAPER["k"]:
+        found.append(f"k = {k} retrieved passages per query, not {PAPER['k']}")
+    if run:
+        found.append(f"the retrieved passages come from the run file `{file_label(run)}`, "
+                     "whose retriever is not recorded (the paper retrieves with BGE-M3)")
+    elif encoder and encoder.get("model_id") != PAPER["encoder"]:
+        found.append(f"dense retrieval with {encoder['name']} (`{encoder['model_id']}`), "
+                     "not BGE-M3")
+    # the corpus asked for, else the named corpus a dataset retrieves from by default
+    corpus = config.get("corpus") or (manifest.get("corpus_source") or {}).get("name")
+    if not run and not corpus and manifest.get("corpus_passages"):
+        found.append(f"retrieval searched only the source's own "
+                     f"{manifest['corpus_passages']:,} passages (those shipped with its "
+                     "queries), not a full corpus as the paper's")
+    wanted = "msmarco-passage" if source.startswith("msmarco") else "kilt-w100"
+    if not run and corpus and corpus != wanted:
+        size = manifest.get("corpus_passages")
+        size = f" ({size:,} passages)" if isinstance(size, int) else ""
+        found.append(f"retrieval searched `{file_label(corpus)}`{size}, not the paper's "
+                     f"`{wanted}` ({PAPER_CORPORA[wanted]})")
     return found
