@@ -42,6 +42,10 @@ class LazyModule:
             for module in self._before:
                 importlib.import_module(module)
             self._module = importlib.import_module(self._name)
+            # its names copied here, so that later reads find them without this method (as
+            # fast as the module's own): a hot loop's `np.` costs what it did before
+            vars(self).update({k: v for k, v in vars(self._module).items()
+                               if k not in ("_name", "_before", "_module")})
         return getattr(self._module, attribute)
 
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from itertools import repeat
 
-import numpy as np
-
 from labeler.errors import InputError
+from labeler.lazy import LazyModule
+
+#: imported on first use, so that reading this module (`build --help` does) stays cheap
+np = LazyModule("numpy")
 
 #: trec_eval's default relevance level: a document is relevant iff its label is >= 1.
 RELEVANT = 1

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import numpy as np
-
 from labeler.errors import InputError
+from labeler.lazy import LazyModule
 from labeler.sources.types import Source
+
+#: imported on first use, so that reading this module (`build --help` does) stays cheap
+np = LazyModule("numpy")
 
 #: run_strategy's default seed
 SEED = 42

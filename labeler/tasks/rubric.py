@@ -26,10 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-import numpy as np
-
 from labeler.errors import InputError
 from labeler.formats import Run
+from labeler.lazy import LazyModule
 from labeler.llm.base import Chat, ChoiceRequest, Message, Sampling, yes_probability
 from labeler.llm.calls import Calls
 from labeler.metrics.fusion import counted, linear_fusion
@@ -48,6 +47,9 @@ from labeler.tasks.rubric_questions import (
     generation_sampling,
     read_questions,
 )
+
+#: imported on first use, so that reading this module (`build --help` does) stays cheap
+np = LazyModule("numpy")
 
 #: The P(yes) chat (ours: the experiment fixes its order, document first, not its words).
 JUDGE_SYSTEM = "You are a search relevance decision engine. Answer each question about the " \

@@ -16,8 +16,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-import numpy as np
-
+from labeler.lazy import LazyModule
 from labeler.llm.base import Sampling, chat
 from labeler.progress import info
 
@@ -25,6 +24,9 @@ if TYPE_CHECKING:
     from labeler.llm.calls import Calls
     from labeler.metrics.seer.extraction import Extraction
     from labeler.retrieval.dense import Encoder
+
+#: imported on first use, so that reading this module (`build --help` does) stays cheap
+np = LazyModule("numpy")
 
 #: (question, answer) -> one declarative sentence; the examples are SEER's Table 4, verbatim
 FULL_ANSWER = (

@@ -25,7 +25,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-import numpy as np
+from labeler.lazy import LazyModule
+
+#: imported on first use, so that reading this module (`build --help` does) stays cheap
+np = LazyModule("numpy")
 
 #: defaults: Kondrak's bigrams, and the similarity from which a sample is a duplicate
 NGRAM = 2

@@ -13,8 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import numpy as np
-
+from labeler.lazy import LazyModule
 from labeler.metrics.seer.conciseness import FULL_ANSWER, conciseness, load_sbert
 from labeler.metrics.seer.faithfulness import (
     ANSWER_PREFIX,
@@ -34,6 +33,9 @@ if TYPE_CHECKING:
     from labeler.llm.calls import Calls
     from labeler.metrics.seer.extraction import Extraction
     from labeler.retrieval.dense import Encoder
+
+#: imported on first use, so that reading this module (`build --help` does) stays cheap
+np = LazyModule("numpy")
 
 #: Every prompt template the experts use, by name, for manifests and cache keys.
 TEMPLATES = {

@@ -10,15 +10,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
-import numpy as np
-
 from labeler.errors import InputError, UnknownNameError
-from labeler.lazy import load_entry
+from labeler.lazy import LazyModule, load_entry
 from labeler.llm.base import ChoiceRequest, Message, chat, yes_probability
 
 if TYPE_CHECKING:
     from labeler.llm.calls import Calls
     from labeler.metrics.seer.extraction import Extraction
+
+#: imported on first use, so that reading this module (`build --help` does) stays cheap
+np = LazyModule("numpy")
 
 #: The faithfulness question, asked after the passages and the evidence.
 FAITHFULNESS = (

@@ -5,13 +5,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-import numpy as np
-
+from labeler.lazy import LazyModule
 from labeler.llm.base import LoglikelihoodRequest, chat
 
 if TYPE_CHECKING:
     from labeler.llm.calls import Calls
     from labeler.metrics.seer.extraction import Extraction
+
+#: imported on first use, so that reading this module (`build --help` does) stays cheap
+np = LazyModule("numpy")
 
 #: Answering with the evidence: log P(a | q ⊕ e).
 WITH_EVIDENCE = (
