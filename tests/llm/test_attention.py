@@ -86,7 +86,10 @@ def shard(tmp_path_factory):
 def test_attr_scores_are_the_papers_loop_on_smollm(smollm, shard):
     config = JudgeConfig(dataset="nq-sample", limit=2, k=3, run="x", method="attention",
                          max_new_tokens=32)
-    loaded = smollm.model.config._attn_implementation  # sdpa, or its CPU form (gqa_attention)
+    from labeler.llm.gqa_attention import NAME
+
+    loaded = smollm.model.config._attn_implementation
+    assert loaded == NAME  # the CPU's form of sdpa (gqa_attention), as the backend adopts it
     records = Judge(config).submit(Calls(smollm), shard)
     assert smollm.model.config._attn_implementation == loaded  # as loaded, after the op
     for record, query in zip(records, shard.queries):
@@ -131,6 +134,7 @@ def _paper_loop(backend, question: str, pool) -> tuple[list[float], str]:
     passages = [cut(c, 100).contents for c in pool]
     text = backend.render(passage_prompt(question, [cut(c, 100) for c in pool]))
     inputs = tokenizer([text], return_tensors="pt", add_special_tokens=False)
+    loaded = model.config._attn_implementation  # the session's model: left as it was loaded
     model.set_attn_implementation("eager")
     try:
         with torch.inference_mode():
@@ -138,7 +142,7 @@ def _paper_loop(backend, question: str, pool) -> tuple[list[float], str]:
                                  output_attentions=True, do_sample=False,
                                  eos_token_id=backend.eos_ids, pad_token_id=backend.pad_id)
     finally:
-        model.set_attn_implementation("sdpa")
+        model.set_attn_implementation(loaded)
     width = inputs["input_ids"].shape[1]
     tokens = tokenizer.convert_ids_to_tokens(inputs["input_ids"][0])
     spans = []
