@@ -74,7 +74,7 @@ def plan_rows(config: RubricExperimentConfig, llm: LLMConfig, *, out: str | Path
     rows = []
     queries, k = config.queries, config.rerank_k
     for step in steps(config, alias, out):
-        name = f"{step.dataset}: {_names[step.what]}"
+        name = f"{step.dataset}: {_NAMES[step.what]}"
         if step.done():
             rows.append((name, "done", "exact"))
         elif step.what == "bm25":
@@ -91,7 +91,7 @@ def plan_rows(config: RubricExperimentConfig, llm: LLMConfig, *, out: str | Path
     return rows
 
 
-_names = {"bm25": "BM25 run as it ran (zero-score products kept)",
+_NAMES = {"bm25": "BM25 run as it ran (zero-score products kept)",
           "rubric": "build rubric (bag of questions and the single question)",
           "threshold": "build rubric, threshold variant"}
 
