@@ -32,8 +32,8 @@ ENCODER_HELP = ("Retriever of the top k: bm25, or a dense bge-m3 (default, falls
                 "bundled minilm offline), minilm, or an HF repo id / local folder")
 BM25_HELP = {
     "fields": "BM25: the fields searched, each with its boost (contents = title and text), "
-              "e.g. title^9.4,text^4; the score sums boost x each field's BM25 [default: the "
-              "dataset's (wands, esci: title^9.4,text^4), else contents].",
+              "e.g. title^9.3,text^4.1; the score sums boost x each field's BM25 [default: the "
+              "dataset's (wands, esci: title^9.3,text^4.1), else contents].",
     "stemmer": "BM25: a Snowball stemmer language (the experiment's analyser: punctuation "
                "out, no stop words), or none (bm25s's tokens, English stop words out) "
                "[default: the dataset's (wands, esci: english), else none].",

@@ -3,7 +3,7 @@ optional Snowball stemmer), k1 and b; parsed from options, defaulted by the data
 each analyser turns text into terms (`labeler.retrieval.bm25` indexes and searches them).
 
 A dataset may name its own settings (`Source.bm25`: WANDS and ESCI, the rubric experiment's
-`title^9.4,text^4` with English Snowball stems); an option given overrides it, and every other
+`title^9.3,text^4.1` with English Snowball stems); an option given overrides it, and every other
 dataset searches one field, `contents` (title and text), unstemmed.
 """
 
@@ -43,7 +43,7 @@ class BM25:
         for name, boost in self.fields:
             if name not in FIELDS:
                 raise InputError(f"unknown BM25 field {name!r}", field_name="bm25_fields",
-                                 hint=f"use {', '.join(FIELDS)}, e.g. title^9.4,text^4")
+                                 hint=f"use {', '.join(FIELDS)}, e.g. title^9.3,text^4.1")
             if not boost > 0:
                 raise InputError(f"the boost of field {name!r} must be positive, got {boost}",
                                  field_name="bm25_fields")
@@ -71,7 +71,7 @@ class BM25:
 
     @property
     def spec(self) -> str:
-        """The fields as the option writes them: "title^9.4,text^4"."""
+        """The fields as the option writes them: "title^9.3,text^4.1"."""
         return ",".join(f"{name}^{boost:g}" for name, boost in self.fields)
 
     def describe(self) -> dict:
@@ -87,10 +87,10 @@ DEFAULT = BM25()
 
 
 def parse_fields(spec: str) -> tuple[tuple[str, float], ...]:
-    """"title^9.4,text^4" -> (("title", 9.4), ("text", 4.0)); a field without ^ has boost 1.
+    """"title^9.3,text^4.1" -> (("title", 9.3), ("text", 4.1)); a field without ^ has boost 1.
 
-    >>> parse_fields("title^9.4, text")
-    (('title', 9.4), ('text', 1.0))
+    >>> parse_fields("title^9.3, text")
+    (('title', 9.3), ('text', 1.0))
     """
     fields = []
     for part in spec.split(","):
@@ -99,7 +99,7 @@ def parse_fields(spec: str) -> tuple[tuple[str, float], ...]:
             fields.append((name.strip(), float(boost) if caret else 1.0))
         except ValueError:
             raise InputError(f"bad BM25 field {part.strip()!r}", field_name="bm25_fields",
-                             hint="write FIELD^BOOST,..., e.g. title^9.4,text^4") from None
+                             hint="write FIELD^BOOST,..., e.g. title^9.3,text^4.1") from None
     return tuple(fields)
 
 

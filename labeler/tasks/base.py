@@ -51,7 +51,7 @@ class TaskConfig:
     encoder: str | None = None  # dense retriever for rp (default: bge-m3, offline minilm)
     index: str | None = None  # dense index: flat (exact, the default), ivf[:...], hnsw[:...]
     # BM25 retrieval's settings (None: the dataset's own, else one unstemmed field, k1 1.2,
-    # b 0.75): fields with boosts ("title^9.4,text^4"), a Snowball stemmer language or "none"
+    # b 0.75): fields with boosts ("title^9.3,text^4.1"), a Snowball stemmer language or "none"
     bm25_fields: str | None = None
     bm25_stemmer: str | None = None
     bm25_k1: float | None = None
