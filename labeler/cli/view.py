@@ -34,18 +34,20 @@ def view(folders: tuple[Path, ...], port: int, open_browser: bool, reviewer: str
          out: Path | None, submissions: tuple[Path, ...], as_json: bool) -> None:
     """Look at artifact version FOLDERS in a local web page, side by side across LLMs.
 
-    Prints the page's address (--json: {"url": ...} on one line); Ctrl-C stops. Verdicts (agree / disagree / unsure and a note)
-    on a utility label are saved the moment they are made, and written as the next `review`
-    version beside the labels when the server stops (a killed server's are written by the
-    next). Each --submission is scored against each of FOLDERS when the server starts, and
-    its page lists its per-query metrics. Serves 127.0.0.1 only, and no file outside FOLDERS.
+    Prints the page's address, which carries the server's secret token (--json: {"url": ...}
+    on one line); Ctrl-C stops. Verdicts (agree / disagree / unsure and a note) on a utility
+    or rubric candidate, a SEER extraction or a query are saved the moment they are made, and
+    written as the next `review` version beside the labels when the server stops (a killed
+    server's are written by the next). Each --submission is scored against each of FOLDERS
+    when the server starts, and its page lists its per-query metrics. Serves 127.0.0.1 only,
+    to its own page only (docs/viewer.md says how, and what it does not guard against).
     """
     from labeler.view import make_server, open_viewing, serve_until_stopped
 
     viewing = open_viewing(list(folders), reviewer=reviewer, out=out,
                            submissions=list(submissions))
     server = make_server(viewing, port=port)
-    url = f"http://127.0.0.1:{server.server_address[1]}/"
+    url = server.url
     click.echo(json.dumps({"url": url}) if as_json else url)
     if open_browser:
         webbrowser.open(url)

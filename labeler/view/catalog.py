@@ -15,6 +15,7 @@ import polars as pl
 
 from labeler.errors import InputError
 from labeler.view.index import VersionIndex, open_version
+from labeler.view.subjects import JUDGED
 
 #: the query list's filters: name -> what it keeps
 FILTERS = {
@@ -23,7 +24,10 @@ FILTERS = {
     "unknown": "no LLM answers it closed-book",
     "gold": "some LLM has gold utilitarian passages",
     "disagree": "the LLMs' utility labels or closed-book correctness differ",
+    "unreviewed": "not yet reviewed by me",
 }
+#: the filters on a utility view's flag columns
+FLAGS = ("known", "unknown", "gold", "disagree")
 
 
 @dataclass
@@ -37,19 +41,53 @@ class View:
     queries: pl.DataFrame
 
     def page(self, *, filter: str = "all", search: str = "", offset: int = 0,
-             limit: int = 50) -> dict:
-        """One page of the query list: {"total", "rows": [{key, question, flags}]}."""
-        if filter not in FILTERS:
+             limit: int = 50, judged: set[str] = frozenset()) -> dict:
+        """One page of the query list: {"total", "rows": [{key, question, flags}]} and the
+        reviewer's progress (`progress`)."""
+        frame = self._listed(filter, search, judged)
+        return {"total": frame.height, "rows": frame.slice(offset, limit).to_dicts(),
+                **self.progress(judged)}
+
+    def progress(self, judged: set[str]) -> dict:
+        """{"judged": how many of the view's queries are in `judged`, "queries": of how many}."""
+        return {"judged": int(self.queries["key"].is_in(list(judged)).sum()),
+                "queries": self.queries.height}
+
+    def neighbours(self, key: str, *, filter: str = "all", search: str = "",
+                   judged: set[str] = frozenset()) -> dict:
+        """The queries listed before and after `key` ({"previous", "next"}, None at an end)
+        and the reviewer's `progress`; `key` keeps its place in the searched list even where
+        the filter no longer keeps it (once reviewed)."""
+        searched = self._listed("all", search, judged).with_row_index("at")
+        place = searched.filter(pl.col("key") == key)["at"]
+        at = place[0] if len(place) else -1
+        kept = self._listed(filter, search, judged, searched)
+        before, after = kept.filter(pl.col("at") < at), kept.filter(pl.col("at") > at)
+        return {"previous": before["key"][-1] if before.height and at >= 0 else None,
+                "next": after["key"][0] if after.height else None, **self.progress(judged)}
+
+    def _listed(self, filter: str, search: str, judged: set[str],
+                frame: pl.DataFrame | None = None) -> pl.DataFrame:
+        """The queries (of `frame`, default all) `filter` and `search` keep."""
+        if filter not in self.filters():
             raise InputError(f"unknown filter {filter!r}", field_name="filter",
-                             hint=f"one of {', '.join(FILTERS)}")
-        frame = self.queries
-        if filter != "all" and filter in frame.columns:
+                             hint=f"one of {', '.join(self.filters())}")
+        frame = self.queries if frame is None else frame
+        if filter in FLAGS:
             frame = frame.filter(pl.col(filter))
+        elif filter == "unreviewed":
+            frame = frame.filter(~pl.col("key").is_in(list(judged)))
         if search:
             frame = frame.filter(pl.col("question").str.to_lowercase()
                                  .str.contains(search.lower(), literal=True))
-        return {"total": frame.height,
-                "rows": frame.slice(offset, limit).to_dicts()}
+        return frame
+
+    def filters(self) -> dict[str, str]:
+        """The query list's filters for this view: the flags on utility labels, "unreviewed"
+        where its kind takes verdicts."""
+        return {name: help for name, help in FILTERS.items() if name == "all"
+                or (name in FLAGS and self.kind == "utility")
+                or (name == "unreviewed" and self.kind in JUDGED)}
 
     def query(self, key: str) -> dict:
         """A query's records, one per version (None where a version lacks it), and its
@@ -66,7 +104,7 @@ class View:
     def describe(self) -> dict:
         """The view as the page lists it: its versions' names and statistics."""
         return {"name": self.name, "kind": self.kind, "dataset": self.dataset,
-                "filters": FILTERS if self.kind == "utility" else {"all": FILTERS["all"]},
+                "filters": self.filters(),
                 "versions": [{"llm": v.manifest["llm"], "version": v.manifest["version"],
                               "folder": str(v.folder), "stats": v.manifest.get("stats", {}),
                               "labels": v.manifest.get("labels")}

@@ -23,10 +23,12 @@ def test_serve_keep_a_verdict_stop_and_the_review_version_is_written(labels, tmp
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         url = json.loads(process.stdout.readline())["url"]
-        assert url.startswith("http://127.0.0.1:")
+        address, token = url.split("/?token=")
+        assert address.startswith("http://127.0.0.1:") and len(token) >= 40
         request = urllib.request.Request(
-            f"{url}api/views/0/verdict", method="POST",
-            data=json.dumps({"version": 0, "qid": qid, "pid": None,
+            f"{address}/api/views/0/verdict", method="POST",
+            headers={"Content-Type": "application/json", "X-Labeler-Token": token},
+            data=json.dumps({"version": 0, "qid": qid, "about": "query", "pid": None,
                              "verdict": "disagree", "note": "known"}).encode())
         with urllib.request.urlopen(request) as response:
             assert json.loads(response.read())["verdict"] == "disagree"

@@ -1,5 +1,6 @@
-"""The server of `labeler view`: 127.0.0.1 only, no file outside the folders it was given, the
-query list's filters, the verdict API and a submission's per-query scores."""
+"""The server of `labeler view`: 127.0.0.1 only, its own page only (Host, token, JSON writes
+from no foreign origin, security headers), no file but the page's, the query list's filters
+and neighbours, verdicts checked against the version they judge, and a submission's scores."""
 
 from __future__ import annotations
 
@@ -12,11 +13,13 @@ import pytest
 from labeler.artifacts import load_artifact
 from labeler.view import make_server, open_viewing
 
+UNSET = object()
+
 
 @pytest.fixture
 def server(labels, tmp_path):
     (tmp_path / "secret.txt").write_text("not for the page")
-    yield from _serving(open_viewing([labels], reviewer="ann", out=None))
+    yield from _serving(open_viewing([labels], reviewer="ann", out=tmp_path / "reviews"))
 
 
 def _serving(viewing):
@@ -28,57 +31,156 @@ def _serving(viewing):
     server.server_close()
 
 
-def _get(server, path: str, method: str = "GET", body: dict | None = None):
+def _call(server, path: str, body: object = UNSET, *, host: str | None = None,
+          token: str | None = None, kind: str = "application/json", origin: str | None = None,
+          raw: bytes | None = None):
+    """(status, headers, body) of a request as the page makes it, unless told otherwise."""
     connection = http.client.HTTPConnection(*server.server_address, timeout=10)
-    connection.request(method, path, body=json.dumps(body) if body else None)
+    headers = {"Host": host or f"127.0.0.1:{server.port}",
+               "X-Labeler-Token": server.token if token is None else token}
+    if origin:
+        headers["Origin"] = origin
+    data = raw if raw is not None else None if body is UNSET else json.dumps(body).encode()
+    if data is not None:
+        headers["Content-Type"] = kind
+    connection.request("GET" if data is None else "POST", path, body=data, headers=headers)
     response = connection.getresponse()
-    return response.status, response.read()
+    return response.status, dict(response.getheaders()), response.read()
+
+
+def _verdict(records, **changes) -> dict:
+    return {"version": 0, "qid": records[0]["qid"], "about": "query", "pid": None,
+            "verdict": "agree", "note": ""} | changes
 
 
 def test_binds_to_the_loopback_address_only(server):
     assert server.server_address[0] == "127.0.0.1"
+    assert server.url == f"http://127.0.0.1:{server.port}/?token={server.token}"
 
 
 @pytest.mark.parametrize("path", [
     "/static/../../../../../../etc/passwd",
     "/static/%2e%2e%2f%2e%2e%2fserver.py",
+    "/static/index.html",
+    "/files/0/0/manifest.json",
     "/files/0/0/../../../../secret.txt",
-    "/files/0/0/..%2F..%2F..%2F..%2F..%2Fsecret.txt",
-    "/files/0/0/%2Fetc%2Fpasswd",
 ])
-def test_no_path_outside_the_given_folders_is_served(server, path):
-    status, body = _get(server, path)
+def test_no_file_but_the_pages_own_is_served(server, path):
+    status, _, body = _call(server, path)
 
-    assert status in (403, 404)
-    assert b"not for the page" not in body and b"root:" not in body
+    assert status == 404
+    assert b"not for the page" not in body and b"root:" not in body and b"artifact" not in body
 
 
-def test_a_version_folder_file_and_the_page_itself_are_served(server, labels):
-    status, body = _get(server, "/files/0/0/manifest.json")
-    assert status == 200 and json.loads(body)["artifact"] == "utility"
-    status, body = _get(server, "/")
+def test_the_page_carries_its_token_and_every_answer_the_security_headers(server):
+    status, headers, body = _call(server, f"/?token={server.token}")
     assert status == 200 and b"/static/app.js" in body
+    assert f'content="{server.token}"'.encode() in body
+    assert "default-src 'self'" in headers["Content-Security-Policy"]
+    assert "unsafe-inline" not in headers["Content-Security-Policy"]
+    assert (headers["X-Content-Type-Options"], headers["Referrer-Policy"],
+            headers["Cross-Origin-Resource-Policy"]) == ("nosniff", "no-referrer", "same-origin")
+    status, headers, _ = _call(server, "/static/app.js")
+    assert status == 200 and headers["Content-Type"].startswith("text/javascript")
+    assert headers["X-Content-Type-Options"] == "nosniff"
 
 
-def test_the_list_filters_and_a_verdict_comes_back_with_the_query(server, labels):
+@pytest.mark.parametrize("host", ["attacker.example", "attacker.example:{port}", "127.0.0.1",
+                                  "127.0.0.1:1", "localhost.attacker.example:{port}"])
+def test_another_host_name_is_refused_dns_rebinding(server, labels, host):
+    host = host.format(port=server.port)
+    for path in ("/api/views", f"/?token={server.token}", "/static/app.js"):
+        status, _, body = _call(server, path, host=host)
+        assert status == 403 and b"Host is not this server" in body
+    status, _, _ = _call(server, "/api/views/0/verdict", _verdict(load_artifact(labels).records),
+                         host=host)
+    assert status == 403
+    assert _call(server, "/api/views", host=f"localhost:{server.port}")[0] == 200
+
+
+def test_without_the_token_neither_the_page_nor_the_api_answers(server):
+    for path, token in (("/", ""), ("/?token=wrong", ""), ("/api/views", ""),
+                        ("/api/views", "wrong")):
+        status, _, body = _call(server, path, token=token)
+        assert status == 403 and b"token" in body
+
+
+def test_a_write_is_json_with_the_token_from_no_foreign_origin(server, labels, tmp_path):
+    body = _verdict(load_artifact(labels).records)
+    for kind in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data"):
+        status, _, answer = _call(server, "/api/views/0/verdict", body, kind=kind)
+        assert status == 415 and b"application/json" in answer
+    assert _call(server, "/api/views/0/verdict", body, token="")[0] == 403
+    assert _call(server, "/api/views/0/verdict", body, token="a" * 43)[0] == 403
+    assert _call(server, "/api/views/0/verdict", body,
+                 origin="http://127.0.0.1:1")[0] == 403
+    assert _call(server, "/api/views/0/verdict", body, origin="null")[0] == 403
+    assert not list((tmp_path / "reviews").glob("review/*/*/.journal*"))
+
+    status, _, answer = _call(server, "/api/views/0/verdict", body,
+                              origin=f"http://127.0.0.1:{server.port}")
+    assert status == 200 and json.loads(answer)["verdict"] == "agree"
+
+
+def test_a_verdict_on_nothing_real_is_refused_in_one_line_and_nothing_is_written(
+        server, labels, tmp_path):
     records = load_artifact(labels).records
+    pid = records[0]["candidates"][0]["pid"]
+    other = records[1]["candidates"][0]["pid"]
+    bad = [
+        (_verdict(records, qid="no-such-query"), "no query"),
+        (_verdict(records, qid=["a"]), "'qid': must be a string"),
+        (_verdict(records, qid=7), "'qid': must be a string"),
+        (_verdict(records, about="candidate", pid="no-such-pid"), "not one of this query"),
+        (_verdict(records, about="candidate", pid=other), "not one of this query"),
+        (_verdict(records, about="candidate", pid=None), "not one of this query"),
+        (_verdict(records, pid=pid), "is not null"),
+        (_verdict(records, about="extraction", pid=pid), "not about 'extraction'"),
+        (_verdict(records, verdict="perhaps"), "is no verdict"),
+        (_verdict(records, verdict=True), "'verdict': must be a string"),
+        (_verdict(records, version=1), "no version 1"),
+        (_verdict(records, version="0"), "'version': must be an integer"),
+        (_verdict(records, note="x" * 4097), "at most 4096 bytes"),
+        (_verdict(records, note="é" * 2049), "at most 4096 bytes"),
+        (_verdict(records, extra=1), "unknown field 'extra'"),
+        ([1, 2], "not a JSON object"),
+    ]
+    for body, reason in bad:
+        status, _, answer = _call(server, "/api/views/0/verdict", body)
+        assert status == 400, body
+        message = json.loads(answer)["error"]
+        assert reason in message and "\n" not in message, (body, message)
+    assert _call(server, "/api/views/0/verdict", raw=b"{not json")[0] == 400
+    status, _, answer = _call(server, "/api/views/0/verdict", raw=b"{" + b" " * 70000 + b"}")
+    assert status == 413
+    assert not (tmp_path / "reviews").exists()  # nothing written, not even a folder
+
+    ok = _verdict(records, about="candidate", pid=pid, note="x" * 4096)
+    assert _call(server, "/api/views/0/verdict", ok)[0] == 200
+
+
+def test_the_list_filters_neighbours_progress_and_a_verdict_comes_back(server, labels):
+    records = load_artifact(labels).records
+    qids = [r["qid"] for r in records]
     known = sorted(r["qid"] for r in records if r["known"])
 
-    status, body = _get(server, "/api/views/0/queries?filter=known")
+    status, _, body = _call(server, "/api/views/0/queries?filter=known")
     assert status == 200
     assert sorted(row["key"] for row in json.loads(body)["rows"]) == known
-    status, body = _get(server, "/api/views/0/queries?filter=nonsense")
+    status, _, body = _call(server, "/api/views/0/queries?filter=nonsense")
     assert status == 400 and b"unknown filter" in body
 
-    qid = records[0]["qid"]
-    status, _ = _get(server, "/api/views/0/verdict", "POST",
-                     {"version": 0, "qid": qid, "pid": None, "verdict": "agree"})
-    assert status == 200
-    status, body = _get(server, f"/api/views/0/query/{qid}")
+    assert _call(server, "/api/views/0/verdict", _verdict(records))[0] == 200
+    status, _, body = _call(server, f"/api/views/0/query/{qids[0]}")
     assert [v["verdict"] for v in json.loads(body)["verdicts"][0]] == ["agree"]
-    status, body = _get(server, "/api/views/0/verdict", "POST",
-                        {"version": 0, "qid": qid, "pid": None, "verdict": "perhaps"})
-    assert status == 400
+    listed = json.loads(_call(server, "/api/views/0/queries?filter=unreviewed")[2])
+    assert [row["key"] for row in listed["rows"]] == qids[1:]
+    assert (listed["judged"], listed["queries"]) == (1, 3)
+    # the reviewed query keeps its place: its next is the first not yet reviewed after it
+    around = json.loads(_call(server, f"/api/views/0/neighbours/{qids[0]}?filter=unreviewed")[2])
+    assert (around["previous"], around["next"], around["judged"]) == (None, qids[1], 1)
+    around = json.loads(_call(server, f"/api/views/0/neighbours/{qids[2]}")[2])
+    assert (around["previous"], around["next"]) == (qids[1], None)
 
 
 def test_a_submission_is_listed_with_the_per_query_scores_labeler_score_gives(labels, tmp_path):
@@ -89,14 +191,14 @@ def test_a_submission_is_listed_with_the_per_query_scores_labeler_score_gives(la
     submission.write_text("".join(json.dumps({"qid": r["qid"], "selected": [
         c["pid"] for c in r["candidates"][:2]]}) + "\n" for r in records[:2]))
     expected = {row["qid"]: row for row in score(submission, labels).rows()}
-    server = next(_serving(open_viewing([labels], reviewer="ann", out=None,
-                                        submissions=[submission])))
+    serving = _serving(open_viewing([labels], reviewer="ann", out=None, submissions=[submission]))
+    server = next(serving)
     try:
-        (listed,) = json.loads(_get(server, "/api/submissions")[1])
+        (listed,) = json.loads(_call(server, "/api/submissions")[2])
         assert (listed["kind"], listed["reference"]) == ("selection", "smollm2-135m v1")
         assert listed["metrics"] == ["precision", "recall", "f1", "accuracy"]
 
-        status, body = _get(server, "/api/submissions/0?sort=f1&desc=1")
+        status, _, body = _call(server, "/api/submissions/0?sort=f1&desc=1")
         assert status == 200
         rows = json.loads(body)["rows"]
         assert [row["qid"] for row in rows] == sorted(
@@ -110,8 +212,7 @@ def test_a_submission_is_listed_with_the_per_query_scores_labeler_score_gives(la
             assert (row["question"], row["gold"], row["submitted"]) == (
                 record["question"], record["utility_pids"], selected)
         assert [r["missing"] for r in rows].count(True) == 1  # the third query: scored 0
-        status, body = _get(server, "/api/submissions/0?sort=nonsense")
+        status, _, body = _call(server, "/api/submissions/0?sort=nonsense")
         assert status == 400 and b"cannot sort by" in body
     finally:
-        server.shutdown()
-        server.server_close()
+        next(serving, None)

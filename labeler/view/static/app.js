@@ -1,18 +1,25 @@
 // labeler view: the page. Plain JS, no build step, nothing fetched from outside this server.
 // Routes (the URL's hash): #/ the views; #/v/N?filter=F&q=TEXT&page=P a view's query list;
-// #/v/N/q/QID one query; #/s/N?sort=COLUMN&desc=1&page=P a submission's per-query scores.
-// Verdicts are sent to the server the moment they are made.
+// #/v/N/q/QID?filter=F&q=TEXT one query (previous / next in that list);
+// #/s/N?sort=COLUMN&desc=1&page=P a submission's per-query scores.
+// Every API call carries the server's token, which only this page (its HTML) holds.
+// Verdicts are sent to the server the moment they are made; one the server did not take is
+// shown "not saved" and kept in this tab (sessionStorage) until it is sent.
 "use strict";
 
 const PAGE = 50;
+const CUT = 2000;  // characters of a passage shown before "show all"
+const TOKEN = document.querySelector("meta[name=labeler-token]").content;
 const main = document.getElementById("main");
 let views = null;
 let submissions = null;
+let here = {};  // the page shown: {list: [index, params]} or {query: [index, key, params]}
 
 function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
   for (const [key, value] of Object.entries(attrs)) {
-    if (key === "onclick" || key === "onchange") node[key] = value;
+    if (key === "onclick" || key === "onchange" || key === "onkeydown") node[key] = value;
+    else if (key === "style") node.style.cssText = value;  // CSSOM: allowed by the CSP
     else if (value !== null && value !== undefined && value !== false) node.setAttribute(key, value);
   }
   for (const child of children.flat(Infinity)) {
@@ -26,11 +33,33 @@ function el(tag, attrs = {}, ...children) {
 function show(...nodes) { main.replaceChildren(...nodes.flat(Infinity)); }
 
 async function api(path, body) {
-  const response = await fetch(path, body === undefined ? {} : {
-    method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
-  const payload = await response.json();
-  if (!response.ok) throw new Error(payload.error || response.statusText);
+  const headers = {"X-Labeler-Token": TOKEN};
+  const options = {headers};
+  if (body !== undefined) {
+    Object.assign(options, {method: "POST", body: JSON.stringify(body)});
+    headers["Content-Type"] = "application/json";
+  }
+  let response;
+  try {
+    response = await fetch(path, options);
+  } catch {
+    throw new Error("the server does not answer (stopped?)");
+  }
+  const payload = await response.json().catch(() => ({}));
+  if (!response.ok) throw new Error(payload.error || `${response.status} ${response.statusText}`);
   return payload;
+}
+
+// A text, "(empty)" when it has none.
+function filled(text) { return text && text.trim() ? text : el("span", {class: "muted"}, "(empty)"); }
+
+// A passage's text with the answers marked, cut at CUT characters with a "show all" button.
+function passage(text, answers) {
+  if (text.length <= CUT) return el("span", {}, highlighted(text, answers));
+  const node = el("span", {}, highlighted(text.slice(0, CUT), answers), "… ");
+  node.append(el("button", {class: "all", onclick: () => node.replaceChildren(
+    ...highlighted(text, answers))}, `show all (${text.length.toLocaleString("en")} characters)`));
+  return node;
 }
 
 function tag(text, kind) { return el("span", {class: `tag ${kind}`}, text); }
@@ -153,58 +182,115 @@ async function showList(index, params) {
     const next = new URLSearchParams({filter, q: search, page: 0, ...changes});
     location.hash = `#/v/${index}?${next}`;
   };
-  const searchBox = el("input", {type: "search", placeholder: "search questions",
+  const searchBox = el("input", {type: "search", placeholder: "search questions  ( / )",
     value: search, id: "search"});
   searchBox.onchange = () => go({q: searchBox.value});
-  const flagCells = row => Object.keys(view.filters).filter(f => f !== "all" && f in row)
+  const flags = Object.keys(view.filters).filter(f => !["all", "unreviewed"].includes(f));
+  const flagCells = row => flags.filter(f => f in row)
     .map(f => el("td", {}, row[f] ? tag(f, f === "disagree" ? "wrong" : "gold") : ""));
+  const listed = new URLSearchParams({filter, q: search});
   show(
     el("h1", {}, `${view.kind} · ${view.dataset}: `,
       view.versions.map(v => `${v.llm} v${v.version}`).join(", ")),
     el("div", {class: "bar"}, Object.entries(view.filters).map(([name, help]) =>
       el("button", {class: name === filter ? "on" : null, title: help, "data-filter": name,
-        onclick: () => go({filter: name})}, name)), searchBox,
-      el("span", {class: "muted", id: "total"}, `${list.total.toLocaleString("en")} queries`)),
+        onclick: () => go({filter: name})}, name === "unreviewed" ? "not yet reviewed by me" : name)),
+      searchBox,
+      el("span", {class: "muted", id: "total"}, `${list.total.toLocaleString("en")} queries`),
+      "unreviewed" in view.filters ? progress(list) : ""),
     el("table", {id: "queries"}, el("tr", {}, el("th", {}, "qid"), el("th", {}, "question"),
-      Object.keys(view.filters).filter(f => f !== "all").map(f => el("th", {}, f))),
-      list.rows.map(row => el("tr", {}, el("td", {}, el("a", {
-        href: `#/v/${index}/q/${encodeURIComponent(row.key)}`}, row.key)),
+      flags.map(f => el("th", {}, f))),
+      list.rows.map(row => el("tr", {"data-key": row.key}, el("td", {}, el("a", {
+        href: `#/v/${index}/q/${encodeURIComponent(row.key)}?${listed}`}, row.key)),
         el("td", {}, row.question), flagCells(row)))),
     el("div", {class: "bar"},
       el("button", {onclick: () => go({page: page - 1}), disabled: page === 0 || null}, "‹ prev"),
       `page ${page + 1} of ${Math.max(1, Math.ceil(list.total / PAGE))}`,
       el("button", {onclick: () => go({page: page + 1}),
         disabled: (page + 1) * PAGE >= list.total || null}, "next ›")),
-    submissionLinks(index), el("h2", {}, "Statistics"), statsTables(view.versions));
+    shortcuts(), submissionLinks(index), el("h2", {}, "Statistics"), statsTables(view.versions));
+  here = {list: [index, params]};
 }
 
-// The agree / disagree / unsure buttons and note of one label; each change is saved at once.
-function verdictBox(index, version, qid, pid, kept) {
-  const box = el("div", {class: "verdict", "data-pid": pid ?? "", "data-version": version});
-  const status = el("span", {class: "saved"});
-  const note = el("input", {type: "text", placeholder: "note", value: kept?.note ?? ""});
-  let chosen = kept?.verdict ?? null;
-  const save = async verdict => {
-    chosen = verdict;
-    await api(`/api/views/${index}/verdict`, {version, qid, pid, verdict, note: note.value});
-    for (const b of box.querySelectorAll("button")) {
-      b.classList.toggle("on", b.dataset.verdict === verdict);
+// How many of the view's queries the reviewer has given a verdict.
+function progress(counts) {
+  return el("span", {id: "progress"}, `reviewed by me: ${counts.judged} of ${counts.queries}`);
+}
+
+function shortcuts() {
+  return el("p", {class: "muted keys"}, "Keys: n / p next / previous query · j / k next / ",
+    "previous verdict box · a agree · d disagree · u unsure · e note (Enter saves) · / search");
+}
+
+// Verdicts not yet taken by the server, kept in this tab: key -> {verdict, note}.
+const drafts = {
+  key: (...parts) => JSON.stringify(parts),
+  get(key) { return JSON.parse(sessionStorage.getItem(key) || "null"); },
+  set(key, value) { sessionStorage.setItem(key, JSON.stringify(value)); },
+  drop(key) { sessionStorage.removeItem(key); },
+};
+
+// The agree / disagree / unsure buttons and note on one thing a version says about a query
+// (`about`: query, candidate or extraction; `pid` which one). A choice is saved at once, the
+// note with it; a note typed before a verdict is kept until one is chosen; a failed save
+// says "not saved" and keeps the verdict for "retry".
+function verdictBox(index, version, qid, about, pid, kept) {
+  const box = el("div", {class: "verdict", "data-about": about, "data-pid": pid ?? "",
+    "data-version": version});
+  const key = drafts.key(index, version, qid, about, pid);
+  const draft = drafts.get(key);
+  const status = el("span", {class: "saved"}, kept && !draft ? "saved" : "");
+  const note = el("input", {type: "text", placeholder: "note", maxlength: 4096,
+    value: draft?.note ?? kept?.note ?? ""});
+  let chosen = draft?.verdict ?? kept?.verdict ?? null;
+  const retry = el("button", {class: "retry", hidden: true, onclick: () => save()}, "retry");
+  const say = (text, kind) => { status.textContent = text; status.className = kind; };
+  const save = async () => {
+    drafts.set(key, {verdict: chosen, note: note.value});
+    if (!chosen) return say("note kept: choose a verdict to save it", "pending");
+    say("saving…", "pending");
+    try {
+      await api(`/api/views/${index}/verdict`,
+        {version, qid, about, pid, verdict: chosen, note: note.value});
+    } catch (error) {
+      retry.hidden = false;
+      return say(`not saved: ${error.message}`, "unsaved");
     }
-    status.textContent = "saved";
+    drafts.drop(key);
+    retry.hidden = true;
+    say("saved", "saved");
   };
   const buttons = ["agree", "disagree", "unsure"].map(v => el("button", {
-    "data-verdict": v, class: v === chosen ? "on" : null, onclick: () => save(v)}, v));
-  note.onchange = () => { if (chosen) save(chosen); };
-  box.append(...buttons, el("br"), note, " ", status);
+    "data-verdict": v, class: v === chosen ? "on" : null, onclick: () => box.choose(v)}, v));
+  box.choose = verdict => {
+    chosen = verdict;
+    for (const b of buttons) b.classList.toggle("on", b.dataset.verdict === verdict);
+    return save();
+  };
+  box.note = note;
+  note.onchange = () => save();
+  note.onkeydown = event => { if (event.key === "Enter") note.blur(); };
+  box.append(...buttons, el("br"), note, " ", status, " ", retry);
+  if (draft) {
+    retry.hidden = !draft.verdict;
+    say(draft.verdict ? "not saved" : "note kept: choose a verdict to save it",
+      draft.verdict ? "unsaved" : "pending");
+  }
   return box;
+}
+
+// The verdicts kept on query `page` in version `i`: about -> pid ("" for none) -> verdict.
+function keptVerdicts(page, i) {
+  const kept = {};
+  for (const v of page.verdicts[i]) (kept[v.about] ??= {})[v.pid ?? ""] = v;
+  return about => kept[about] || {};
 }
 
 function utilityPage(index, page) {
   const view = views[index];
   const present = page.records.map((r, i) => [r, i]).filter(([r]) => r);
   const first = present[0][0];
-  const kept = i => Object.fromEntries(page.verdicts[i].map(v => [v.pid ?? "", v]));
-  const verdicts = page.verdicts.map((_, i) => kept(i));
+  const verdicts = page.verdicts.map((_, i) => keptVerdicts(page, i));
   const candidates = new Map();
   for (const [record] of present) {
     for (const c of record.candidates) if (!candidates.has(c.pid)) candidates.set(c.pid, c);
@@ -218,22 +304,22 @@ function utilityPage(index, page) {
     el("table", {}, el("tr", {}, el("th", {}, "llm"), el("th", {}, "answer"),
       el("th", {}, "known"), el("th", {}, "gold utilitarian"), el("th", {}, "verdict on the query")),
       present.map(([r, i]) => el("tr", {}, el("td", {}, r.llm),
-        el("td", {class: "answer"}, r.closed_book_answer), el("td", {}, rightWrong(r.known)),
+        el("td", {class: "answer"}, filled(r.closed_book_answer)), el("td", {}, rightWrong(r.known)),
         el("td", {}, r.utility_pids.length ? r.utility_pids.join(", ") : "none"),
-        el("td", {}, verdictBox(index, i, page.key, null, verdicts[i][""]))))),
+        el("td", {}, verdictBox(index, i, page.key, "query", null, verdicts[i]("query")[""]))))),
     el("h2", {}, "Candidates"),
     el("table", {id: "candidates"}, el("tr", {}, el("th", {}, "passage"), el("th", {}, "source"),
       llmHead),
       [...candidates.values()].map(c => el("tr", {"data-pid": c.pid},
-        el("td", {class: "passage"}, el("b", {}, c.title), " ", highlighted(c.text, first.answers)),
+        el("td", {class: "passage"}, el("b", {}, c.title), " ", passage(c.text, first.answers)),
         el("td", {}, c.rank ? `rank ${c.rank}` : "not retrieved", el("br"),
           c.gold ? tag("human gold", "gold") : "", el("div", {class: "muted"}, c.pid)),
         present.map(([r, i]) => {
           const mine = r.candidates.find(x => x.pid === c.pid);
           if (!mine) return el("td", {class: "muted"}, "not in this pool");
-          return el("td", {}, el("div", {class: "answer"}, mine.answer), rightWrong(mine.correct),
-            " ", mine.utility ? tag("utilitarian", "useful") : "",
-            verdictBox(index, i, page.key, c.pid, verdicts[i][c.pid]));
+          return el("td", {}, el("div", {class: "answer"}, filled(mine.answer)),
+            rightWrong(mine.correct), " ", mine.utility ? tag("utilitarian", "useful") : "",
+            verdictBox(index, i, page.key, "candidate", c.pid, verdicts[i]("candidate")[c.pid]));
         })))),
   ];
 }
@@ -243,32 +329,47 @@ function versionName(index, i) {
   return `${v.llm} v${v.version}`;
 }
 
-// SEER: a query's extractions with the three experts' scores, weighted score and rank, and
-// its preference pairs with their λ weights.
+// SEER: a query's passages and full answer, its extractions with the three experts' scores,
+// weighted score, rank and a verdict each, and its preference pairs with their λ weights.
 function seerPage(index, page) {
   const score = x => el("td", {class: "num"}, number(x));
-  return page.records.map((r, i) => r && [
-    el("h1", {}, r.question),
-    el("p", {}, "Gold answers: ", r.answers.map(a => tag(a, "gold"))),
-    el("h2", {}, `${versionName(index, i)}: extractions`),
-    el("table", {class: "extractions"}, el("tr", {}, ["rank", "sample", "tokens", "faithfulness",
-      "helpfulness", "conciseness", "weighted", "evidence"].map(h => el("th", {}, h))),
-      r.extractions.map(e => el("tr", {}, score(e.rank), score(e.sample), score(e.tokens),
-        score(e.scores.faithfulness), score(e.scores.helpfulness), score(e.scores.conciseness),
-        score(e.scores.weighted), el("td", {class: "passage"}, highlighted(e.text, r.answers))))),
-    el("h2", {}, `${versionName(index, i)}: preference pairs`),
-    el("table", {class: "pairs"}, el("tr", {}, ["chosen rank", "rejected rank", "λ",
-      "chosen weighted", "rejected weighted"].map(h => el("th", {}, h))),
-      (page.tables[i].pairs || []).map(p => el("tr", {}, score(p.chosen_rank),
-        score(p.rejected_rank), score(p.lambda_weight), score(p.chosen_scores.weighted),
-        score(p.rejected_scores.weighted))))]);
+  return page.records.map((r, i) => {
+    if (!r) return null;
+    const kept = keptVerdicts(page, i);
+    return [
+      el("h1", {}, r.question),
+      el("p", {}, "Gold answers: ", r.answers.map(a => tag(a, "gold")), " ",
+        el("span", {class: "muted"}, `qid ${page.key}`)),
+      el("h2", {}, `${versionName(index, i)}: passages`),
+      el("table", {class: "passages"}, el("tr", {}, ["rank", "passage"].map(h => el("th", {}, h))),
+        r.candidates.map(c => el("tr", {}, score(c.rank), el("td", {class: "passage"},
+          el("b", {}, c.title), " ", passage(c.text, r.answers), el("div", {class: "muted"}, c.pid))))),
+      el("p", {}, "Full answer (with all passages): ", el("span", {class: "answer"}, filled(r.full_answer)),
+        " ", verdictBox(index, i, page.key, "query", null, kept("query")[""])),
+      el("h2", {}, `${versionName(index, i)}: extractions`),
+      el("table", {class: "extractions"}, el("tr", {}, ["rank", "sample", "tokens", "faithfulness",
+        "helpfulness", "conciseness", "weighted", "evidence", "verdict"].map(h => el("th", {}, h))),
+        r.extractions.map(e => el("tr", {"data-sample": e.sample}, score(e.rank), score(e.sample),
+          score(e.tokens), score(e.scores.faithfulness), score(e.scores.helpfulness),
+          score(e.scores.conciseness), score(e.scores.weighted),
+          el("td", {class: "passage"}, e.text.trim() ? passage(e.text, r.answers) : filled("")),
+          el("td", {}, verdictBox(index, i, page.key, "extraction", String(e.sample),
+            kept("extraction")[String(e.sample)]))))),
+      el("h2", {}, `${versionName(index, i)}: preference pairs`),
+      el("table", {class: "pairs"}, el("tr", {}, ["chosen rank", "rejected rank", "λ",
+        "chosen weighted", "rejected weighted"].map(h => el("th", {}, h))),
+        (page.tables[i].pairs || []).map(p => el("tr", {}, score(p.chosen_rank),
+          score(p.rejected_rank), score(p.lambda_weight), score(p.chosen_scores.weighted),
+          score(p.rejected_scores.weighted))))];
+  });
 }
 
 // Rubric: a query's questions x candidates as a P(yes) heatmap, beside each candidate's BM25
-// and fused ranks and its qrels grade.
+// and fused ranks, its qrels grade and a verdict on it.
 function rubricPage(index, page) {
   return page.records.map((r, i) => {
     if (!r) return null;
+    const kept = keptVerdicts(page, i);
     const candidates = [...(page.tables[i].candidates || [])].sort((a, b) => a.rank - b.rank);
     const heat = p => el("td", {class: "cell", title: number(p),
       style: `background: hsl(140, 60%, ${96 - 50 * p}%)`}, p.toFixed(2));
@@ -276,11 +377,14 @@ function rubricPage(index, page) {
       el("h1", {}, r.query),
       el("h2", {}, `${versionName(index, i)}: questions`),
       el("ol", {}, r.questions.map(q => el("li", {}, q.text))),
+      verdictBox(index, i, page.key, "query", null, kept("query")[""]),
       el("table", {class: "heat"}, el("tr", {}, ["pid", "BM25 rank", "fused rank", "grade"]
-        .map(h => el("th", {}, h)), r.questions.map((q, n) => el("th", {title: q.text}, `Q${n + 1}`))),
-        candidates.map(c => el("tr", {}, el("td", {}, c.pid), el("td", {class: "num"}, c.bm25_rank),
-          el("td", {class: "num"}, c.rank), el("td", {class: "num"}, c.label ?? "n/a"),
-          c.p_yes.map(heat))))];
+        .map(h => el("th", {}, h)), r.questions.map((q, n) => el("th", {title: q.text}, `Q${n + 1}`)),
+        el("th", {}, "verdict")),
+        candidates.map(c => el("tr", {"data-pid": c.pid}, el("td", {}, c.pid),
+          el("td", {class: "num"}, c.bm25_rank), el("td", {class: "num"}, c.rank),
+          el("td", {class: "num"}, c.label ?? "n/a"), c.p_yes.map(heat),
+          el("td", {}, verdictBox(index, i, page.key, "candidate", c.pid, kept("candidate")[c.pid])))))];
   });
 }
 
@@ -291,28 +395,74 @@ function recordPage(index, page) {
     r ? el("pre", {}, JSON.stringify(r, null, 2)) : el("p", {class: "muted"}, "not here")])];
 }
 
-async function showQuery(index, key) {
-  const page = await api(`/api/views/${index}/query/${encodeURIComponent(key)}`);
+// A query's page: "all queries", previous / next in the list it was opened from, progress.
+async function showQuery(index, key, params) {
+  const listed = new URLSearchParams({filter: params.get("filter") || "all", q: params.get("q") || ""});
+  const [page, around] = await Promise.all([
+    api(`/api/views/${index}/query/${encodeURIComponent(key)}`),
+    api(`/api/views/${index}/neighbours/${encodeURIComponent(key)}?${listed}`)]);
   const pages = {utility: utilityPage, seer: seerPage, rubric: rubricPage};
   const body = (pages[views[index].kind] || recordPage)(index, page);
-  show(el("p", {}, el("a", {href: `#/v/${index}`}, "‹ all queries")), ...body);
+  const link = (to, text, id) => to === null ? el("span", {class: "muted"}, text)
+    : el("a", {id, href: `#/v/${index}/q/${encodeURIComponent(to)}?${listed}`}, text);
+  show(el("div", {class: "bar"}, el("a", {href: `#/v/${index}?${listed}`}, "‹ all queries"),
+    link(around.previous, "‹ previous (p)", "previous"), link(around.next, "next (n) ›", "next"),
+    "unreviewed" in views[index].filters ? progress(around) : ""), ...body, shortcuts());
+  here = {query: [index, key, params], around, listed};
+  select(0);
+}
+
+// The verdict box keyboard keys act on: the n-th on the page, outlined.
+let selected = 0;
+function select(n) {
+  const boxes = [...main.querySelectorAll(".verdict")];
+  if (!boxes.length) return null;
+  selected = Math.max(0, Math.min(n, boxes.length - 1));
+  boxes.forEach((b, i) => b.classList.toggle("selected", i === selected));
+  boxes[selected].scrollIntoView({block: "nearest"});
+  return boxes[selected];
+}
+
+function onKey(event) {
+  if (event.ctrlKey || event.metaKey || event.altKey) return;
+  if (event.target.matches("input")) {
+    if (event.key === "Escape") event.target.blur();
+    return;
+  }
+  const go = to => { if (to !== null) location.hash = `#/v/${here.query[0]}/q/${encodeURIComponent(to)}?${here.listed}`; };
+  const box = here.query ? select(selected) : null;
+  const verdicts = {a: "agree", d: "disagree", u: "unsure"};
+  if (event.key === "/") document.getElementById("search")?.focus();
+  else if (here.list && event.key === "n") main.querySelector("#queries a")?.click();
+  else if (!here.query) return;
+  else if (event.key === "n") go(here.around.next);
+  else if (event.key === "p") go(here.around.previous);
+  else if (event.key === "j") select(selected + 1);
+  else if (event.key === "k") select(selected - 1);
+  else if (box && verdicts[event.key]) box.choose(verdicts[event.key]);
+  else if (box && event.key === "e") box.note.focus();
+  else return;
+  event.preventDefault();
 }
 
 async function route() {
-  views = views || await api("/api/views");
-  submissions = submissions || await api("/api/submissions");
+  here = {};
   const [path, search] = location.hash.slice(1).split("?");
   const parts = path.split("/").filter(Boolean);
+  const params = new URLSearchParams(search);
   try {
-    if (parts[0] === "v" && parts[2] === "q") await showQuery(Number(parts[1]), decodeURIComponent(parts[3]));
-    else if (parts[0] === "v") await showList(Number(parts[1]), new URLSearchParams(search));
-    else if (parts[0] === "s") await showSubmission(Number(parts[1]), new URLSearchParams(search));
-    else if (views.length === 1 && !submissions.length) await showList(0, new URLSearchParams());
+    views = views || await api("/api/views");
+    submissions = submissions || await api("/api/submissions");
+    if (parts[0] === "v" && parts[2] === "q") await showQuery(Number(parts[1]), decodeURIComponent(parts[3]), params);
+    else if (parts[0] === "v") await showList(Number(parts[1]), params);
+    else if (parts[0] === "s") await showSubmission(Number(parts[1]), params);
+    else if (views.length === 1 && !submissions.length) await showList(0, params);
     else await showViews();
   } catch (error) {
-    show(el("p", {class: "wrong"}, `error: ${error.message}`));
+    show(el("p", {class: "wrong", id: "error"}, `error: ${error.message}`));
   }
 }
 
 window.addEventListener("hashchange", route);
+document.addEventListener("keydown", onKey);
 route();
