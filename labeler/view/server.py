@@ -30,6 +30,7 @@ from labeler.view.guard import (
 )
 from labeler.view.subjects import JUDGED, check_subject, read_request
 from labeler.view.submission import Scored, score_submissions
+from labeler.view.texts import candidate_texts
 from labeler.view.verdicts import Verdicts
 
 STATIC = Path(__file__).parent / "static"
@@ -219,6 +220,10 @@ class _Handler(BaseHTTPRequestHandler):
         viewing = self.server.viewing
         view = viewing.views[view_index]
         page = view.query(key)
+        if view.kind == "rubric":
+            page["texts"] = [candidate_texts(version.manifest, [
+                c["pid"] for c in tables.get("candidates", [])])
+                for version, tables in zip(view.versions, page["tables"], strict=True)]
         with viewing.lock:
             page["verdicts"] = [viewing.verdicts[(view_index, j)].of(key)
                                 if (view_index, j) in viewing.verdicts else []

@@ -31,7 +31,7 @@ def site(nq2_build, tmp_path):
                            submissions=[selection])
     server = make_server(viewing)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/", viewing, (smollm, scripted)
+    yield server.url, viewing, (smollm, scripted)
     server.shutdown()
     server.server_close()
 
@@ -101,14 +101,23 @@ def test_a_seer_query_shows_its_extractions_scores_and_pairs(browser, seer2_buil
     threading.Thread(target=server.serve_forever, daemon=True).start()
     page = browser.new_page(viewport={"width": 1200, "height": 800})
     try:
-        page.goto(f"http://127.0.0.1:{server.server_address[1]}/#/v/0/q/{qid}")
+        page.goto(f"{server.url}#/v/0/q/{qid}")
         page.wait_for_selector("table.extractions")
         page.screenshot(path=tmp_path / "seer.png", full_page=True)
         ranks = page.locator("table.extractions tr td:first-child").all_inner_texts()
         assert ranks == [str(e["rank"]) for e in record["extractions"]]
         assert page.locator("table.pairs tr").count() - 1 == len(
             viewing.views[0].versions[0].table_records(qid).get("pairs", []))
+        assert page.locator("table.passages tr").count() - 1 == len(record["candidates"])
+        assert record["full_answer"].strip()[:20] in page.inner_text("main") or \
+            not record["full_answer"].strip()
+        sample = str(record["extractions"][0]["sample"])
+        page.click(f"tr[data-sample='{sample}'] button[data-verdict=agree]")
+        page.wait_for_selector(f"tr[data-sample='{sample}'] .saved:text-is('saved')")
     finally:
         page.close()
         server.shutdown()
         server.server_close()
+    (review,) = viewing.seal()
+    assert [(r["about"], r["pid"], r["verdict"]) for r in load_artifact(review).records] == [
+        ("extraction", sample, "agree")]

@@ -217,6 +217,16 @@ function progress(counts) {
   return el("span", {id: "progress"}, `reviewed by me: ${counts.judged} of ${counts.queries}`);
 }
 
+// The query page's progress, again after a verdict was saved.
+async function refreshProgress() {
+  const node = document.getElementById("progress");
+  if (!node || !here.query) return;
+  const [index, key] = here.query;
+  const around = await api(`/api/views/${index}/neighbours/${encodeURIComponent(key)}?${here.listed}`)
+    .catch(() => null);
+  if (around) node.replaceWith(progress(around));
+}
+
 function shortcuts() {
   return el("p", {class: "muted keys"}, "Keys: n / p next / previous query · j / k next / ",
     "previous verdict box · a agree · d disagree · u unsure · e note (Enter saves) · / search");
@@ -259,6 +269,7 @@ function verdictBox(index, version, qid, about, pid, kept) {
     drafts.drop(key);
     retry.hidden = true;
     say("saved", "saved");
+    refreshProgress();
   };
   const buttons = ["agree", "disagree", "unsure"].map(v => el("button", {
     "data-verdict": v, class: v === chosen ? "on" : null, onclick: () => box.choose(v)}, v));
@@ -364,12 +375,15 @@ function seerPage(index, page) {
   });
 }
 
-// Rubric: a query's questions x candidates as a P(yes) heatmap, beside each candidate's BM25
-// and fused ranks, its qrels grade and a verdict on it.
+// Rubric: a query's questions x candidates as a P(yes) heatmap, beside each candidate's text
+// (from the source's corpus), BM25 and fused ranks, its qrels grade and a verdict on it.
 function rubricPage(index, page) {
   return page.records.map((r, i) => {
     if (!r) return null;
     const kept = keptVerdicts(page, i);
+    const {texts, error} = page.texts[i];
+    const text = pid => texts[pid] ? [el("b", {}, texts[pid].title), " ", passage(texts[pid].text, [])]
+      : el("span", {class: "muted"}, error ? "(text not at hand)" : "(not in the corpus)");
     const candidates = [...(page.tables[i].candidates || [])].sort((a, b) => a.rank - b.rank);
     const heat = p => el("td", {class: "cell", title: number(p),
       style: `background: hsl(140, 60%, ${96 - 50 * p}%)`}, p.toFixed(2));
@@ -378,10 +392,12 @@ function rubricPage(index, page) {
       el("h2", {}, `${versionName(index, i)}: questions`),
       el("ol", {}, r.questions.map(q => el("li", {}, q.text))),
       verdictBox(index, i, page.key, "query", null, kept("query")[""]),
-      el("table", {class: "heat"}, el("tr", {}, ["pid", "BM25 rank", "fused rank", "grade"]
+      error ? el("p", {class: "wrong"}, error) : "",
+      el("table", {class: "heat"}, el("tr", {}, ["pid", "document", "BM25 rank", "fused rank", "grade"]
         .map(h => el("th", {}, h)), r.questions.map((q, n) => el("th", {title: q.text}, `Q${n + 1}`)),
         el("th", {}, "verdict")),
         candidates.map(c => el("tr", {"data-pid": c.pid}, el("td", {}, c.pid),
+          el("td", {class: "passage"}, text(c.pid)),
           el("td", {class: "num"}, c.bm25_rank), el("td", {class: "num"}, c.rank),
           el("td", {class: "num"}, c.label ?? "n/a"), c.p_yes.map(heat),
           el("td", {}, verdictBox(index, i, page.key, "candidate", c.pid, kept("candidate")[c.pid])))))];
