@@ -105,7 +105,9 @@ def score(submissions: tuple[Path, ...], references: tuple[str, ...], kind: str 
     evaluates evidence (its Table 1): the generator answers with the evidence prepended.
 
     A `review` version folder (verdicts made in `labeler view`) against the labels version it
-    names: each reviewer's verdicts and agreement, agree / (agree + disagree).
+    names: verdicts and agreement, agree / (agree + disagree), per reviewer and per thing
+    judged (query, candidate, extraction), and Cohen's kappa between each two reviewers over
+    the items both judged.
     """
     if any(path.is_dir() for path in submissions):
         if len(submissions) != 1 or len(references) != 1:
@@ -153,20 +155,29 @@ def _report_left_out(reports: list) -> None:
 
 
 def _agreement(review: Path, labels: Path, as_json: bool) -> None:
-    """The review's agreement with the labels, a row per reviewer."""
-    from rich.table import Table
-
+    """The review's agreement with the labels, per reviewer and per thing judged, and
+    between reviewers."""
     from labeler.scoring.agreement import review_agreement
 
-    rows = review_agreement(review, labels)
-    table = Table(title=f"Agreement of {review} with {labels}", title_justify="left")
-    for column in rows[0]:
-        table.add_column(column, justify="left" if column == "reviewer" else "right")
+    found = review_agreement(review, labels)
+    tables = (_agreement_table(f"Agreement of {review} with {labels}", found["reviewers"]),
+              _agreement_table("Agreement with the labels per thing judged", found["about"]),
+              _agreement_table("Agreement between reviewers, over the items both judged "
+                               "(Cohen's kappa)", found["between"]))
+    emit(found, [table for table in tables if table.row_count], as_json=as_json)
+
+
+def _agreement_table(title: str, rows: list[dict]) -> Table:
+    """A table of agreement rows: the first column a name, shares in percent, kappa as is."""
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for n, column in enumerate(rows[0] if rows else ()):
+        table.add_column(column, justify="left" if n == 0 else "right")
     for row in rows:
-        share = row["agreement"]
-        table.add_row(*(str(v) for v in list(row.values())[:-1]),
-                      "n/a" if share is None else f"{100 * share:.1f}%")
-    emit(rows, [table], as_json=as_json)
+        table.add_row(*("n/a" if v is None else f"{100 * v:.1f}%" if k in ("agreement", "same")
+                        else f"{v:.3f}" if k == "kappa" else str(v) for k, v in row.items()))
+    return table
 
 
 def _print(reports: list[Report], report: Report) -> None:

@@ -14,6 +14,7 @@ _EXPORTS = {
     "SelectionScores": "labeler.metrics.selection",
     "answer_f1": "labeler.metrics.answers",
     "answer_tokens": "labeler.metrics.answers",
+    "cohen_kappa": "labeler.metrics.kappa",
     "experiment_ndcg": "labeler.metrics.ranking",
     "extraction_metrics": "labeler.metrics.extraction",
     "has_answer": "labeler.metrics.answers",

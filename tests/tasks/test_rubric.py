@@ -221,6 +221,96 @@ def test_validate_derives_the_rubric_tables_again_with_a_scripted_llm(tmp_path):
     """A version written from scripted P(yes) on the real cisi-sample, with a threshold and a
     weight the derivation must take from the manifest's config: valid as written, and each
     edit of a derived value is named (the slow build test does the same on SmolLM2's)."""
+    from support.rubric2 import scripted_rubric
+
+    version = scripted_rubric(tmp_path / "out")
+    _edits_of_derived_tables_are_refused(version, tmp_path / "edited")
+
+
+def _edits_of_derived_tables_are_refused(version, edited):
+    """A fused score raised, then two documents of fused.trec swapped, each with its sha256
+    updated in the manifest: validate derives them again and names file, line and field."""
+    import hashlib
+    import shutil
+
+    shutil.copytree(version, edited)
+
+    def rewrite(name, lines):
+        (edited / name).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        manifest = json.loads((edited / "manifest.json").read_text(encoding="utf-8"))
+        manifest["files"][name] = hashlib.sha256((edited / name).read_bytes()).hexdigest()
+        (edited / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+
+    rows = (version / "candidates-00000.jsonl").read_text(encoding="utf-8").splitlines()
+    row = json.loads(rows[0])
+    rewrite("candidates-00000.jsonl", [json.dumps({**row, "fused": row["fused"] + 100}), *rows[1:]])
+    assert validate_path(edited) == [
+        (f"candidates-00000.jsonl:1: field 'fused' is {row['fused'] + 100!r} but its labels and "
+        f"manifest give {row['fused']!r}")]
+    rewrite("candidates-00000.jsonl", rows)
+    run = (version / "fused.trec").read_text(encoding="utf-8").splitlines()
+    first, second = run[0].split(), run[1].split()
+    first[2], second[2] = second[2], first[2]  # the top two documents swapped, scores kept
+    rewrite("fused.trec", [" ".join(first), " ".join(second), *run[2:]])
+    assert validate_path(edited) == [
+        f"fused.trec:1: is '{' '.join(first)}' but the labels give '{run[0]}'"]
+
+
+def test_label_retries_scores_and_fuses_with_a_scripted_llm():
+    from support.scripted import ScriptedBackend
+
+    from labeler.retrieval import build_pools
+    from labeler.sources.registry import load_source
+    from labeler.tasks.base import make_shards
+    from labeler.tasks.rubric import RubricTask
+
+    source = load_source("cisi-sample", limit=2)
+    pools = build_pools(source, pool="rp", k=5, encoder="bm25")
+    [shard] = make_shards(source.queries, pools, 2)
+    asked: dict[str, int] = {}
+
+    def answer(text: str) -> str:
+        # query 1 lists two questions (one a near repeat); query 2 says nothing usable, twice
+        asked[text] = asked.get(text, 0) + 1
+        if "descriptive titles" in text:
+            return ("1. Does the document discuss titles?\n2. Does the document discuss "
+                    "titles?\n3. Is the document about libraries?")
+        return "I cannot help with that."
+
+    def probs(text: str, choices) -> dict[str, float]:
+        # "Yes" 0.6 and "No" 0.2 when the document mentions titles, the reverse otherwise
+        yes, no = (0.6, 0.2) if "title" in text.split("Answer yes or no.")[0] else (0.2, 0.6)
+        return {c: {"Yes": yes, "No": no}.get(c, 0.05) for c in choices}
+
+    task = RubricTask(RubricConfig(dataset="cisi-sample", k=5, rerank_k=3, weight=2.0))
+    records = task.label(task.calls(ScriptedBackend(answer=answer, probs=probs)), shard)
+    tables = task.derive(records, {})
+    first, second = tables["data"]
+    assert [q["text"] for q in first["questions"]] == [
+        "Does the document discuss titles?", "Is the document about libraries?"]
+    assert not first["retried"] and second["retried"] and second["questions"] == []
+    assert sorted(asked.values()) == [1, 2]  # query 2 asked once more, query 1 once
+    rows = [r for r in tables["candidates"] if r["qid"] == "1"]
+    for row in rows:
+        if row["bm25_rank"] <= 3:
+            titled = "title" in source.corpus[row["pid"]].contents
+            # the four variants summed: yes 0.6 + 3 · 0.05, no 0.2 + 3 · 0.05 (or the reverse)
+            p = (0.75 if titled else 0.35) / 1.1
+            assert row["p_yes"] == pytest.approx([p, p])
+            assert row["fused"] == pytest.approx(row["bm25"] + 2.0 * 2 * p)
+        else:
+            assert row["p_yes"] == [] and row["rubric"] is None and row["fused"] == row["bm25"]
+    assert [r["bm25_rank"] for r in sorted(rows, key=lambda r: r["rank"])][3:] == [4, 5]
+    empty = [r for r in tables["candidates"] if r["qid"] == "2"]
+    assert all(r["rubric"] == 0 for r in empty if r["bm25_rank"] <= 3)
+    stats = task.statistics(tables["data"])
+    assert (stats["queries"], stats["questions"], stats["retried"], stats["empty"]) == (2, 2, 1, 1)
+
+
+def test_validate_derives_the_rubric_tables_again_with_a_scripted_llm(tmp_path):
+    """A version written from scripted P(yes) on the real cisi-sample, with a threshold and a
+    weight the derivation must take from the manifest's config: valid as written, and each
+    edit of a derived value is named (the slow build test does the same on SmolLM2's)."""
     from support.scripted import ScriptedBackend
 
     from labeler.artifacts.writer import VersionWriter

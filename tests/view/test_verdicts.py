@@ -92,22 +92,51 @@ def test_a_journal_line_cut_by_a_kill_is_left_out(labels):
     assert len(_verdicts(labels).of("q1")) == 1
 
 
-def test_score_reports_each_reviewers_agreement_and_refuses_other_labels(labels, tmp_path):
+def test_score_reports_agreement_per_reviewer_per_thing_and_between_reviewers(labels,
+                                                                             tmp_path):
     records = load_artifact(labels).records
-    ann = _verdicts(labels, "ann")
-    ann.add(qid=records[0]["qid"], pid=None, verdict="agree")
-    ann.add(qid=records[1]["qid"], pid=None, verdict="disagree")
-    ann.add(qid=records[2]["qid"], pid=None, verdict="unsure")
-    review = ann.seal()
+    qids = [r["qid"] for r in records]
+    pid = records[0]["candidates"][0]["pid"]
+    ann, bob = _verdicts(labels, "ann"), _verdicts(labels, "bob")
+    for qid, verdict in zip(qids, ("agree", "disagree", "unsure"), strict=True):
+        ann.add(qid=qid, pid=None, verdict=verdict)
+    ann.add(qid=qids[0], pid=pid, verdict="agree")
+    ann.seal()
+    for qid, verdict in zip(qids, ("agree", "agree", "unsure"), strict=True):
+        bob.add(qid=qid, pid=None, verdict=verdict)
+    review = bob.seal()  # on top of ann's: both reviewers
 
     result = CliRunner().invoke(cli, ["score", str(review), "--against", str(labels), "--json"])
 
     assert result.exit_code == 0, result.output
-    rows = json.loads(result.stdout)
-    assert rows[0] == {"reviewer": "ann", "verdicts": 3, "agree": 1, "disagree": 1,
-                       "unsure": 1, "agreement": 0.5}
-    assert rows[-1]["reviewer"] == "all"
+    found = json.loads(result.stdout)
+    assert found["reviewers"][0] == {"reviewer": "ann", "verdicts": 4, "agree": 2,
+                                     "disagree": 1, "unsure": 1, "agreement": 2 / 3}
+    assert [r["reviewer"] for r in found["reviewers"]] == ["ann", "bob", "all"]
+    assert [(r["about"], r["verdicts"]) for r in found["about"]] == [("query", 6),
+                                                                   ("candidate", 1)]
+    # over the three queries both judged: alike on 2; p_e = (1·2 + 1·0 + 1·1) / 9 = 1/3
+    assert found["between"] == [{"reviewers": "ann × bob", "items": 3, "same": 2 / 3,
+                                 "kappa": pytest.approx((2 / 3 - 1 / 3) / (1 - 1 / 3))}]
+    table = CliRunner().invoke(cli, ["score", str(review), "--against", str(labels)])
+    assert "Cohen's kappa" in table.output and "0.500" in table.output
     refused = CliRunner().invoke(cli, ["score", str(review), "--against", str(review)])
     assert isinstance(refused.exception, ArtifactError)
     assert "these verdicts are on utility v1 of nq-sample × smollm2-135m" in str(
         refused.exception)
+
+
+def test_two_sessions_of_one_reviewer_share_the_journal_and_seal_all_of_it(labels):
+    records = load_artifact(labels).records
+    first, second = _verdicts(labels), _verdicts(labels)  # two servers, one reviewer
+    first.add(qid=records[0]["qid"], pid=None, verdict="agree")
+    second.add(qid=records[1]["qid"], pid=None, verdict="disagree")
+
+    folder = first.seal()  # from disk: the other session's verdict too
+    second.add(qid=records[2]["qid"], pid=None, verdict="unsure")
+    later = second.seal()  # on top of the first's version
+
+    assert len(load_artifact(folder).records) == 2
+    assert [r["verdict"] for r in load_artifact(later).records] == [
+        "agree", "disagree", "unsure"]
+    assert not first.journal.exists()
