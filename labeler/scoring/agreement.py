@@ -13,7 +13,11 @@ from labeler.artifacts.manifest import MANIFEST, read_manifest
 from labeler.artifacts.reader import open_artifact
 from labeler.errors import ArtifactError, InputError
 from labeler.metrics.kappa import cohen_kappa
-from labeler.view.review import ABOUT, VERDICTS
+from labeler.resources import load_schema
+
+#: the verdicts, and what a verdict may be about, in the review schema's order
+VERDICTS, ABOUT = (tuple(load_schema("review")["properties"][name]["enum"])
+                   for name in ("verdict", "about"))
 
 
 def review_agreement(review: str | Path, labels: str | Path) -> dict[str, list[dict]]:

@@ -10,10 +10,11 @@ from collections.abc import Iterable
 from typing import ClassVar
 
 from labeler.artifacts.kinds import ArtifactKind
+from labeler.resources import load_schema
 
-VERDICTS = ("agree", "disagree", "unsure")
-#: what a verdict may be about (schemas/review.schema.json `about`)
-ABOUT = ("query", "candidate", "extraction")
+#: the verdicts, and what a verdict may be about, in the review schema's order
+VERDICTS, ABOUT = (tuple(load_schema("review")["properties"][name]["enum"])
+                   for name in ("verdict", "about"))
 
 
 class ReviewKind(ArtifactKind):
