@@ -1,9 +1,11 @@
-"""`labeler view` as a user runs it: a process that prints its address, keeps a verdict, and on
-SIGTERM writes it as the next review version, which `labeler validate` accepts."""
+"""`labeler view` as a user runs it: a process that prints its address (with its token) and
+opens it (--open), keeps a verdict, and on SIGTERM writes it as the next review version, which
+`labeler validate` accepts."""
 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -17,10 +19,14 @@ from labeler.cli import cli
 
 def test_serve_keep_a_verdict_stop_and_the_review_version_is_written(labels, tmp_path):
     qid = load_artifact(labels).records[0]["qid"]
+    opened = tmp_path / "opened.txt"  # --open: the "browser" (webbrowser runs $BROWSER) says what
+    browser = tmp_path / "browser.py"
+    browser.write_text(f"import sys; open({str(opened)!r}, 'w').write(sys.argv[1])")
     process = subprocess.Popen(
         [sys.executable, "-c", "from labeler.cli import main; main()", "view", str(labels),
-         "--reviewer", "ann", "--out", str(tmp_path / "reviews"), "--json"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+         "--reviewer", "ann", "--out", str(tmp_path / "reviews"), "--json", "--open"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "BROWSER": f"{sys.executable} {browser} %s"})
     try:
         url = json.loads(process.stdout.readline())["url"]
         address, token = url.split("/?token=")
@@ -36,6 +42,7 @@ def test_serve_keep_a_verdict_stop_and_the_review_version_is_written(labels, tmp
         process.send_signal(signal.SIGTERM)
         stdout, stderr = process.communicate(timeout=60)
 
+    assert opened.read_text() == url  # the page opened with its token
     review = tmp_path / "reviews" / "review" / "nq-sample" / "smollm2-135m" / "v1"
     assert process.returncode == 0, stderr
     assert stdout == ""  # --json: the address was the one document
