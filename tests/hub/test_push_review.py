@@ -68,7 +68,7 @@ def test_verdicts_on_a_rubric_candidate_and_a_seer_extraction_round_trip(hub, se
     """Made through the viewer's server by two reviewers, sealed, validated, pushed, pulled
     byte-identical and scored: per reviewer, per thing judged, and Cohen's kappa."""
     rubric = scripted_rubric(tmp_path / "out")
-    doc = load_artifact(rubric).tables["candidates"][0]
+    doc = json.loads((rubric / "candidates-00000.jsonl").read_text().splitlines()[0])
     seer = load_artifact(seer2_build).records[0]
     samples = [str(e["sample"]) for e in seer["extractions"]]
     out = tmp_path / "reviews"

@@ -133,3 +133,26 @@ def test_the_page_under_its_csp_a_keyboard_only_review_and_a_failed_write(
 
 def _question(labels, n: int) -> str:
     return load_artifact(labels).records[n]["question"]
+
+
+def test_a_long_passage_is_cut_with_show_all_and_an_empty_answer_says_so(browser, write,
+                                                                         records, tmp_path):
+    record = json.loads(json.dumps(records[0]))  # a copy: a 1 MB passage, no closed-book answer
+    record["candidates"][0]["text"] = "word " * 200_000
+    record["closed_book_answer"] = ""
+    viewing = open_viewing([write([record])], reviewer="ann", out=tmp_path / "reviews")
+    server = make_server(viewing)
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    page = browser.new_page()
+    try:
+        page.goto(f"{server.url}#/v/0/q/{record['qid']}")
+        cell = page.locator("#candidates td.passage").first
+        cell.locator("button.all").wait_for()
+        assert len(cell.inner_text()) < 2500
+        assert "(empty)" in page.locator("td.answer").first.inner_text()
+        cell.locator("button.all").click()
+        assert len(cell.inner_text()) > 900_000
+    finally:
+        page.close()
+        server.shutdown()
+        server.server_close()
