@@ -36,7 +36,7 @@ from labeler.view.verdicts import Verdicts
 STATIC = Path(__file__).parent / "static"
 HOST = "127.0.0.1"
 #: the page's files other than index.html, and their types
-FILES = {"app.js": "text/javascript", "style.css": "text/css"}
+FILES = {"app.js": "text/javascript", "review.js": "text/javascript", "style.css": "text/css"}
 #: the largest request body read (a verdict with a 4 KB note is far smaller)
 BODY_BYTES = 65536
 
