@@ -14,9 +14,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from labeler.llm.config import LLMConfig
+from labeler.sources.search_experiments import ARMS
 from labeler.workflows.reproduce.rubric_report import ARMS as REPORT_ARMS
 from labeler.workflows.reproduce.rubric_report import write_report
-from labeler.sources.search_experiments import ARMS
 from labeler.workflows.reproduce.rubric_steps import (
     RUNS,
     RubricExperimentConfig,
