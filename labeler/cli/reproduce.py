@@ -189,6 +189,9 @@ def rubric_experiment(datasets, llm, executor, ray_address, workers, queries, se
               help="Cap on each extraction's and answer's new tokens.")
 @click.option("--encoder", help="Retriever of the top k (default: bge-m3, offline minilm).")
 @click.option("--index", metavar="KIND[:NAME=N,...]", help=INDEX_HELP)
+@click.option("--corpus", metavar="CORPUS",
+              help="Corpus retrieved from [default: SEER's, wiki-dpr (DPR's 21M passages), for "
+                   "nq, tq, hotpotqa; a sample's own passages].")
 @click.option("--run", type=click.Path(dir_okay=False, path_type=Path),
               help="TREC or JSONL run instead of retrieval (one dataset whose splits are one).")
 @click.option("--steps", "max_steps", type=click.IntRange(min=1),
