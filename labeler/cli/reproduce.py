@@ -70,10 +70,11 @@ def utility_paper(datasets, llms, executor, ray_address, workers, out, shard_siz
     Tables 2-6 and Figures 1-5 with the paper's numbers beside ours. Rerun to resume.
     """
     from labeler.llm.config import LLMConfig
-    from labeler.workflows.reproduce.utility_steps import ReproduceConfig, paper_dtype
+    from labeler.workflows.reproduce.utility_dtypes import paper_settings
+    from labeler.workflows.reproduce.utility_steps import ReproduceConfig
 
     settings = model_settings(options)
-    settings["dtype"] = paper_dtype(settings["backend"], settings["dtype"])
+    settings |= paper_settings(settings["backend"], settings["dtype"])
     config = ReproduceConfig(datasets=tuple(datasets), **{
         k: (str(v) if k == "run" and v is not None else v) for k, v in options.items()})
     models = [LLMConfig(name, **settings) for name in llms]
