@@ -85,9 +85,9 @@ DEPARTURES: dict[str, tuple[Departure, ...]] = {
                   f"{_RERANKER} DecisionReranker._probability_sum"),
         Departure("Questions are written by the `--llm`, sampled at temperature 0.7, top-p "
                   "0.95, seed 0, at most 256 new tokens; the experiment's generator is gpt-5 "
-                  "at the API's default temperature (`temperature: null`).",
-                  f"{_BAG} (`model: gpt-5`); {_GEN} "
-                  "(`temperature=generator_config.get(\"temperature\")`)"),
+                  "at the API's default temperature (its config sets none).",
+                  f"{_BAG} (`model: gpt-5`); {SEARCH} exps/bag_of_decisions/strategy.py "
+                  "@8306f4f (`temperature=generator_config.get(\"temperature\")`)"),
         Departure("At most 10 questions are kept a query; the experiment keeps every one "
                   "(`return list(normalized)`).", f"{_GEN} DecisionGenerator.generate"),
         Departure("Near-duplicate questions (all-MiniLM-L6-v2 cosine ≥ 0.9) are dropped; the "
