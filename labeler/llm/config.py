@@ -104,11 +104,18 @@ class LLMConfig:
 
     def load(self, cache_dir: str | Path | None = None) -> Backend:
         """The loaded model behind the persistent call cache (loaded once per process)."""
+        return self._load(self.dtype, cache_dir)
+
+    def _load(self, dtype: str | None, cache_dir: str | Path | None) -> Backend:
+        """The model in `dtype`; on a backend with `device_share`, each of the dtypes this
+        config loads takes an equal share of the GPU's memory."""
         from labeler.llm import load_backend
 
+        dtypes = {self.dtype, *(d for _, d in self.call_dtypes)}
+        share = 1.0 / len(dtypes) if self.kind.device_share else 1.0
         return load_backend(self.name, backend=self.backend, batch_size=self.batch_size,
                             device=self.device, tensor_parallel=self.tensor_parallel,
-                            dtype=self.dtype, cache_dir=cache_dir, **self.served())
+                            dtype=dtype, cache_dir=cache_dir, share=share, **self.served())
 
     def router(self, cache_dir: str | Path | None = None
                ) -> Callable[[str], Backend | None] | None:
@@ -121,7 +128,7 @@ class LLMConfig:
         def route(what: str) -> Backend | None:
             if what not in dtypes:
                 return None
-            return replace(self, dtype=dtypes[what], call_dtypes=()).load(cache_dir)
+            return self._load(dtypes[what], cache_dir)
 
         return route
 
