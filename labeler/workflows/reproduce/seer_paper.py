@@ -139,7 +139,8 @@ def plan_rows(config: SeerPaperConfig, llm: LLMConfig, *, out: str | Path = "out
                      f"sample, top {config.k} of {_corpus(settings)}")
             rows.append((name, count, "Table 1's queries"))
         else:
-            rows.append((name, f"{_queries(config.limit)} greedy extractions",
+            test = config.reference(step.dataset).dataset
+            rows.append((name, f"greedy extractions of {split_queries(test, config.limit)}",
                          "one a query with passages"))
     rows.append(("report", f"{len(config.datasets)} datasets × Zero, Full, base, trained",
                  f"under {work_folder(out).parent / 'report' / 'seer-paper'}"))
