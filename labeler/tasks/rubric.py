@@ -39,6 +39,7 @@ from labeler.metrics.ranking import rank_metrics
 from labeler.metrics.significance import paired_t_test
 from labeler.sources.sampling import SEED, seeded_sample
 from labeler.sources.search_experiments import (
+    ARMS,
     BAG_STATE,
     DIRECT_CRITERIA,
     DIRECT_QUESTION,
@@ -98,9 +99,10 @@ class RubricConfig(TaskConfig):
     encoder: str | None = "bm25"  # the first stage; fused adds to its scores
     max_questions: int = field(default=10, metadata={
         "help": "questions kept per query", "min": 1})
-    weight: float = field(default=10.0, metadata={"help": "w in fused = BM25 + w · rubric"})
-    rerank_k: int = field(default=100, metadata={
-        "help": "the BM25 top K the LLM scores", "min": 1})
+    weight: float = field(default=ARMS["bag"].decision_weight, metadata={
+        "help": "w in fused = BM25 + w · rubric (the experiment's configs' decision_weight)"})
+    rerank_k: int = field(default=ARMS["bag"].k, metadata={
+        "help": "the BM25 top K the LLM scores (the experiment's configs' k)", "min": 1})
     direct: bool = field(default=False, metadata={
         "help": "also score the experiment's direct arm (one fixed question, \"Does this "
                 "candidate product satisfy the search query ...?\", with its criteria and "
