@@ -125,10 +125,15 @@ class LLMConfig:
         if not dtypes:
             return None
 
+        loaded: dict[str | None, Backend] = {}  # one backend a dtype, so Calls batches by it
+
         def route(what: str) -> Backend | None:
             if what not in dtypes:
                 return None
-            return self._load(dtypes[what], cache_dir)
+            dtype = dtypes[what]
+            if dtype not in loaded:
+                loaded[dtype] = self._load(dtype, cache_dir)
+            return loaded[dtype]
 
         return route
 

@@ -54,14 +54,16 @@ def test_each_dtype_a_config_routes_to_loads_with_its_share_of_the_gpu(monkeypat
     import labeler.llm
 
     seen = []
-    monkeypatch.setattr(labeler.llm, "load_backend", lambda name, **options: seen.append(options))
+    monkeypatch.setattr(labeler.llm, "load_backend",
+                        lambda name, **options: seen.append(options) or object())
     config = LLMConfig("smollm2-135m", backend="vllm", dtype="auto",
                        call_dtypes=(("one-passage answers", "float16"),
+                                    ("pointwise judgments", "float16"),
                                     ("closed-book answers", "auto")))
     config.load()
     route = config.router()
     assert route("closed-book answers") is None  # the loaded model's own dtype
-    route("one-passage answers")
+    assert route("one-passage answers") is route("pointwise judgments")  # one copy a dtype
     assert [(s["dtype"], s["share"]) for s in seen] == [("auto", 0.5), ("float16", 0.5)]
     on_hf = LLMConfig("smollm2-135m", call_dtypes=(("one-passage answers", "bfloat16"),))
     on_hf.load()
