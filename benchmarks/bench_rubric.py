@@ -36,7 +36,7 @@ from rich.table import Table
 from labeler.llm import ChoiceRequest, load_backend
 from labeler.retrieval.bm25 import bm25_run
 from labeler.sources.registry import load_source
-from labeler.tasks.rubric import NO, YES, judge_prompt, p_yes
+from labeler.tasks.rubric_judge import NO, YES, judge_prompt, p_yes
 
 #: the real WANDS rows that WANDS's own notebook shows (see tests/fixtures/README.md)
 NOTEBOOK_PRODUCTS = Path(__file__).parent.parent / "tests/fixtures/wands_notebook_products.jsonl"

@@ -150,7 +150,7 @@ RUN = [
     ("nq", ("labeler score evidence.jsonl --against hub:my-org/llm-utility:utility.nq.llama3.1-8b "
            "--llm smollm2-135m"), (), {"utility.nq.llama3.1-8b": "utility.nq-sample.smollm2-135m"}),
     ("cisi", ("labeler build --artifact rubric --dataset cisi-sample --llm smollm2-135m --limit 5 "
-             "--k 20 --single-question"), (*TINY, "--rerank-k", "5"), {}),
+             "--k 20 --direct"), (*TINY, "--rerank-k", "5"), {}),
     ("cisi", ("labeler build --artifact rubric --dataset search:queries.tsv --corpus corpus.jsonl "
              "--qrels qrels.txt --llm qwen3-8b --backend vllm"), (*TINY, "--rerank-k", "5"),
      {"qwen3-8b --backend vllm": "smollm2-135m"}),

@@ -13,6 +13,7 @@ import hashlib
 from huggingface_hub import DatasetCard, DatasetCardData
 
 from labeler.artifacts.manifest import DATA, table_of
+from labeler.departures import DEPARTURES
 from labeler.paths import file_label
 from labeler.resources import card_path
 
@@ -29,7 +30,8 @@ def render_card(manifest: dict, metadata: dict, context: dict | None = None,
     is the manifest's (the source's). The template sees `manifest`, `stats` (the manifest's;
     missing keys render as "n/a"), `records` (the record count), `data_files`, every
     metadata field (`license`, `pretty_name`, ...), `file_label` (how a manifest's file
-    reads) and the task's `context` (its `card_context(manifest)`). `features` (table -> its
+    reads), `paper_departures` (the method's departures from its source, `labeler.departures`)
+    and the task's `context` (its `card_context(manifest)`). `features` (table -> its
     records' `features`, labeler.artifacts.features) become each config's `dataset_info`.
     """
     artifact = manifest["artifact"]
@@ -56,7 +58,7 @@ def render_card(manifest: dict, metadata: dict, context: dict | None = None,
     card = DatasetCard.from_template(
         data, template_path=str(card_path(artifact)),
         manifest=manifest, stats=manifest.get("stats", {}), records=records, data_files=files,
-        file_label=file_label, **(context or {}),
+        file_label=file_label, paper_departures=DEPARTURES.get(artifact, ()), **(context or {}),
     )
     return str(card)
 

@@ -33,7 +33,7 @@ ENCODER_HELP = ("Retriever of the top k: bm25, or a dense bge-m3 (default, falls
 BM25_HELP = {
     "fields": "BM25: the fields searched, each with its boost (contents = title and text), "
               "e.g. title^9.3,text^4.1; the score sums boost x each field's BM25 [default: the "
-              "dataset's (wands, esci: title^9.3,text^4.1), else contents].",
+              "dataset's (wands, esci: title^9.4,text^4), else contents].",
     "stemmer": "BM25: a Snowball stemmer language (the experiment's analyser: punctuation "
                "out, no stop words), or none (bm25s's tokens, English stop words out) "
                "[default: the dataset's (wands, esci: english), else none].",

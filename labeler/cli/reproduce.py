@@ -18,6 +18,7 @@ from labeler.cli.options import (
 )
 from labeler.cli.output import emit, json_option
 from labeler.report.paper import DATASETS, LLMS
+from labeler.sources.search_experiments import ARMS
 from labeler.workflows.reproduce.utility_steps import MAX_NEW_TOKENS
 
 
@@ -70,10 +71,11 @@ def utility_paper(datasets, llms, executor, ray_address, workers, out, shard_siz
     Tables 2-6 and Figures 1-5 with the paper's numbers beside ours. Rerun to resume.
     """
     from labeler.llm.config import LLMConfig
-    from labeler.workflows.reproduce.utility_steps import ReproduceConfig, paper_dtype
+    from labeler.workflows.reproduce.utility_dtypes import paper_settings
+    from labeler.workflows.reproduce.utility_steps import ReproduceConfig
 
     settings = model_settings(options)
-    settings["dtype"] = paper_dtype(settings["backend"], settings["dtype"])
+    settings |= paper_settings(settings["backend"], settings["dtype"])
     config = ReproduceConfig(datasets=tuple(datasets), **{
         k: (str(v) if k == "run" and v is not None else v) for k, v in options.items()})
     models = [LLMConfig(name, **settings) for name in llms]
@@ -118,21 +120,22 @@ def utility_paper(datasets, llms, executor, ray_address, workers, out, shard_siz
               help="Queries sampled per dataset, as the experiment samples them.")
 @click.option("--seed", type=int, default=42, show_default=True,
               help="The sample's seed (cheat_at_search's run_strategy's).")
-@click.option("--rerank-k", type=click.IntRange(min=1), default=100, show_default=True,
-              help="BM25 top K the LLM reranks.")
-@click.option("--weight", type=float, default=10.0, show_default=True,
-              help="w in fused = BM25 + w · rubric.")
+@click.option("--rerank-k", type=click.IntRange(min=1), default=ARMS["bag"].k,
+              show_default=True, help="BM25 top K the LLM reranks (the configs' k).")
+@click.option("--weight", type=float, default=ARMS["bag"].decision_weight, show_default=True,
+              help="w in fused = BM25 + w · rubric (the configs' decision_weight).")
 @click.option("--max-questions", type=click.IntRange(min=1), default=10, show_default=True,
               help="Questions kept per query.")
-@click.option("--threshold", type=click.FloatRange(0, 1), default=0.7, show_default=True,
-              help="The threshold variant's P (the experiment's earlier versions').")
+@click.option("--threshold", type=click.FloatRange(0, 1), default=ARMS["threshold"].threshold,
+              show_default=True, help="The threshold variant's P (the experiment's reranker "
+                                      "at 9ec1376).")
 @_run_options("rubric-experiment", "Print the plan (steps, LLM calls); load no model and "
                                    "write nothing.")
 def rubric_experiment(datasets, llm, executor, ray_address, workers, queries, seed, out,
                       shard_size, cache_dir, dry_run, as_json, **settings) -> None:
-    """The bag-of-decisions experiment (Turnbull's blog): BM25 as it ran, the single
-    relevance question alone and fused, the bag of questions summed and fused, and the
-    threshold variant, on the experiment's seeded query sample; NDCG@10 as the experiment
+    """The bag-of-decisions experiment (Turnbull's blog; softwaredoug/search-experiments'
+    configs): the BM25 baseline as it ran, the direct question alone and fused, the bag of
+    questions summed and fused, and the threshold variant, each arm's BM25 boosts its config's, on the experiment's seeded query sample; NDCG@10 as the experiment
     computes it beside trec_eval's, paired t-tests between arms, tables and a figure in one
     report version. Rerun to resume.
     """
@@ -189,6 +192,9 @@ def rubric_experiment(datasets, llm, executor, ray_address, workers, queries, se
               help="Cap on each extraction's and answer's new tokens.")
 @click.option("--encoder", help="Retriever of the top k (default: bge-m3, offline minilm).")
 @click.option("--index", metavar="KIND[:NAME=N,...]", help=INDEX_HELP)
+@click.option("--corpus", metavar="CORPUS",
+              help="Corpus retrieved from [default: SEER's, wiki-dpr (DPR's 21M passages), for "
+                   "nq, tq, hotpotqa; a sample's own passages].")
 @click.option("--run", type=click.Path(dir_okay=False, path_type=Path),
               help="TREC or JSONL run instead of retrieval (one dataset whose splits are one).")
 @click.option("--steps", "max_steps", type=click.IntRange(min=1),

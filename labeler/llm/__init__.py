@@ -40,23 +40,25 @@ _LOADED: dict[tuple, Backend] = {}
 def load_backend(model: str, *, backend: str = "hf", batch_size: int | None = None,
                  device: str | None = None, tensor_parallel: int = 1, dtype: str | None = None,
                  cache_dir: str | Path | None = None, use_cache: bool = True,
-                 **served) -> Backend:
+                 share: float = 1.0, **served) -> Backend:
     """Load `model` (alias, HF repo id, local folder or .gguf) eagerly, raising ModelLoadError
     before any work; wrapped in the persistent call cache unless `use_cache` is False. A model
     is loaded once per process; later calls share it.
 
     `batch_size` defaults to the backend's `default_batch_size`; `tensor_parallel` > 1 (GPUs
     one model is split over) is for a backend that declares `tensor_parallel`, and `dtype` is
-    one of the backend's `dtypes` (`LLMConfig` checks both). `served` holds the openai
-    backend's base_url, prompt_format and concurrency.
+    one of the backend's `dtypes` (`LLMConfig` checks both); `share` < 1, the part of its GPU's
+    memory a copy takes, is for a backend that declares `device_share`. `served` holds the
+    openai backend's base_url, prompt_format and concurrency.
     """
     spec = resolve_model(model)
     kind = BACKENDS[backend]  # UnknownNameError listing the backends
-    key = (backend, spec.model_id, device, batch_size, tensor_parallel, dtype,
+    key = (backend, spec.model_id, device, batch_size, tensor_parallel, dtype, share,
            tuple(sorted(served.items())), _api_key_digest() if backend == "openai" else None)
     if key not in _LOADED:
         options = ({"tensor_parallel": tensor_parallel} if tensor_parallel != 1 else {}) | (
-            {"dtype": dtype} if dtype is not None else {}) | served
+            {"dtype": dtype} if dtype is not None else {}) | (
+            {"share": share} if share != 1.0 else {}) | served
         _LOADED[key] = kind(
             spec, batch_size=batch_size, device=device, cache_dir=cache_dir, **options)
     loaded = _LOADED[key]

@@ -158,6 +158,9 @@ class Backend(ABC):
     dtype_default: ClassVar[str] = ""
     #: whether it splits one model over several GPUs (`--tensor-parallel` > 1)
     tensor_parallel: ClassVar[bool] = False
+    #: whether a copy can be told to take only a share of its GPU's memory (`share`), so that
+    #: copies in several dtypes fit one process (`LLMConfig.call_dtypes`)
+    device_share: ClassVar[bool] = False
     #: requests a batch (or an engine call) when `--batch-size` is unset
     default_batch_size: ClassVar[int] = 8
 

@@ -3,6 +3,7 @@ names a loaded one."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -27,6 +28,10 @@ class LLMConfig:
     base_url: str | None = None  # openai: the server's API root; None: $OPENAI_BASE_URL
     prompt_format: str = "chat"  # openai: chat (the server's template) or text (labeler's)
     concurrency: int | None = None  # openai: requests in flight; None: the backend's default
+    # (call kind, dtype) pairs: a kind (a call's `what`) asked of the model loaded in that dtype
+    # (None: the backend's default) instead of `dtype`, as the utility paper's scripts each load
+    # it in their own; empty: every call in `dtype`
+    call_dtypes: tuple[tuple[str, str | None], ...] = ()
 
     def __post_init__(self) -> None:
         if self.batch_size is not None and self.batch_size < 1:
@@ -44,10 +49,11 @@ class LLMConfig:
                              "or leave out --tensor-parallel")
         self._check_served()
         taken = kind.dtypes
-        if self.dtype is not None and self.dtype not in taken:
-            raise InputError(
-                f"the {self.backend} backend takes no dtype '{self.dtype}'"
-                + (f": use one of {', '.join(taken)}" if taken else ""), field_name="dtype")
+        for dtype in {self.dtype, *(d for _, d in self.call_dtypes)} - {None}:
+            if dtype not in taken:
+                raise InputError(
+                    f"the {self.backend} backend takes no dtype '{dtype}'"
+                    + (f": use one of {', '.join(taken)}" if taken else ""), field_name="dtype")
 
     def _check_served(self) -> None:
         """The openai backend's options: a known prompt format, and none of them elsewhere."""
@@ -81,9 +87,12 @@ class LLMConfig:
 
         if self.backend == "hf":
             return self
-        dtype = self.dtype if self.dtype in BACKENDS["hf"].dtypes else None
+        taken = BACKENDS["hf"].dtypes
+        dtype = self.dtype if self.dtype in taken else None
+        kinds = tuple((kind, d if d in taken else None) for kind, d in self.call_dtypes)
         return replace(self, backend="hf", batch_size=None, tensor_parallel=1, dtype=dtype,
-                       base_url=None, prompt_format="chat", concurrency=None)
+                       base_url=None, prompt_format="chat", concurrency=None,
+                       call_dtypes=kinds)
 
     @property
     def gpus(self) -> int:
@@ -95,11 +104,38 @@ class LLMConfig:
 
     def load(self, cache_dir: str | Path | None = None) -> Backend:
         """The loaded model behind the persistent call cache (loaded once per process)."""
+        return self._load(self.dtype, cache_dir)
+
+    def _load(self, dtype: str | None, cache_dir: str | Path | None) -> Backend:
+        """The model in `dtype`; on a backend with `device_share`, each of the dtypes this
+        config loads takes an equal share of the GPU's memory."""
         from labeler.llm import load_backend
 
+        dtypes = {self.dtype, *(d for _, d in self.call_dtypes)}
+        share = 1.0 / len(dtypes) if self.kind.device_share else 1.0
         return load_backend(self.name, backend=self.backend, batch_size=self.batch_size,
                             device=self.device, tensor_parallel=self.tensor_parallel,
-                            dtype=self.dtype, cache_dir=cache_dir, **self.served())
+                            dtype=dtype, cache_dir=cache_dir, share=share, **self.served())
+
+    def router(self, cache_dir: str | Path | None = None
+               ) -> Callable[[str], Backend | None] | None:
+        """`Calls`' route: the backend a call kind of `call_dtypes` is asked of where its dtype
+        is not `dtype` (loaded on its first call, once per process), else None."""
+        dtypes = {kind: dtype for kind, dtype in self.call_dtypes if dtype != self.dtype}
+        if not dtypes:
+            return None
+
+        loaded: dict[str | None, Backend] = {}  # one backend a dtype, so Calls batches by it
+
+        def route(what: str) -> Backend | None:
+            if what not in dtypes:
+                return None
+            dtype = dtypes[what]
+            if dtype not in loaded:
+                loaded[dtype] = self._load(dtype, cache_dir)
+            return loaded[dtype]
+
+        return route
 
     def served(self) -> dict:
         """The openai backend's options that differ from its defaults."""
@@ -124,9 +160,11 @@ class LLMConfig:
         from labeler.llm.models import resolve_model
 
         served = {"prompt_format": self.prompt_format} if self.backend == "openai" else {}
+        dtypes = {"call_dtypes": dict(self.call_dtypes)} if self.call_dtypes else {}
         return {"model": resolve_model(self.name).identity, "backend": self.backend,
                 "batch_size": self.batch_size, "device": self.device,
-                "tensor_parallel": self.tensor_parallel, "dtype": self.dtype, **served}
+                "tensor_parallel": self.tensor_parallel, "dtype": self.dtype, **served,
+                **dtypes}
 
 
 def _built_in(declares) -> list[str]:

@@ -69,6 +69,8 @@ vllm_sampling = LazyModule("vllm.sampling_params")
 CPU_DTYPE = "float32"
 #: the share of the free memory the CPU engine takes for its KV cache
 CPU_KV_SHARE = 0.25
+#: the share of a GPU's memory one engine takes (vLLM's default gpu_memory_utilization)
+GPU_MEMORY_SHARE = 0.9
 #: prompt tokens one engine step may prefill on the CPU, at least (and the context window)
 MIN_BATCHED_TOKENS = 8192
 
@@ -87,14 +89,17 @@ class VLLMBackend(PromptLogprobScoring, Backend):
     dtypes = ("auto", "float16", "bfloat16", "float32")  # float16: the utility paper's
     dtype_default = "the model's own on a GPU, float32 on the CPU"
     tensor_parallel = True
+    device_share = True
     default_batch_size = 256  # requests in the engine at once (it batches continuously)
 
     def __init__(self, spec: ModelSpec, *, batch_size: int | None = None,
                  device: str | None = None, cache_dir: str | Path | None = None,
-                 tensor_parallel: int = 1, dtype: str | None = None) -> None:
+                 tensor_parallel: int = 1, dtype: str | None = None, share: float = 1.0
+                 ) -> None:
         _import_vllm()
         self.device = _device(device)
         self.asked_dtype = dtype
+        self.share = share  # of GPU_MEMORY_SHARE: the engines of one process split it
         self.spec, self.model_id, self.alias = spec, spec.model_id, spec.alias
         self.batch_size = batch_size or self.default_batch_size
         if self.batch_size < 1:
@@ -124,7 +129,8 @@ class VLLMBackend(PromptLogprobScoring, Backend):
         """What vllm.LLM needs on this device beyond the model: its dtype, and on the CPU the
         KV cache's size and whole prefills."""
         if self.device != "cpu":
-            return {"dtype": self.asked_dtype or "auto"}
+            return {"dtype": self.asked_dtype or "auto",
+                    "gpu_memory_utilization": GPU_MEMORY_SHARE * self.share}
         from transformers import AutoConfig
 
         options = cpu_engine_options(context_window(AutoConfig.from_pretrained(source),

@@ -3,8 +3,9 @@ Anserini and Pyserini run it), over one field or several, each field with its ow
 
     score(q, d) = Σ_field boost_field · BM25_field(q, d)
 
-as Elasticsearch's boosted `most_fields` query sums them (the rubric experiment ranks WANDS
-and ESCI by `title^9.3 text^4.1`, its product name and description). Two analysers: unstemmed
+as Elasticsearch's boosted `most_fields` query sums them (the rubric experiment's decision
+arms rank WANDS and ESCI by `title^9.4 text^4`, its product name and description; its BM25
+baseline by `title^9.3 text^4.1`). Two analysers: unstemmed
 (the default) is bm25s's tokenizer, lower-cased `\\w\\w+` tokens, English stop words dropped;
 stemmed is the experiment's: curly quotes folded, ASCII punctuation made spaces, lower-cased,
 split on white space, each word reduced by a Snowball stemmer (PyStemmer), no stop words.

@@ -3,7 +3,7 @@ optional Snowball stemmer), k1 and b; parsed from options, defaulted by the data
 each analyser turns text into terms (`labeler.retrieval.bm25` indexes and searches them).
 
 A dataset may name its own settings (`Source.bm25`: WANDS and ESCI, the rubric experiment's
-`title^9.3,text^4.1` with English Snowball stems); an option given overrides it, and every other
+decision arms' `title^9.4,text^4` with English Snowball stems); an option given overrides it, and every other
 dataset searches one field, `contents` (title and text), unstemmed.
 """
 

@@ -42,9 +42,15 @@ def load_reader(manifest: dict, name: str | None = None, *,
         raise _not_found(config.name, error) from None
 
 
+#: the call kind of answers with a submission's passages, whose dtype an artifact built with
+#: per-kind dtypes (`llm_config.call_dtypes`) may name
+SELECTION_ANSWERS = "answers with a selection"
+
+
 def reader_config(manifest: dict, name: str | None = None) -> LLMConfig:
     """The LLM that labelled the artifact: `name` (--llm) if given, else its alias when that
-    is a known alias, else its model id; with the backend settings it ran with. Without
+    is a known alias, else its model id; with the backend settings it ran with (the dtype of
+    `SELECTION_ANSWERS` where the artifact names one). Without
     `name`, a model the manifest names that cannot be found here (an unknown name, a missing
     file, a Hub model not in the cache while offline) is an InputError that says to pass
     --llm, before anything loads."""
@@ -61,10 +67,11 @@ def reader_config(manifest: dict, name: str | None = None) -> LLMConfig:
         if offline() and model_availability(spec) == "Hub download":
             raise _not_found(model, "offline, and not in the Hugging Face cache")
         name = model
+    dtypes = settings.get("call_dtypes") or {}
     return LLMConfig(name, backend=settings.get("backend", "hf"),
                      batch_size=settings.get("batch_size"), device=settings.get("device"),
                      tensor_parallel=settings.get("tensor_parallel", 1),
-                     dtype=settings.get("dtype"))
+                     dtype=dtypes.get(SELECTION_ANSWERS, settings.get("dtype")))
 
 
 def _not_found(name: str, why: object) -> InputError:

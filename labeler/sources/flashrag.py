@@ -1,5 +1,5 @@
 """FlashRAG formats: datasets `{id, question, golden_answers[, gold_passages]}` (`jsonl:PATH`,
-and from the Hub `2wiki`, `tq-train`, `nq-open-train`) and corpora
+and from the Hub `2wiki`, `tq-train`, `tq-test`, `nq-open-train`, `nq-open-test`) and corpora
 `{id, contents: "\\"Title\\"\\ntext"}` (`--corpus`).
 
 `gold_passages`, optional, lists passages as `{id, contents}` or `{id, title, text}`.
@@ -49,6 +49,11 @@ def load_2wiki(*, limit: int | None = None) -> Source:
 def load_tq_train(*, limit: int | None = None) -> Source:
     """TriviaQA train as DPR split it (78,785 questions), SEER's TriviaQA training set."""
     return load_hub_split("tq-train", license=TQ_LICENSE, limit=limit)
+
+
+def load_tq_test(*, limit: int | None = None) -> Source:
+    """TriviaQA test as DPR split it (11,313 questions), SEER's TriviaQA test set."""
+    return load_hub_split("tq-test", license=TQ_LICENSE, limit=limit)
 
 
 def load_hub_split(name: str, *, license: str, limit: int | None = None,

@@ -75,6 +75,14 @@ HUB_FILES: dict[str, HubFiles] = {
     "tq-train": _flashrag("triviaqa/train.jsonl", "train", "33 MB",
                           "DPR's TriviaQA train split, 78,785 questions; pin inferred", 78_785),
     "hotpotqa-train": _kilt("hotpotqa", "16.3 MB", "train", "88,869 questions"),
+    # SEER's NQ and TriviaQA tests (Table 3: 3.6k / 11.3k): DPR's NQ-open and TriviaQA test
+    # splits, the same uploads (nq/ and triviaqa/ at b068341 and 896e34b; the listings show
+    # nq/test.jsonl 488 kB, triviaqa/test.jsonl 4.8 MB); the rows are DPR's counts (its Table 1)
+    "nq-open-test": _flashrag("nq/test.jsonl", "test", "488 kB",
+                              "DPR's NQ-open test split, 3,610 questions; pin inferred", 3_610,
+                              filters=True),  # long answers
+    "tq-test": _flashrag("triviaqa/test.jsonl", "test", "4.8 MB",
+                         "DPR's TriviaQA test split, 11,313 questions; pin inferred", 11_313),
     "nq-tevatron": HubFiles(
         "Tevatron/wikipedia-nq", "a74adc28b51157e1db1a75aff1fb056651df69b8",
         ("nq-dev.jsonl.gz",), "json", "dev", "150 MB", "none", script="wikipedia-nq.py"),

@@ -1,6 +1,7 @@
-"""`nq-open-train`: Natural Questions as Lee et al. (2019) made it open-domain (NQ-open), its
+"""`nq-open-train` and `nq-open-test`: Natural Questions as Lee et al. (2019) made it open-domain (NQ-open), its
 train split as DPR divided it (79,168 questions; 8,757 went to DPR's dev), in FlashRAG's
-layout: SEER's NQ training set (Table 3: 79.1k / 8.7k / 3.6k).
+layout: SEER's NQ training set (Table 3: 79.1k / 8.7k / 3.6k); its test split (3,610) is
+SEER's NQ test set.
 
 SEER, after FilCo, discards "answers with more than 5 tokens". A token is what Lee et al.
 count, a token of NQ's document; NQ-open writes an answer as its tokens joined by single
@@ -23,6 +24,13 @@ MAX_ANSWER_TOKENS = 5
 def load_nq_open_train(*, limit: int | None = None) -> Source:
     """NQ-open train (DPR's split) from FlashRAG_datasets, answers of at most 5 words."""
     return load_hub_split("nq-open-train", license=LICENSE["nq"], limit=limit,
+                          prepare=short_answers)
+
+
+def load_nq_open_test(*, limit: int | None = None) -> Source:
+    """NQ-open test (DPR's split, SEER's NQ test) from FlashRAG_datasets, answers of at most 5
+    words."""
+    return load_hub_split("nq-open-test", license=LICENSE["nq"], limit=limit,
                           prepare=short_answers)
 
 

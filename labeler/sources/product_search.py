@@ -7,7 +7,9 @@ catalogue holds are their gold.
 wayfair/WANDS repository at a pinned commit, read by `datasets`' csv builder: 42,994
 products, 480 queries, 233,448 judgments graded as the experiment grades them, Exact 2,
 Partial 1, Irrelevant 0 (a product judged twice for a query keeps its first grade). Its BM25
-is the experiment's: `title^9.3,text^4.1`, English Snowball stems (`Source.bm25`).
+is the one the experiment's decision arms retrieve and fuse with: `title^9.4,text^4`, English
+Snowball stems (`Source.bm25`; `labeler.sources.search_experiments`, whose BM25 baseline arm
+alone weighs 9.3/4.1).
 
 `esci`: Amazon's Shopping Queries Dataset (Reddy et al., 2022; Apache-2.0), the two Git LFS
 parquet files of amazon-science/esci-data at a pinned commit, read with pyarrow in batches:
@@ -31,12 +33,12 @@ from labeler.errors import InputError
 from labeler.sources.corpus import Corpus
 from labeler.sources.hubload import fetch_url
 from labeler.sources.sampling import drawn
+from labeler.sources.search_experiments import DECISION_BM25
 from labeler.sources.types import Query, Source
 
-#: the BM25 the experiment ranks products with: name boosted 9.3, description 4.1, stemmed
-#: (cheat_at_search's `BM25Search` defaults, unchanged since its "Tune BM25 baseline" of June
-#: 2025, before the blog post)
-EXPERIMENT_BM25 = {"fields": "title^9.3,text^4.1", "stemmer": "english"}
+#: the BM25 the experiment's decision arms rank products with (`bm25_boosted`: name boosted
+#: 9.4, description 4), stemmed
+EXPERIMENT_BM25 = {"fields": DECISION_BM25, "stemmer": "english"}
 #: wayfair/WANDS at its last commit ("Review (#1)"), read from GitHub's raw files
 WANDS_REPO = "wayfair/WANDS"
 WANDS_COMMIT = "3b74dcf4ba29ab8ff3e6a50b5b09fc627cb882b5"

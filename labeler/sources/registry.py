@@ -33,7 +33,9 @@ SOURCES = {
     "tq-tevatron-distant": "labeler.sources.tevatron:load_tq",
     "hotpotqa-distractor": "labeler.sources.hotpotqa:load_hotpotqa",
     "nq-open-train": "labeler.sources.nq_open:load_nq_open_train",
+    "nq-open-test": "labeler.sources.nq_open:load_nq_open_test",
     "tq-train": "labeler.sources.flashrag:load_tq_train",
+    "tq-test": "labeler.sources.flashrag:load_tq_test",
     "hotpotqa-train": "labeler.sources.kilt:load_hotpotqa_train",
     "cisi-sample": "labeler.sources.search:load_cisi_sample",
     "wands": "labeler.sources.product_search:load_wands",
@@ -50,11 +52,14 @@ CORPORA = {
     "kilt-wikipedia": "labeler.sources.corpora:load_kilt_wikipedia",
 }
 
-#: dataset -> the corpus it retrieves from when no --corpus is given: the paper's for the KILT
-#: sets and 2WikiQA ("the Wikipedia dumps … split into DPR 100-word format", § Retrieval), and
-#: for SEER's training splits (DPR's Wikipedia passages, its Limitations)
+#: dataset -> the corpus it retrieves from when no --corpus is given: the utility paper's for the
+#: KILT sets and 2WikiQA ("the Wikipedia dumps … split into DPR 100-word format", § Retrieval:
+#: KILT's 2019 Wikipedia cut as DPR cut its own, not DPR's passages), also for SEER's splits
+#: here; SEER retrieves from DPR's own 21M passages (`wiki-dpr`, its Implementation Details),
+#: which `reproduce seer-paper` passes
 DEFAULT_CORPORA = {name: "kilt-w100" for name in (
-    "nq", "tq", "hotpotqa", "fever", "2wiki", "nq-open-train", "tq-train", "hotpotqa-train")}
+    "nq", "tq", "hotpotqa", "fever", "2wiki", "nq-open-train", "tq-train", "hotpotqa-train",
+    "nq-open-test", "tq-test")}
 
 JSONL_PREFIX = "jsonl:"
 #: `search:PATH`: a TSV or JSONL queries file (labeler.sources.search), with --corpus, --qrels

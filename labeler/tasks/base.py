@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import copy
 from abc import abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from itertools import accumulate, pairwise
 from typing import Any, ClassVar, NamedTuple
@@ -216,10 +216,12 @@ class Task(ArtifactKind):
         extractor); each is loaded with the LLM's backend settings."""
         return {}
 
-    def calls(self, llm: Backend, models: Mapping[str, Backend] | None = None
-              ) -> dict[str, Calls]:
-        """One shard's calls by role: `llm` as `LLM`, and each loaded `extra_models` role."""
-        return {LLM: Calls(llm), **{role: Calls(model) for role, model in (models or {}).items()}}
+    def calls(self, llm: Backend, models: Mapping[str, Backend] | None = None,
+              route: Callable[[str], Backend | None] | None = None) -> dict[str, Calls]:
+        """One shard's calls by role: `llm` as `LLM` (its call kinds routed by `route`:
+        `LLMConfig.router`), and each loaded `extra_models` role."""
+        return {LLM: Calls(llm, route),
+                **{role: Calls(model) for role, model in (models or {}).items()}}
 
     @abstractmethod
     def label(self, calls: Mapping[str, Calls], shard: Shard) -> list[dict]:

@@ -6,16 +6,19 @@ The LLM writes the questions with the original experiment's prompts and response
 text otherwise); blanks, exact and near duplicates (embedding cosine >= 0.9, the bundled MiniLM)
 go, at most `max_questions` stay. A query whose output yields no question is asked again once
 with a new seed, then recorded as empty. For each of the BM25 top `rerank_k` documents and each
-question, a chat with the document first, then the question, gives P(yes) = p(yes) / (p(yes) +
-p(no)), each summed over casing and leading-space variants (the document-first order lets the
-hf backend prefill each document once for all its questions). With c(p) = p, or with
-`threshold` t, c(p) = p if p > t else 0 (the experiment's earlier versions: t = 0.7):
+question, a chat with the document's state first (the experiment's bag state, "{title}\n
+{description}\n": `labeler.sources.search_experiments`), then the question, gives P(yes) =
+p(yes) / (p(yes) + p(no)), each summed over casing and leading-space variants (the state-first
+order lets the hf backend prefill each document once for all its questions). With c(p) = p, or
+with `threshold` t, c(p) = p if p > t else 0 (the experiment's reranker at 9ec1376: t = 0.7):
 
     rubric(q, d) = Σ_i c(P(yes | d, question_i))      fused(q, d) = BM25(q, d) + w · rubric(q, d)
 
 on the top K, the rest keeping BM25 order (fused = BM25 there, below every reranked one). The
-single-question baseline asks "Is this document relevant to this query?" alone, ranked by
-c(P(yes)) and fused like the rubric: single_fused = BM25 + w · c(P(yes)).
+direct arm (`direct`; its records' `single`) asks the experiment's one fixed question with its
+true/false criteria on its own state ("Search query: … Candidate product: Title: …
+Description: …"), ranked by c(P(yes)) and fused like the rubric: single_fused = BM25 + w ·
+c(P(yes)).
 """
 
 from __future__ import annotations
@@ -29,14 +32,32 @@ from typing import ClassVar
 from labeler.errors import InputError
 from labeler.formats import Run
 from labeler.lazy import LazyModule
-from labeler.llm.base import Chat, ChoiceRequest, Message, Sampling, yes_probability
+from labeler.llm.base import ChoiceRequest, Sampling
 from labeler.llm.calls import Calls
 from labeler.metrics.fusion import counted, linear_fusion
 from labeler.metrics.ranking import rank_metrics
 from labeler.metrics.significance import paired_t_test
 from labeler.sources.sampling import SEED, seeded_sample
+from labeler.sources.search_experiments import (
+    ARMS,
+    BAG_STATE,
+    DIRECT_CRITERIA,
+    DIRECT_QUESTION,
+    DIRECT_STATE,
+)
 from labeler.sources.types import Source
 from labeler.tasks.base import LLM, PlannedCall, Shard, Task, TaskConfig
+from labeler.tasks.rubric_judge import (
+    JUDGE_CRITERIA,
+    JUDGE_QUESTION,
+    JUDGE_SYSTEM,
+    NO,
+    YES,
+    bag_state,
+    direct_prompt,
+    judge_prompt,
+    p_yes,
+)
 from labeler.tasks.rubric_questions import (
     GENERATE,
     GENERATE_SYSTEM,
@@ -51,19 +72,13 @@ from labeler.tasks.rubric_questions import (
 #: imported on first use, so that reading this module (`build --help` does) stays cheap
 np = LazyModule("numpy")
 
-#: The P(yes) chat (ours: the experiment fixes its order, document first, not its words).
-JUDGE_SYSTEM = "You are a search relevance decision engine. Answer each question about the " \
-    "document with yes or no."
-JUDGE_DOCUMENT = "Here's the document:\n\n{document}"
-JUDGE_QUESTION = "{question}\n\nAnswer yes or no."
-#: The experiment's single-question baseline, with the query it asks about.
-SINGLE_QUESTION = "Here's the query:\n\n{query}\n\nIs this document relevant to this query?"
 PROMPT_TEMPLATES = {"generate_system": GENERATE_SYSTEM, "generate_user": GENERATE_USER,
                     "response_format": RESPONSE_FORMAT, "response_schema": RESPONSE_SCHEMA,
-                    "judge_system": JUDGE_SYSTEM, "judge_document": JUDGE_DOCUMENT,
-                    "judge_question": JUDGE_QUESTION, "single_question": SINGLE_QUESTION}
-#: each answer word's casing and leading-space variants, whose probabilities are summed
-YES, NO = ("yes", "Yes", " yes", " Yes"), ("no", "No", " no", " No")
+                    "judge_system": JUDGE_SYSTEM, "judge_question": JUDGE_QUESTION,
+                    "judge_criteria": JUDGE_CRITERIA, "bag_state": BAG_STATE,
+                    "direct_state": DIRECT_STATE, "direct_question": DIRECT_QUESTION,
+                    "direct_true": DIRECT_CRITERIA["true"],
+                    "direct_false": DIRECT_CRITERIA["false"]}
 #: questions whose embeddings are at least this close are near duplicates
 NEAR_DUPLICATE = 0.9
 #: the cut-off of the reported NDCG
@@ -72,8 +87,8 @@ NDCG_K = 10
 RUN_FILE = "fused.trec"
 #: the rankings reported, each but BM25 tested against BM25
 METHODS = ("bm25", "single", "single_fused", "rubric", "fused")
-METHOD_NAMES = {"bm25": "BM25", "single": "single question alone",
-                "single_fused": "single question fused", "rubric": "rubric alone",
+METHOD_NAMES = {"bm25": "BM25", "single": "direct question alone",
+                "single_fused": "direct question fused", "rubric": "rubric alone",
                 "fused": "rubric fused"}
 
 
@@ -84,19 +99,21 @@ class RubricConfig(TaskConfig):
     encoder: str | None = "bm25"  # the first stage; fused adds to its scores
     max_questions: int = field(default=10, metadata={
         "help": "questions kept per query", "min": 1})
-    weight: float = field(default=10.0, metadata={"help": "w in fused = BM25 + w · rubric"})
-    rerank_k: int = field(default=100, metadata={
-        "help": "the BM25 top K the LLM scores", "min": 1})
-    single_question: bool = field(default=False, metadata={
-        "help": "also score the single-question baseline (\"Is this document relevant to this "
-                "query?\"), alone and fused with BM25"})
+    weight: float = field(default=ARMS["bag"].decision_weight, metadata={
+        "help": "w in fused = BM25 + w · rubric (the experiment's configs' decision_weight)"})
+    rerank_k: int = field(default=ARMS["bag"].k, metadata={
+        "help": "the BM25 top K the LLM scores (the experiment's configs' k)", "min": 1})
+    direct: bool = field(default=False, metadata={
+        "help": "also score the experiment's direct arm (one fixed question, \"Does this "
+                "candidate product satisfy the search query ...?\", with its criteria and "
+                "state), alone and fused with BM25"})
     sample: int | None = field(default=None, metadata={
         "help": "label N queries drawn with --sample-seed as the experiment draws them "
                 "(pandas' DataFrame.sample) [default: all, or the first --limit]",
         "metavar": "N", "min": 1})
     sample_seed: int = field(default=SEED, metadata={"help": "the seed of --sample"})
     threshold: float | None = field(default=None, metadata={
-        "help": "sum only the P(yes) above P (the experiment's earlier versions: 0.7) "
+        "help": "sum only the P(yes) above P (the experiment's reranker at 9ec1376: 0.7) "
                 "[default: none, every P(yes)]", "metavar": "P", "min": 0.0, "max": 1.0})
 
     def __post_init__(self) -> None:
@@ -120,19 +137,6 @@ class RubricConfig(TaskConfig):
     def counted(self, p: float) -> float:
         """What one P(yes) adds to a score: p, or 0 when not above `threshold`."""
         return counted(p, self.threshold)
-
-
-def judge_prompt(document: str, question: str) -> Chat:
-    """The document first, then the question: all questions of a document share its prefix."""
-    return (Message("system", JUDGE_SYSTEM),
-            Message("user", JUDGE_DOCUMENT.format(document=document)),
-            Message("user", JUDGE_QUESTION.format(question=question)))
-
-
-def p_yes(probs: dict[str, float]) -> float:
-    """P(yes) from one `choice_probs` answer over YES + NO, each word's variants summed."""
-    return yes_probability({"yes": sum(probs[c] for c in YES), "no": sum(probs[c] for c in NO)},
-                           "yes", "no")
 
 
 class RubricTask(Task):
@@ -183,7 +187,7 @@ class RubricTask(Task):
                       ) -> list[PlannedCall]:
         """Questions per query, then P(yes) per question and document."""
         queries = len(source.queries)
-        asked = self.config.max_questions + self.config.single_question
+        asked = self.config.max_questions + self.config.direct
         scored = min(self.config.rerank_k, candidates / max(queries, 1))
         return [PlannedCall("rubric questions", queries, 0,
                             "exact (asked again where a reply has none)"),
@@ -215,14 +219,14 @@ class RubricTask(Task):
                 texts[i] = samples[0].text
                 parsed[i] = read_questions(texts[i])
         kept = self._distinct([found for found, _ in parsed])
-        asks: list[tuple[int, int, str]] = []  # (query, candidate, question text)
-        for i, q in enumerate(queries):
-            single = SINGLE_QUESTION.format(query=q.question) if config.single_question else None
-            for j, c in enumerate(shard.pools[q.qid][:config.rerank_k]):
-                asks.extend((i, j, text) for text in [*kept[i], *([single] if single else [])])
-        requests = [ChoiceRequest(judge_prompt(shard.pools[queries[i].qid][j].passage.contents,
-                                               text), YES + NO) for i, j, text in asks]
-        names = [f"{qids[i]}, document {shard.pools[qids[i]][j].passage.pid}" for i, j, _ in asks]
+        requests, names = [], []
+        for q, questions in zip(queries, kept):
+            for c in shard.pools[q.qid][:config.rerank_k]:
+                state = bag_state(q.question, c.passage)
+                chats = [judge_prompt(state, text) for text in questions]
+                chats += [direct_prompt(q.question, c.passage)] if config.direct else []
+                requests += [ChoiceRequest(chat_, YES + NO) for chat_ in chats]
+                names += [f"{q.qid}, document {c.passage.pid}"] * len(chats)
         probs = iter(llm.choice_probs(requests, "P(yes)", names))
         records = []
         for i, q in enumerate(queries):
@@ -230,7 +234,7 @@ class RubricTask(Task):
             for j, c in enumerate(shard.pools[q.qid]):
                 scored = j < config.rerank_k
                 answers = [p_yes(next(probs)) for _ in kept[i]] if scored else []
-                single = p_yes(next(probs)) if scored and config.single_question else None
+                single = p_yes(next(probs)) if scored and config.direct else None
                 candidates.append({"pid": c.passage.pid, "bm25": c.score, "p_yes": answers,
                                    "single": single, "scored": scored})
             relevance = q.relevance or {g.pid: 1 for g in q.gold}
@@ -255,7 +259,7 @@ class RubricTask(Task):
         for record in records:
             qid = record["qid"]
             values = {m: ndcg[m][qid] for m in METHODS} if qid in ndcg.get("bm25", {}) else None
-            if values is not None and not self.config.single_question:
+            if values is not None and not self.config.direct:
                 values["single"] = values["single_fused"] = None
             data.append({k: v for k, v in record.items() if k != "candidates"}
                         | {"scored": sum(c["scored"] for c in record["candidates"]),

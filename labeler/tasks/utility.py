@@ -188,12 +188,15 @@ class UtilityTask(Task):
         gold = [q for q in queries if q.gold]
         answer = self.decoding["answer"]
         closed, one, every, human = _answer_all(llm, answer, [
-            ([closed_book_prompt(q.question, kind) for q in queries], qids),
-            ([passage_prompt(q.question, [c.passage], kind) for q, c in pairs], named),
-            ([evidence_prompt(q.question, [c.passage for c in pools[q.qid]], kind)
-              for q in queries], qids),
-            ([passage_prompt(q.question, q.gold, kind) for q in gold], [q.qid for q in gold]),
-        ], "closed-book, passage, all-passage and human-gold answers")
+            ("closed-book answers", [closed_book_prompt(q.question, kind) for q in queries],
+             qids),
+            ("one-passage answers",
+             [passage_prompt(q.question, [c.passage], kind) for q, c in pairs], named),
+            ("all-passage answers", [evidence_prompt(q.question, [c.passage for c in pools[
+                q.qid]], kind) for q in queries], qids),
+            ("human-gold answers", [passage_prompt(q.question, q.gold, kind) for q in gold],
+             [q.qid for q in gold]),
+        ])
         likelihoods = None
         if self.config.with_likelihood:
             likelihoods = llm.loglikelihood(
@@ -286,15 +289,26 @@ def _answers(llm: Calls, sampling: Sampling, prompts: list[Chat], names: list[st
             for out in llm.generate(prompts, sampling, what, names)]
 
 
-def _answer_all(llm: Calls, sampling: Sampling, parts: list[tuple[list[Chat], list[str]]],
-                what: str) -> list[list[Completion]]:
-    """Each part's (prompts, names) answers, all from one generate call: the backend's running
-    batch then refills from one queue, so a long answer decodes beside the rest, not alone at
-    the end of its own call."""
-    flat = _answers(llm, sampling, [p for prompts, _ in parts for p in prompts],
-                    [n for _, names in parts for n in names], what)
-    ends = list(accumulate(len(prompts) for prompts, _ in parts))
-    return [flat[end - len(prompts):end] for (prompts, _), end in zip(parts, ends)]
+def _answer_all(llm: Calls, sampling: Sampling,
+                parts: list[tuple[str, list[Chat], list[str]]]) -> list[list[Completion]]:
+    """Each part's (call kind, prompts, names) answers, the parts asked of one backend in one
+    generate call (a kind may be routed to the model in another dtype: `Calls.of`): the
+    backend's running batch then refills from one queue, so a long answer decodes beside the
+    rest, not alone at the end of its own call."""
+    groups: dict[int, list[int]] = {}
+    for i, (kind, _, _) in enumerate(parts):
+        groups.setdefault(id(llm.of(kind)), []).append(i)
+    answers: list[list[Completion]] = [[] for _ in parts]
+    for members in groups.values():
+        chosen = [parts[i] for i in members]
+        flat = _answers(llm.of(chosen[0][0]), sampling,
+                        [p for _, prompts, _ in chosen for p in prompts],
+                        [n for _, _, names in chosen for n in names],
+                        " + ".join(kind for kind, _, _ in chosen))
+        ends = accumulate(len(prompts) for _, prompts, _ in chosen)
+        for i, (_, prompts, _), end in zip(members, chosen, ends):
+            answers[i] = flat[end - len(prompts):end]
+    return answers
 
 
 def _add_rag(llm: Calls, sampling: Sampling, queries: Sequence[Query],

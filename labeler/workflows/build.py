@@ -89,8 +89,8 @@ def build(
     writers = _writers(task, source, config, loaded, task_manifest, out=out, version=version)
     try:  # a build that fails gives its folders up, as a killed one does, to be resumed
         if extractor is not None:  # after the cheap checks, before retrieval and labelling
-            source.queries = answer_extraction.extract_answers(Calls(extractor),
-                                                               source.queries)
+            source.queries = answer_extraction.extract_answers(
+                Calls(extractor, extractor_config.router(cache_dir)), source.queries)
         # retrieval comes after the cheap checks: a mistyped --llm fails before minutes of
         # encoding
         pools = config_pools(source, config, cache_dir, executor)

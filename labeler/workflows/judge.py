@@ -81,7 +81,8 @@ def judge(config: JudgeConfig, llm: LLMConfig | None, *, out: str | Path,
     records = []
     for shard in track(make_shards(source.queries, pools, shard_size, kind=source.kind),
                        f"{config.method} judgments"):
-        records += method.submit(None if model is None else Calls(model), shard)
+        records += method.submit(None if model is None else Calls(model, llm.router(cache_dir)),
+                                 shard)
     for i, record in enumerate(records, 1):  # the method's bug, not the user's: still one line
         check(record, f"submission-{method.kind}", path=str(out), line=i)
     stats = method.statistics(records)

@@ -72,7 +72,8 @@ class Labeller:
             wait_turn()
         gc.freeze()  # what lives now (modules, models, pools) is not scanned by the collections
         try:  # labelling sets off (~10% of bench_overhead's CPU when it was)
-            return shard.index, task.label(task.calls(model, models), shard)
+            calls = task.calls(model, models, self.job.llm.router(self.job.cache_dir))
+            return shard.index, task.label(calls, shard)
         finally:  # collected again from here: a cycle dropped later is not kept for good
             gc.unfreeze()
 

@@ -94,7 +94,8 @@ def test_quiet_silences_progress_hints_but_not_warnings(tmp_path, smollm):
     assert "retrieving with the bundled minilm (sentence-transformers/all-MiniLM-L6-v2)" in warning
     loud_build = CliRunner().invoke(cli, [*build, "--out", str(tmp_path / "loud")])
     assert loud_build.exit_code == 0, loud_build.output
-    assert "closed-book, passage, all-passage and human-gold answers: 2 requests" in (
+    assert ("closed-book answers + one-passage answers + all-passage answers + human-gold "
+            "answers: 2 requests") in (
         " ".join(loud_build.stderr.split()))
 
     quiet = CliRunner().invoke(cli, ["--quiet", *retrieve])

@@ -47,7 +47,27 @@ def test_the_dtype_reaches_the_backend(monkeypatch):
     seen = {}
     monkeypatch.setattr(labeler.llm, "load_backend", lambda name, **options: seen.update(options))
     LLMConfig("smollm2-135m", backend="vllm", dtype="float16").load()
-    assert seen["dtype"] == "float16" and seen["backend"] == "vllm"
+    assert seen["dtype"] == "float16" and seen["backend"] == "vllm" and seen["share"] == 1.0
+
+
+def test_each_dtype_a_config_routes_to_loads_with_its_share_of_the_gpu(monkeypatch):
+    import labeler.llm
+
+    seen = []
+    monkeypatch.setattr(labeler.llm, "load_backend",
+                        lambda name, **options: seen.append(options) or object())
+    config = LLMConfig("smollm2-135m", backend="vllm", dtype="auto",
+                       call_dtypes=(("one-passage answers", "float16"),
+                                    ("pointwise judgments", "float16"),
+                                    ("closed-book answers", "auto")))
+    config.load()
+    route = config.router()
+    assert route("closed-book answers") is None  # the loaded model's own dtype
+    assert route("one-passage answers") is route("pointwise judgments")  # one copy a dtype
+    assert [(s["dtype"], s["share"]) for s in seen] == [("auto", 0.5), ("float16", 0.5)]
+    on_hf = LLMConfig("smollm2-135m", call_dtypes=(("one-passage answers", "bfloat16"),))
+    on_hf.load()
+    assert seen[-1]["share"] == 1.0  # hf declares no device share
 
 
 def test_judge_refuses_a_dtype_in_one_line_before_loading(tmp_path, monkeypatch, capsys):
@@ -68,10 +88,13 @@ def test_the_engine_is_asked_for_the_dtype_on_a_gpu():
     from labeler.llm.vllm import VLLMBackend  # make test-vllm installs vllm
 
     engine = object.__new__(VLLMBackend)  # the options alone: no model is loaded
-    engine.device = "cuda"
+    engine.device, engine.share = "cuda", 1.0
     for asked, dtype in ((None, "auto"), ("float16", "float16"), ("bfloat16", "bfloat16")):
         engine.asked_dtype = asked
-        assert engine._engine_options("unused", None) == {"dtype": dtype}
+        assert engine._engine_options("unused", None) == {"dtype": dtype,
+                                                          "gpu_memory_utilization": 0.9}
+    engine.share = 0.5  # one of two engines of a process (LLMConfig.call_dtypes)
+    assert engine._engine_options("unused", None)["gpu_memory_utilization"] == 0.45
 
 
 def test_hf_in_bfloat16_is_in_the_manifest_and_keys_its_own_cached_answers(smollm, tmp_path):

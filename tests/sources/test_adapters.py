@@ -30,6 +30,8 @@ LICENSES = {
     "hotpotqa-distractor": "cc-by-sa-4.0",
     "nq-open-train": "cc-by-sa-3.0",
     "tq-train": "apache-2.0",
+    "nq-open-test": "cc-by-sa-3.0",
+    "tq-test": "apache-2.0",
     "hotpotqa-train": "cc-by-sa-4.0",
     "cisi-sample": "unknown",  # CISI states no licence (labeler/data/cisi_sample/LICENSE)
     "wands": "mit",  # wayfair/WANDS LICENSE
@@ -50,7 +52,8 @@ REPOS = {
     "tq": ["facebook/kilt_tasks", "mandarjoshi/trivia_qa"],  # questions joined by id
     "msmarco-fqa": ["microsoft/ms_marco"],
     "2wiki": ["RUC-NLPIR/FlashRAG_datasets"], "nq-open-train": ["RUC-NLPIR/FlashRAG_datasets"],
-    "tq-train": ["RUC-NLPIR/FlashRAG_datasets"],
+    "tq-train": ["RUC-NLPIR/FlashRAG_datasets"], "nq-open-test": ["RUC-NLPIR/FlashRAG_datasets"],
+    "tq-test": ["RUC-NLPIR/FlashRAG_datasets"],
     "nq-tevatron": ["Tevatron/wikipedia-nq"], "tq-tevatron-distant": ["Tevatron/wikipedia-trivia"],
     "hotpotqa-distractor": ["hotpotqa/hotpot_qa"],
     "wands": [], "esci": [],  # GitHub repos, not the Hub's (docs/building.md, "GitHub sources")

@@ -42,7 +42,8 @@ def test_unknown_dataset_suggests_the_close_name():
     assert str(error.value) == (
         "unknown dataset 'nq-smaple'. Did you mean 'nq-sample'? Available: nq-sample, nq, tq, "
         "msmarco-fqa, hotpotqa, fever, 2wiki, nq-tevatron, tq-tevatron-distant, "
-        "hotpotqa-distractor, nq-open-train, tq-train, hotpotqa-train, cisi-sample, wands, esci, "
+        "hotpotqa-distractor, nq-open-train, nq-open-test, tq-train, tq-test, hotpotqa-train, "
+        "cisi-sample, wands, esci, "
         "jsonl:PATH, search:PATH")
 
 

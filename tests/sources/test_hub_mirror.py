@@ -161,7 +161,7 @@ def test_esci_grades_each_judgment_as_the_experiment_does(mirror):
     got = _run(LOAD_ESCI, [], env)
 
     assert (got["license"], got["language"]) == ("apache-2.0", None)  # en, es and ja
-    assert got["bm25"] == {"fields": "title^9.3,text^4.1", "stemmer": "english"}
+    assert got["bm25"] == {"fields": "title^9.4,text^4", "stemmer": "english"}
     revent, mower = got["0"], got["1"]
     assert (revent["text"], mower["text"]) == ("revent 80 cfm", "!awnmower tires without rims")
     # E 3, S 2, C 1, I 0; a product is its locale and id

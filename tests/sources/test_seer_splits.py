@@ -1,6 +1,6 @@
-"""SEER's training splits (`nq-open-train`, `tq-train`, `hotpotqa-train`) read from the Hub
-mirror's real repo ids and paths (FlashRAG_datasets' nq/ and triviaqa/ train.jsonl, KILT's
-hotpotqa train parquet), and NQ-open's at-most-5-token answers. The served rows are real
+"""SEER's training splits (`nq-open-train`, `tq-train`, `hotpotqa-train`) and its NQ and
+TriviaQA tests (`nq-open-test`, `tq-test`) read from the Hub mirror's real repo ids and paths
+(FlashRAG_datasets' nq/ and triviaqa/ train.jsonl and test.jsonl, KILT's hotpotqa train parquet), and NQ-open's at-most-5-token answers. The served rows are real
 NQ, TriviaQA and HotpotQA records (tests/fixtures/README.md)."""
 
 from __future__ import annotations
@@ -29,6 +29,17 @@ def test_nq_open_train_drops_answers_over_five_words(hub_from_fixtures):
     assert source.queries[-1].answers == ["George H. W. Bush", "Ferraro", "Congresswoman Ferraro"]
     # NQ-open writes answers as NQ tokens joined by spaces: 4 tokens, kept
     assert source.queries[4].answers == ["March 30 , 2018"]
+
+
+def test_seers_nq_and_triviaqa_tests_are_flashrags_test_files(hub_from_fixtures):
+    nq, tq = load_source("nq-open-test"), load_source("tq-test")
+    assert (HUB_FILES["nq-open-test"].files, HUB_FILES["tq-test"].files) == \
+        (("nq/test.jsonl",), ("triviaqa/test.jsonl",))
+    assert HUB_FILES["nq-open-test"].revision == HUB_FILES["nq-open-train"].revision
+    assert (nq.license, tq.license) == ("cc-by-sa-3.0", "apache-2.0")
+    assert [q.qid for q in nq.queries] == ["test_0", "test_1", "test_2"]
+    assert nq.queries[0].answers == ["Wilhelm Conrad Röntgen"]
+    assert [q.qid for q in tq.queries] == ["tc_33"] and "Sunset Boulevard" in tq.queries[0].answers
 
 
 def test_a_question_left_without_answers_is_dropped():

@@ -70,6 +70,8 @@ CONTENT = {
     "2wiki": lambda: (FIXTURES / "hub_mirror" / "2wiki_dev.jsonl").read_bytes(),
     "nq-open-train": lambda: (FIXTURES / "hub_mirror" / "flashrag_nq_train.jsonl").read_bytes(),
     "tq-train": lambda: (FIXTURES / "hub_mirror" / "flashrag_tq_train.jsonl").read_bytes(),
+    "nq-open-test": lambda: (FIXTURES / "hub_mirror" / "flashrag_nq_test.jsonl").read_bytes(),
+    "tq-test": lambda: (FIXTURES / "hub_mirror" / "flashrag_tq_test.jsonl").read_bytes(),
     "hotpotqa-train": lambda: _parquet("kilt_hotpotqa_train.jsonl"),
     "nq-tevatron": lambda: _jsonl_gz("tevatron_nq_dev.jsonl"),
     "tq-tevatron-distant": lambda: _jsonl_gz("tevatron_nq_dev.jsonl"),  # layout only

@@ -79,7 +79,7 @@ def test_rubric_build_on_cisi_sample(loads, tmp_path, request):
     result = CliRunner().invoke(cli, [
         "build", "--artifact", "rubric", "--dataset", "cisi-sample", "--llm", "smollm2-135m",
         "--limit", "2", "--k", "10", "--rerank-k", "6", "--max-questions", "4",
-        "--single-question", "--threshold", "0.5", "--json", "--out", str(out),
+        "--direct", "--threshold", "0.5", "--json", "--out", str(out),
         "--cache-dir", str(tmp_path / "calls")])
     assert result.exit_code == 0, result.output
     [built] = json.loads(result.stdout)["versions"]
@@ -96,7 +96,7 @@ def test_rubric_build_on_cisi_sample(loads, tmp_path, request):
     assert manifest["stats"]["structured"] == 0
     assert manifest["stats"]["fallback"] == sum(q["fallback"] for q in queries)
     card = (version / "README.md").read_text()
-    assert "only P(yes) > 0.5 counted" in card and "| single question fused |" in card
+    assert "only P(yes) > 0.5 counted" in card and "| direct question fused |" in card
     for query in queries:
         mine = [r for r in rows if r["qid"] == query["qid"]]
         assert len(mine) == 10

@@ -55,7 +55,7 @@ RECORDS = [
 
 def _task(threshold: float | None = None) -> RubricTask:
     return RubricTask(RubricConfig(dataset="cisi-sample", k=5, rerank_k=4, weight=10.0,
-                                   single_question=True, threshold=threshold))
+                                   direct=True, threshold=threshold))
 
 
 def test_the_threshold_counts_only_p_yes_above_it():

@@ -1,7 +1,7 @@
 """The rubric on WANDS as the experiment ran it: `labeler build --artifact rubric --dataset
 wands` reads WANDS's three files from the tests' mirror of GitHub's raw files (real rows,
-tests/fixtures/hub_mirror/wands), ranks its candidates by the experiment's BM25 (title^9.3,
-text^4.1, English Snowball stems) and labels them with the real bundled SmolLM2; the BM25
+tests/fixtures/hub_mirror/wands), ranks its candidates by the experiment's decision arms' BM25
+(title^9.4, text^4: bag_of_decisions.yml's `bm25_boosted`, English Snowball stems) and labels them with the real bundled SmolLM2; the BM25
 ranking it records equals an independent scorer's (tests/support/bm25_reference.py)."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def test_rubric_build_on_wands_ranks_by_the_experiments_bm25(loads, github, tmp_
     assert validate_path(version) == []
     manifest = json.loads((version / "manifest.json").read_text())
     assert manifest["license"] == "mit"
-    assert manifest["encoder"]["fields"] == {"title": 9.3, "text": 4.1}
+    assert manifest["encoder"]["fields"] == {"title": 9.4, "text": 4.0}
     assert manifest["encoder"]["stemmer"] == "english"
     queries = [r for f in sorted(version.glob("data-*.jsonl")) for _, r in read_jsonl(f)]
     rows = [r for f in sorted(version.glob("candidates-*.jsonl")) for _, r in read_jsonl(f)]
@@ -41,8 +41,13 @@ def test_rubric_build_on_wands_ranks_by_the_experiments_bm25(loads, github, tmp_
     products = wands_products()
     for query in queries:
         mine = sorted((r for r in rows if r["qid"] == query["qid"]), key=lambda r: r["bm25_rank"])
-        expected = ranking(products, query["query"], {"title": 9.3, "text": 4.1})
+        expected = ranking(products, query["query"], {"title": 9.4, "text": 4.0})
         assert mine and [r["pid"] for r in mine] == [pid for pid, _ in expected][:20]
         assert [r["bm25"] for r in mine] == pytest.approx([s for _, s in expected][:20],
                                                           rel=1e-5)
         assert all(len(r["p_yes"]) == len(query["questions"]) for r in mine)  # all reranked
+        # the fused score by hand: the reference's 9.4/4 BM25 + decision_weight 10 · Σ P(yes)
+        by_hand = dict(expected)
+        for row in mine:
+            assert row["fused"] == pytest.approx(by_hand[row["pid"]] + 10 * sum(row["p_yes"]),
+                                                 rel=1e-5)

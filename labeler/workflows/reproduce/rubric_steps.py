@@ -1,12 +1,15 @@
 """The steps of `labeler reproduce rubric-experiment` (`labeler.workflows.reproduce.
 rubric_experiment`): the settings, and where each step writes.
 
-For each dataset (WANDS and ESCI, the experiment's two): the BM25 top K of the experiment's
-seeded query sample as its BM25 ran (zero-score products kept: `bm25.trec`); `labeler build
---artifact rubric` on that run with the single relevance question beside the bag of questions
-(the arms BM25, single alone and fused, bag summed and fused); the same build with the
-threshold variant (only P(yes) > t counted), whose calls the call cache serves. Every step
-writes under `<out>/rubric-experiment/<dataset>/` and is skipped when its output is complete.
+For each dataset (WANDS and ESCI, the experiment's two), with each arm's settings from the one
+table of the experiment's configs (`labeler.sources.search_experiments.ARMS`): the BM25 top K
+of the experiment's seeded query sample as its BM25 baseline ranks it (title^9.3, text^4.1;
+zero-score products kept: `bm25.trec`); the same as its decision arms retrieve
+(`bm25_boosted`, title^9.4, text^4: `bm25_boosted.trec`); `labeler build --artifact rubric` on
+that run with the direct arm beside the bag of questions (direct alone and fused, bag summed
+and fused); the same build with the threshold variant (only P(yes) > t counted), whose calls
+the call cache serves. Every step writes under `<out>/rubric-experiment/<dataset>/` and is
+skipped when its output is complete.
 """
 
 from __future__ import annotations
@@ -16,17 +19,17 @@ from pathlib import Path
 
 from labeler.errors import InputError
 from labeler.sources.sampling import SEED
+from labeler.sources.search_experiments import ARMS
 from labeler.tasks.rubric import RubricConfig
 
 #: the experiment's two datasets
 DATASETS = ("wands", "esci")
-#: queries sampled per dataset: ours (the seed does not state the experiment's number)
+#: queries sampled per dataset: ours (neither the seed nor the configs state the number)
 QUERIES = 100
-#: the threshold of the experiment's earlier versions: only P(yes) above it counted
-THRESHOLD = 0.7
-#: the settings of the rubric build each default comes from (ours, the seed does not state
-#: them): the BM25 top K reranked, w in fused = BM25 + w · rubric, questions kept per query
-DEFAULTS = {"rerank_k": 100, "weight": 10.0, "max_questions": 10}
+#: questions kept per query: ours (the experiment keeps every question its LLM writes)
+MAX_QUESTIONS = 10
+#: the BM25 run each step writes, and the arm whose fields it ranks by
+RUNS = {"bm25": ("bm25.trec", "bm25"), "bm25_boosted": ("bm25_boosted.trec", "bag")}
 
 
 @dataclass(frozen=True)
@@ -36,10 +39,10 @@ class RubricExperimentConfig:
     datasets: tuple[str, ...] = DATASETS
     queries: int = QUERIES  # the seeded sample's size
     seed: int = SEED  # cheat_at_search run_strategy's
-    rerank_k: int = DEFAULTS["rerank_k"]
-    weight: float = DEFAULTS["weight"]
-    max_questions: int = DEFAULTS["max_questions"]
-    threshold: float = THRESHOLD
+    rerank_k: int = ARMS["bag"].k  # the configs' k
+    weight: float = ARMS["bag"].decision_weight  # the configs' decision_weight
+    max_questions: int = MAX_QUESTIONS
+    threshold: float = ARMS["threshold"].threshold  # the 9ec1376 reranker's
 
     def __post_init__(self) -> None:
         if not self.datasets:
@@ -50,27 +53,27 @@ class RubricExperimentConfig:
 
     def rubric(self, dataset: str, run: Path | None, *, threshold: bool = False
                ) -> RubricConfig:
-        """The rubric build's config of `dataset` over the BM25 `run`, with the single
-        question asked; `threshold`: the threshold variant."""
+        """The rubric build's config of `dataset` over the boosted BM25 `run`, with the direct
+        arm asked; `threshold`: the threshold variant."""
         return RubricConfig(dataset=dataset, run=None if run is None else str(run),
                             k=self.rerank_k, rerank_k=self.rerank_k, weight=self.weight,
-                            max_questions=self.max_questions, single_question=True,
+                            max_questions=self.max_questions, direct=True,
                             sample=self.queries, sample_seed=self.seed,
                             threshold=self.threshold if threshold else None)
 
 
 @dataclass(frozen=True)
 class Step:
-    """One unit of the run: "bm25" writes a run file, "rubric" and "threshold" a build's
-    version folder; done when that output is complete (each is written atomically, a
-    version's manifest last)."""
+    """One unit of the run: "bm25" and "bm25_boosted" write a run file, "rubric" and
+    "threshold" a build's version folder; done when that output is complete (each is written
+    atomically, a version's manifest last)."""
 
     what: str
     dataset: str
     output: Path
 
     def done(self) -> bool:
-        return self.output.is_file() if self.what == "bm25" \
+        return self.output.is_file() if self.what in RUNS \
             else (self.output / "manifest.json").is_file()
 
     @property
@@ -87,6 +90,7 @@ def work_folder(out: str | Path) -> Path:
 def steps(config: RubricExperimentConfig, alias: str, out: str | Path) -> list[Step]:
     """Every step, in the order they run."""
     work = work_folder(out)
-    return [Step(what, dataset, work / dataset / "bm25.trec" if what == "bm25"
+    return [Step(what, dataset, work / dataset / RUNS[what][0] if what in RUNS
                  else work / dataset / what / "rubric" / dataset / alias / "v1")
-            for dataset in config.datasets for what in ("bm25", "rubric", "threshold")]
+            for dataset in config.datasets
+            for what in ("bm25", "bm25_boosted", "rubric", "threshold")]

@@ -124,8 +124,8 @@ def plan_rows(config: SeerPaperConfig, llm: LLMConfig, *, out: str | Path = "out
             rows.append((name, "done", "exact"))
         elif step.what == "pairs":
             settings = config.pairs(step.dataset)
-            count = (f"{settings.dataset}, {_queries(config.train_limit)} × "
-                     f"{config.samples} samples, top {config.k}")
+            count = (f"{settings.dataset}, {split_queries(settings.dataset, config.train_limit)}"
+                     f" × {config.samples} samples, top {config.k} of {_corpus(settings)}")
             rows.append((name, count, f"faithfulness {config.faithfulness}"))
         elif step.what == "extractor":
             how = f"{train.max_steps} steps" if train.max_steps else f"{train.epochs:g} epochs"
@@ -134,10 +134,13 @@ def plan_rows(config: SeerPaperConfig, llm: LLMConfig, *, out: str | Path = "out
                          f"{train.batch_size} × {train.gradient_accumulation}")
             rows.append((name, how, how_trained))
         elif step.what == "reference":
-            count = f"{config.reference(step.dataset).dataset}, {_queries(config.limit)} × 1 sample"
+            settings = config.reference(step.dataset)
+            count = (f"{settings.dataset}, {split_queries(settings.dataset, config.limit)} × 1 "
+                     f"sample, top {config.k} of {_corpus(settings)}")
             rows.append((name, count, "Table 1's queries"))
         else:
-            rows.append((name, f"{_queries(config.limit)} greedy extractions",
+            test = config.reference(step.dataset).dataset
+            rows.append((name, f"greedy extractions of {split_queries(test, config.limit)}",
                          "one a query with passages"))
     rows.append(("report", f"{len(config.datasets)} datasets × Zero, Full, base, trained",
                  f"under {work_folder(out).parent / 'report' / 'seer-paper'}"))
@@ -154,6 +157,25 @@ _NAMES = {"pairs": "build seer pairs (training split)",
 
 def _queries(limit: int | None) -> str:
     return "every query" if limit is None else f"{limit:,} queries"
+
+
+def split_queries(split: str, limit: int | None) -> str:
+    """How many queries of `split` a step labels: `limit`, else the rows its pinned Hub file
+    holds where known (`HubFiles.rows`; "at most" where the source leaves some out), else
+    every query."""
+    from labeler.sources.hub_files import HUB_FILES
+
+    spec = HUB_FILES.get(split)
+    if limit is not None or spec is None or spec.rows is None:
+        return _queries(limit)
+    return f"{'at most ' if spec.filters else ''}{spec.rows:,} queries"
+
+
+def _corpus(settings) -> str:
+    """The corpus a build of `settings` retrieves from, as a plan row names it."""
+    from labeler.sources.registry import DEFAULT_CORPORA
+
+    return settings.corpus or DEFAULT_CORPORA.get(settings.dataset) or "its own passages"
 
 
 def _build_config(config: SeerPaperConfig, step: Step):

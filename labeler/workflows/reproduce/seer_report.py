@@ -161,7 +161,8 @@ Zhao et al., "SEER: Self-Aligned Evidence Extraction for Retrieval-Augmented Gen
 (EMNLP 2024). Generator and base extractor: `{alias}` (SEER's: Llama2-7B-Chat; its Table 1
 also answers with Flan-T5-XL). Datasets: {', '.join(config.datasets)}; the pairs are built on
 {', '.join(splits(d)[0] for d in config.datasets)} and Table 1 measured on
-{', '.join(splits(d)[1] for d in config.datasets)}.
+{', '.join(splits(d)[1] for d in config.datasets)}, retrieving from
+{', '.join(f"{d}: {config.corpus_of(d) or 'its own passages'}" for d in config.datasets)}.
 
 - Pairs: top {config.k} passages, {config.samples} samples a query (top_p 1, top_k 80,
   temperature 1), faithfulness `{config.faithfulness}`, smoothing CoV weights, λ-weighted

@@ -22,12 +22,15 @@ from labeler.workflows.steps import dataset_folder
 
 #: the paper's datasets (its Table 1)
 DATASETS = ("nq", "tq", "hotpotqa")
-#: dataset -> (the split the pairs are built on, the split Table 1 is measured on). SEER's
-#: training splits are its Table 3's; its HotpotQA test is KILT's dev (`hotpotqa`), its NQ
-#: and TriviaQA tests (NQ-open test, 3.6k; TriviaQA test, 11.3k) are not sources here: the
-#: KILT dev sets stand in. Any other dataset (nq-sample, jsonl:PATH) is both.
-SPLITS = {"nq": ("nq-open-train", "nq"), "tq": ("tq-train", "tq"),
+#: dataset -> (the split the pairs are built on, the split Table 1 is measured on): SEER's
+#: Table 3's, DPR's NQ-open and TriviaQA train and test splits (FlashRAG's uploads: NQ-open
+#: test 3,610, TriviaQA test 11,313) and KILT's HotpotQA train and dev (its test is not
+#: public). Any other dataset (nq-sample, jsonl:PATH) is both.
+SPLITS = {"nq": ("nq-open-train", "nq-open-test"), "tq": ("tq-train", "tq-test"),
           "hotpotqa": ("hotpotqa-train", "hotpotqa")}
+#: SEER's corpus for its datasets: "all Wikipedia passages" of DPR (its Implementation
+#: Details, after FilCo), DPR's 21M psgs_w100; any other dataset keeps its own
+CORPUS = "wiki-dpr"
 #: SEER's base extractor, and the generator of Table 1's Llama2 rows
 GENERATOR = "llama2-7b-chat"
 #: SEER's faithfulness expert
@@ -43,7 +46,9 @@ UNSTATED = {
     "duplicates": "near-duplicates at Kondrak 2-gram similarity ≥ 0.8",
     "sbert": "conciseness's SBERT: the bundled all-MiniLM-L6-v2",
     "full_answer": "the full-length answer by the generator, not GPT-3.5-turbo",
-    "retriever": "the top 5 by --encoder (BGE-M3, offline MiniLM), not adversarial DPR",
+    "retriever": "the top 5 by --encoder (BGE-M3, offline MiniLM), not adversarial DPR: its "
+                 "checkpoint (facebookresearch/DPR's single-adv-hn.nq.bert-base-encoder) is "
+                 "a separate question and passage encoder outside the Hub",
 }
 
 
@@ -63,6 +68,7 @@ class SeerPaperConfig:
     max_new_tokens: int = MAX_EVIDENCE_TOKENS
     encoder: str | None = None
     index: str | None = None
+    corpus: str | None = None  # the corpus retrieved from (None: `corpus_of`)
     run: str | None = None  # a run of the one dataset whose train and test split are one
     train: TrainConfig = field(default_factory=TrainConfig)
 
@@ -78,19 +84,25 @@ class SeerPaperConfig:
                              field_name="run")
         self.pairs(self.datasets[0])  # every bound checked now
 
-    def _seer(self, dataset: str, limit: int | None, samples: int) -> SeerConfig:
-        return SeerConfig(dataset=dataset, limit=limit, k=self.k, samples=samples,
+    def corpus_of(self, dataset: str) -> str | None:
+        """The corpus `dataset`'s splits retrieve from: --corpus, else SEER's (`CORPUS`) for
+        its datasets, else the dataset's own (None)."""
+        return self.corpus or (CORPUS if dataset in SPLITS else None)
+
+    def _seer(self, dataset: str, split: str, limit: int | None, samples: int) -> SeerConfig:
+        return SeerConfig(dataset=split, corpus=self.corpus_of(dataset), limit=limit, k=self.k,
+                          samples=samples,
                           extractor=self.extractor, faithfulness=self.faithfulness,
                           tau=self.tau, max_new_tokens=self.max_new_tokens,
                           encoder=self.encoder, index=self.index, run=self.run)
 
     def pairs(self, dataset: str) -> SeerConfig:
         """The pairs' build on `dataset`'s training split."""
-        return self._seer(splits(dataset)[0], self.train_limit, self.samples)
+        return self._seer(dataset, splits(dataset)[0], self.train_limit, self.samples)
 
     def reference(self, dataset: str) -> SeerConfig:
         """The test split's build, one sample a query: the reference Table 1 is scored on."""
-        return self._seer(splits(dataset)[1], self.limit, 1)
+        return self._seer(dataset, splits(dataset)[1], self.limit, 1)
 
 
 def splits(dataset: str) -> tuple[str, str]:

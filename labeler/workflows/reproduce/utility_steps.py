@@ -31,9 +31,6 @@ EXTRACTOR = "qwen3-32b"
 NQ = ("nq", "nq-sample")
 #: the cap on every answer and judgment in the paper's code
 MAX_NEW_TOKENS = 4096
-#: the weights' dtype in the paper's code, used wherever the backend takes it (vllm; hf takes
-#: float32 and bfloat16 only)
-PAPER_DTYPE = "float16"
 #: the cap on AttR's answer, whose attention it reads (src/listwise_attention.py)
 ATTENTION_TOKENS = 32
 #: the corpus of a dataset whose own is not the paper's (MS MARCO v1 passages for msmarco-fqa)
@@ -106,14 +103,6 @@ class Step:
         submission is written atomically)."""
         return (self.output / "manifest.json").is_file() if self.what != "judge" \
             else self.output.is_file()
-
-
-def paper_dtype(backend: str, dtype: str | None) -> str | None:
-    """`dtype` if given, else the paper's where `backend` takes it (None: the backend's own
-    default)."""
-    from labeler.llm import BACKENDS
-
-    return dtype or (PAPER_DTYPE if PAPER_DTYPE in BACKENDS[backend].dtypes else None)
 
 
 def work_folder(out: str | Path) -> Path:

@@ -39,6 +39,23 @@ def test_the_dry_run_plans_every_step_and_loads_nothing(tmp_path, no_loads):
     assert not no_loads and not (tmp_path / "out").exists()
 
 
+def test_the_dry_run_names_seers_corpus_and_test_splits_with_their_counts(tmp_path, no_loads):
+    result = CliRunner().invoke(cli, [
+        "reproduce", "seer-paper", "--dataset", "nq", "--dataset", "tq", "--llm", "smollm2-135m",
+        "--faithfulness", "llm", "--out", str(tmp_path / "out"), "--dry-run", "--json"])
+    assert result.exit_code == 0, result.output
+    plan = {row["step"]: row for row in json.loads(result.stdout)["plan"]}
+    # DPR's NQ-open and TriviaQA test splits (FlashRAG's nq/test.jsonl, triviaqa/test.jsonl),
+    # counted from their pins without a download; SEER's corpus, DPR's own passages
+    assert plan["nq: build seer reference (test split)"]["count"] == \
+        "nq-open-test, at most 3,610 queries × 1 sample, top 5 of wiki-dpr"
+    assert plan["tq: build seer reference (test split)"]["count"] == \
+        "tq-test, 11,313 queries × 1 sample, top 5 of wiki-dpr"
+    assert plan["tq: build seer pairs (training split)"]["count"] == \
+        "tq-train, 78,785 queries × 10 samples, top 5 of wiki-dpr"
+    assert not no_loads and not (tmp_path / "out").exists()
+
+
 def test_the_alignscore_preset_fails_in_one_line_before_any_work(tmp_path, monkeypatch,
                                                                   capsys, no_loads):
     out = tmp_path / "out"

@@ -70,10 +70,3 @@ def test_the_dry_run_prints_every_step_and_writes_nothing(tmp_path):
     assert rows["nq-sample: compare mcp"].startswith("2 calls")
     assert not (tmp_path / "out").exists()
 
-
-def test_the_llms_load_in_the_papers_float16_where_the_backend_takes_it():
-    from labeler.workflows.reproduce.utility_steps import paper_dtype
-
-    assert paper_dtype("vllm", None) == "float16"
-    assert paper_dtype("hf", None) is None  # hf takes float32 and bfloat16 only
-    assert paper_dtype("vllm", "bfloat16") == "bfloat16"
