@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 from labeler.errors import InputError
-from labeler.view.review import VERDICTS
+from labeler.review_format import VERDICTS
 from labeler.view.verdicts import NOTE_BYTES
 
 #: kind -> what its verdicts may be about, besides the query as a whole
