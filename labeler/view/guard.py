@@ -48,8 +48,9 @@ def new_token() -> str:
 
 
 def check_host(headers: Message, port: int) -> None:
-    """Refused unless `Host` names this server on the loopback with its port."""
-    if headers.get("Host", "").lower() not in {f"{name}:{port}" for name in LOOPBACK}:
+    """Refused unless `Host`, given once, names this server on the loopback with its
+    port."""
+    if len(headers.get_all("Host", [])) != 1 or headers["Host"].lower() not in {f"{name}:{port}" for name in LOOPBACK}:
         raise Refused(HTTPStatus.FORBIDDEN, "Host is not this server (127.0.0.1, localhost or "
                                             f"[::1] with port {port})")
 
