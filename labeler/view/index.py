@@ -76,13 +76,14 @@ def open_version(folder: str | Path, *, cache_dir: str | Path | None = None) -> 
     if not folder.is_dir():
         raise InputError("expected an artifact version folder <out>/<artifact>/<dataset>/<llm>"
                          "/v<N>/", path=str(folder))
+    manifest = read_manifest(folder)  # ArtifactError in one line where there is none
     files = data_files(folder, DATA)
     others = sorted(f for f in folder.glob("*.jsonl") if table_of(f.name) not in (DATA, None))
     stamp = {f.name: [(s := f.stat()).st_size, s.st_mtime_ns] for f in [*files, *others]}
     key = hashlib.sha256((folder / MANIFEST).read_bytes() + json.dumps(stamp).encode())
     cached = cache_root(cache_dir) / "view" / key.hexdigest()
     if (cached / "data.parquet").is_file():
-        manifest, rows = read_manifest(folder), pl.read_parquet(cached / "data.parquet")
+        rows = pl.read_parquet(cached / "data.parquet")
         tables = pl.read_parquet(cached / "tables.parquet")
     else:
         manifest, rows, tables = verify_artifact(folder), _summaries(files), _keyed(others)

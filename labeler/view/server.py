@@ -97,8 +97,14 @@ class ViewServer(ThreadingHTTPServer):
 
 
 def make_server(viewing: Viewing, *, port: int = 0) -> ViewServer:
-    """A server for `viewing` on 127.0.0.1:`port` (0: a free port), not yet serving."""
-    return ViewServer(viewing, port)
+    """A server for `viewing` on 127.0.0.1:`port` (0: a free port), not yet serving;
+    InputError in one line where the port cannot be had."""
+    try:
+        return ViewServer(viewing, port)
+    except OSError as exc:
+        raise InputError(f"cannot serve on {HOST}:{port}: {exc.strerror or exc}",
+                         field_name="port", hint="pass another --port, or 0 for a free one"
+                         ) from None
 
 
 def serve_until_stopped(server: ThreadingHTTPServer, viewing: Viewing) -> list[Path]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import urllib.request
@@ -15,6 +16,7 @@ from click.testing import CliRunner
 
 from labeler.artifacts import load_artifact
 from labeler.cli import cli
+from labeler.errors import ArtifactError, InputError
 
 
 def test_serve_keep_a_verdict_stop_and_the_review_version_is_written(labels, tmp_path):
@@ -51,3 +53,17 @@ def test_serve_keep_a_verdict_stop_and_the_review_version_is_written(labels, tmp
         (qid, "disagree")]
     result = CliRunner().invoke(cli, ["validate", str(review)])
     assert result.exit_code == 0, result.output
+
+
+def test_a_folder_that_is_no_version_and_a_taken_port_are_one_line_each(labels, tmp_path):
+    result = CliRunner().invoke(cli, ["view", str(labels.parents[3])])  # the out folder
+    assert isinstance(result.exception, ArtifactError), result.exception
+    assert "no manifest.json here" in result.exception.line()
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        result = CliRunner().invoke(cli, ["view", str(labels), "--port",
+                                          str(taken.getsockname()[1]), "--out", str(tmp_path)])
+    assert isinstance(result.exception, InputError), result.exception
+    assert "pass another --port" in result.exception.line()
