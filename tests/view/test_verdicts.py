@@ -175,8 +175,12 @@ def test_a_schema1_review_still_validates_scores_merges_and_carries_forward(labe
     assert {r["about"] for r in load_artifact(merged).records} == {"query", "candidate"}
 
     bob = _verdicts(labels, "bob")  # a new session on those labels opens, and seals on top
+    old_line = {"reviewer": "bob", "llm": "smollm2-135m", "qid": record["qid"],  # a schema-1
+                "pid": record["candidates"][0]["pid"], "verdict": "agree", "note": "",  # journal
+                "at": "2026-12-01T11:00:00.000Z"}
+    bob.journal.write_text(json.dumps(old_line) + "\n", encoding="utf-8")
     bob.add(qid=record["qid"], pid=None, verdict="unsure")
     new = bob.seal()
     assert [(r["reviewer"], r["about"]) for r in load_artifact(new).records] == [
-        ("ann", "candidate"), ("ann", "query"), ("bob", "query")]
+        ("ann", "candidate"), ("ann", "query"), ("bob", "candidate"), ("bob", "query")]
     assert CliRunner().invoke(cli, ["validate", str(new)]).exit_code == 0
