@@ -143,13 +143,18 @@ def test_two_sessions_of_one_reviewer_share_the_journal_and_seal_all_of_it(label
     assert not first.journal.exists()
 
 
+#: a note as long as the viewer before schema 2 took (it had no cap)
+LONG_NOTE = "the gold passage answers it, " * 300
+
+
 def _schema1_review(labels):
     """A review version as `labeler view` wrote it before verdicts named what they judge
     (schema 1: no `about`; ann's verdict on a query and on a candidate)."""
     record = load_artifact(labels).records[0]
     old = [{"reviewer": "ann", "llm": "smollm2-135m", "qid": record["qid"], "pid": pid,
-            "verdict": verdict, "note": "", "at": "2026-12-01T10:00:00.000Z"}
-           for pid, verdict in ((None, "agree"), (record["candidates"][0]["pid"], "disagree"))]
+            "verdict": verdict, "note": note, "at": "2026-12-01T10:00:00.000Z"}
+           for pid, verdict, note in ((None, "agree", LONG_NOTE),  # it took any note
+                                      (record["candidates"][0]["pid"], "disagree", ""))]
     given = {key: read_manifest(labels)[key] for key in (
         "model_id", "model_revision", "source_dataset", "source_revision", "license")}
     folder = write_artifact(old, out=labels.parents[3], kind=ReviewKind, dataset="nq-sample",
@@ -184,3 +189,4 @@ def test_a_schema1_review_still_validates_scores_merges_and_carries_forward(labe
     assert [(r["reviewer"], r["about"]) for r in load_artifact(new).records] == [
         ("ann", "candidate"), ("ann", "query"), ("bob", "candidate"), ("bob", "query")]
     assert CliRunner().invoke(cli, ["validate", str(new)]).exit_code == 0
+    assert load_artifact(new).records[1]["note"] == LONG_NOTE  # kept whole
