@@ -253,3 +253,20 @@ def test_an_odd_request_gets_one_json_line_with_the_headers(server, request_line
     assert got == status, answer
     assert answered["Content-Security-Policy"].startswith("default-src 'self'")
     assert status == 200 or "\n" not in answer["error"]
+
+
+def test_on_port_80_a_browsers_host_and_origin_without_the_port_are_the_servers_own():
+    from email.message import Message
+
+    from labeler.view.guard import TOKEN_HEADER, Refused, check_host, check_write
+
+    headers = Message()
+    for name, value in (("Host", "127.0.0.1"), ("Origin", "http://localhost"),
+                        ("Content-Type", "application/json"), (TOKEN_HEADER, "secret")):
+        headers[name] = value
+    check_host(headers, 80)  # http://127.0.0.1/ : HTTP's default port is left out
+    check_write(headers, 80, "secret")
+    with pytest.raises(Refused):
+        check_host(headers, 8080)
+    with pytest.raises(Refused):
+        check_write(headers, 8080, "secret")
