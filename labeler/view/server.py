@@ -17,6 +17,7 @@ from pathlib import Path
 from threading import Lock
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
+from labeler.artifacts.manifest import layout_root
 from labeler.errors import InputError, LabelerError
 from labeler.view.catalog import View, open_views
 from labeler.view.guard import (
@@ -71,10 +72,21 @@ def open_viewing(folders: list[str | Path], *, reviewer: str, out: Path | None,
     (`labeler.view.submission`)."""
     views = open_views(folders)
     verdicts = {(i, j): Verdicts(v.folder, v.manifest, reviewer=reviewer,
-                                 out=out or v.folder.parents[3])
+                                 out=out or _labels_out(v.folder, v.manifest))
                 for i, view in enumerate(views) if view.kind in JUDGED
                 for j, v in enumerate(view.versions)}
     return Viewing(views, verdicts, Lock(), score_submissions(list(submissions), views))
+
+
+def _labels_out(folder: Path, manifest: dict) -> Path:
+    """The `<out>` a labels version sits in, where its review versions go by default;
+    InputError for a folder moved out of that layout (a copy, a download)."""
+    root = layout_root(folder, *(manifest[k] for k in ("artifact", "dataset", "llm", "version")))
+    if root is None:
+        raise InputError("not at <out>/<artifact>/<dataset>/<llm>/v<N>/, so its review versions "
+                         "have no default place", path=str(folder),
+                         hint="pass --out: the folder that holds review/")
+    return root
 
 
 class ViewServer(ThreadingHTTPServer):
