@@ -279,7 +279,8 @@ class _Handler(BaseHTTPRequestHandler):
         for name, value in SECURITY_HEADERS.items():
             self.send_header(name, value)
         self.end_headers()
-        self.wfile.write(body)
+        if self.command != "HEAD":  # a HEAD answer has no body (Content-Length still says)
+            self.wfile.write(body)
 
 
 def _index(text: str, items: list, what: str) -> int:

@@ -270,3 +270,15 @@ def test_on_port_80_a_browsers_host_and_origin_without_the_port_are_the_servers_
         check_host(headers, 8080)
     with pytest.raises(Refused):
         check_write(headers, 8080, "secret")
+
+
+def test_a_head_request_gets_the_headers_and_no_body(server):
+    with socket.create_connection(server.server_address, timeout=10) as connection:
+        connection.sendall(f"HEAD / HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
+                           "Connection: close\r\n\r\n".encode())
+        answer = b""
+        while chunk := connection.recv(65536):
+            answer += chunk
+
+    assert answer.startswith(b"HTTP/1.0 501") and answer.endswith(b"\r\n\r\n")
+    assert b"Content-Security-Policy" in answer
