@@ -40,6 +40,15 @@ def tag_problem(tag: str) -> str | None:
     return None
 
 
+def layout_root(folder: Path, artifact: str, dataset: str, llm: str, version: str) -> Path | None:
+    """The artifacts root `<out>` of a version folder that sits where the writer puts it,
+    `<out>/<artifact>/<dataset>/<llm>/v<version>`, else None."""
+    folder = Path(folder).resolve()
+    if folder.parts[-4:] == (artifact, dataset, llm, f"v{version}"):
+        return folder.parents[3]
+    return None
+
+
 def data_file(shard: int, table: str = DATA) -> str:
     """The file of `table` for shard `shard`, e.g. data-00000.jsonl or pairs-00000.jsonl:
     file-name order is shard order."""

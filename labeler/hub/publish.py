@@ -24,6 +24,7 @@ from huggingface_hub import CommitOperationAdd
 from huggingface_hub.utils import HfHubHTTPError
 
 from labeler import __version__
+from labeler.artifacts.manifest import layout_root
 from labeler.errors import ArtifactError, HubError, InputError
 from labeler.hub.card import card_diff, merge_card
 from labeler.hub.layout import Version, find_versions, version_key
@@ -333,14 +334,6 @@ def _unpublished(out: Path, url: str) -> list[Version]:
     )
 
 
-def _root(version: Version) -> Path | None:
-    """The artifacts root a version folder sits in, if it sits where the layout puts it."""
-    folder = version.folder.resolve()
-    if folder.parts[-4:] == (version.artifact, version.dataset, version.llm, f"v{version.version}"):
-        return folder.parents[3]
-    return None
-
-
 def _read_record(path: Path) -> dict:
     if not path.is_file():
         return {}
@@ -357,7 +350,8 @@ def _read_record(path: Path) -> dict:
 
 def _record(version: Version, url: str, commit: str) -> None:
     """Add a version to its root's record of published versions, atomically (temp file, rename)."""
-    root = _root(version)
+    root = layout_root(version.folder, version.artifact, version.dataset, version.llm,
+                       version.version)
     if root is None:
         return
     path = root / RECORD

@@ -13,11 +13,7 @@ from labeler.artifacts.manifest import MANIFEST, read_manifest
 from labeler.artifacts.reader import open_artifact
 from labeler.errors import ArtifactError, InputError
 from labeler.metrics.kappa import cohen_kappa
-from labeler.resources import load_schema
-
-#: the verdicts, and what a verdict may be about, in the review schema's order
-VERDICTS, ABOUT = (tuple(load_schema("review")["properties"][name]["enum"])
-                   for name in ("verdict", "about"))
+from labeler.review_format import ABOUT, VERDICTS, current
 
 
 def review_agreement(review: str | Path, labels: str | Path) -> dict[str, list[dict]]:
@@ -46,7 +42,7 @@ def review_agreement(review: str | Path, labels: str | Path) -> dict[str, list[d
     by_reviewer: dict[str, Counter] = {}
     by_about: dict[str, Counter] = {}
     judged: dict[str, dict[tuple, str]] = {}
-    for record in records:
+    for record in map(current, records):
         by_reviewer.setdefault(record["reviewer"], Counter())[record["verdict"]] += 1
         by_about.setdefault(record["about"], Counter())[record["verdict"]] += 1
         item = (record["llm"], record["qid"], record["about"], record["pid"])

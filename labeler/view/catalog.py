@@ -90,8 +90,9 @@ class View:
                 or (name == "unreviewed" and self.kind in JUDGED)}
 
     def query(self, key: str) -> dict:
-        """A query's records, one per version (None where a version lacks it), and its
-        records of the versions' other tables ({table: records} per version)."""
+        """A query's records, one per version (None where a version lacks it), its records
+        of the versions' other tables ({table: records} per version) and, per version, all
+        its records where it has several (a review's verdicts), else None (`repeated`)."""
         records = []
         for version in self.versions:
             position = version.position(key)
@@ -99,7 +100,8 @@ class View:
         if all(r is None for r in records):
             raise InputError(f"no query {key!r} in this view", field_name="qid")
         return {"key": key, "records": records,
-                "tables": [version.table_records(key) for version in self.versions]}
+                "tables": [version.table_records(key) for version in self.versions],
+                "repeated": [version.repeated(key) for version in self.versions]}
 
     def describe(self) -> dict:
         """The view as the page lists it: its versions' names and statistics."""

@@ -48,10 +48,17 @@ def new_token() -> str:
 
 
 def check_host(headers: Message, port: int) -> None:
-    """Refused unless `Host` names this server on the loopback with its port."""
-    if headers.get("Host", "").lower() not in {f"{name}:{port}" for name in LOOPBACK}:
+    """Refused unless `Host`, given once, names this server on the loopback with its
+    port."""
+    if len(headers.get_all("Host", [])) != 1 or headers["Host"].lower() not in _hosts(port):
         raise Refused(HTTPStatus.FORBIDDEN, "Host is not this server (127.0.0.1, localhost or "
                                             f"[::1] with port {port})")
+
+
+def _hosts(port: int) -> set[str]:
+    """This server's names with its port; on port 80, HTTP's default, a browser leaves the
+    port out of Host and Origin, so the bare names too."""
+    return {f"{name}:{port}" for name in LOOPBACK} | (set(LOOPBACK) if port == 80 else set())
 
 
 def check_token(given: str | None, token: str) -> None:
@@ -68,7 +75,6 @@ def check_write(headers: Message, port: int, token: str) -> None:
         raise Refused(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "a write must be "
                                                          "Content-Type: application/json")
     origin = headers.get("Origin")
-    if origin is not None and origin.lower() not in {f"http://{name}:{port}"
-                                                     for name in LOOPBACK}:
+    if origin is not None and origin.lower() not in {f"http://{host}" for host in _hosts(port)}:
         raise Refused(HTTPStatus.FORBIDDEN, "a write from another origin is refused")
     check_token(headers.get(TOKEN_HEADER), token)

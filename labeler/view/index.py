@@ -39,6 +39,9 @@ class VersionIndex:
     files: list[Path]
     others: pl.DataFrame
     _position: dict[str, int] = field(repr=False)
+    #: the positions of each key that more than one record has (a review's verdicts on a
+    #: query); a key of one record is only in `_position`
+    _repeated: dict[str, list[int]] = field(repr=False, default_factory=dict)
 
     @property
     def kind(self) -> str:
@@ -48,6 +51,11 @@ class VersionIndex:
     def position(self, key: str) -> int | None:
         """The record position of `key` (a qid, or the line number of a record without one)."""
         return self._position.get(key)
+
+    def repeated(self, key: str) -> list[dict] | None:
+        """Every record of `key` where more than one has it, else None."""
+        positions = self._repeated.get(key)
+        return None if positions is None else [self.record(at) for at in positions]
 
     def record(self, position: int) -> dict:
         """The record at `position`, read from its offset."""
@@ -76,21 +84,28 @@ def open_version(folder: str | Path, *, cache_dir: str | Path | None = None) -> 
     if not folder.is_dir():
         raise InputError("expected an artifact version folder <out>/<artifact>/<dataset>/<llm>"
                          "/v<N>/", path=str(folder))
+    manifest = read_manifest(folder)  # ArtifactError in one line where there is none
     files = data_files(folder, DATA)
     others = sorted(f for f in folder.glob("*.jsonl") if table_of(f.name) not in (DATA, None))
     stamp = {f.name: [(s := f.stat()).st_size, s.st_mtime_ns] for f in [*files, *others]}
     key = hashlib.sha256((folder / MANIFEST).read_bytes() + json.dumps(stamp).encode())
     cached = cache_root(cache_dir) / "view" / key.hexdigest()
     if (cached / "data.parquet").is_file():
-        manifest, rows = read_manifest(folder), pl.read_parquet(cached / "data.parquet")
+        rows = pl.read_parquet(cached / "data.parquet")
         tables = pl.read_parquet(cached / "tables.parquet")
     else:
         manifest, rows, tables = verify_artifact(folder), _summaries(files), _keyed(others)
         for name, frame in (("data", rows), ("tables", tables)):
             with atomic_file(cached / f"{name}.parquet", "wb") as f:
                 frame.write_parquet(f)
-    position = {k: i for i, k in enumerate(rows["key"].to_list())}
-    return VersionIndex(folder, manifest, rows, files, tables, position)
+    keys = rows["key"].to_list()
+    position = {k: i for i, k in enumerate(keys)}
+    repeated: dict[str, list[int]] = {}
+    if len(position) < len(keys):
+        for at, key in enumerate(keys):
+            repeated.setdefault(key, []).append(at)
+    return VersionIndex(folder, manifest, rows, files, tables, position,
+                        {k: v for k, v in repeated.items() if len(v) > 1})
 
 
 def _keyed(files: list[Path]) -> pl.DataFrame:

@@ -10,11 +10,7 @@ from collections.abc import Iterable
 from typing import ClassVar
 
 from labeler.artifacts.kinds import ArtifactKind
-from labeler.resources import load_schema
-
-#: the verdicts, and what a verdict may be about, in the review schema's order
-VERDICTS, ABOUT = (tuple(load_schema("review")["properties"][name]["enum"])
-                   for name in ("verdict", "about"))
+from labeler.review_format import ABOUT, VERDICTS, current
 
 
 class ReviewKind(ArtifactKind):
@@ -42,7 +38,7 @@ class ReviewKind(ArtifactKind):
         counts: Counter = Counter()
         about: Counter = Counter()
         queries, reviewers = set(), set()
-        for record in records:
+        for record in map(current, records):
             counts[record["verdict"]] += 1
             about[record["about"]] += 1
             queries.add(record["qid"])

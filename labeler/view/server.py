@@ -17,6 +17,7 @@ from pathlib import Path
 from threading import Lock
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
+from labeler.artifacts.manifest import layout_root
 from labeler.errors import InputError, LabelerError
 from labeler.view.catalog import View, open_views
 from labeler.view.guard import (
@@ -71,10 +72,21 @@ def open_viewing(folders: list[str | Path], *, reviewer: str, out: Path | None,
     (`labeler.view.submission`)."""
     views = open_views(folders)
     verdicts = {(i, j): Verdicts(v.folder, v.manifest, reviewer=reviewer,
-                                 out=out or v.folder.parents[3])
+                                 out=out or _labels_out(v.folder, v.manifest))
                 for i, view in enumerate(views) if view.kind in JUDGED
                 for j, v in enumerate(view.versions)}
     return Viewing(views, verdicts, Lock(), score_submissions(list(submissions), views))
+
+
+def _labels_out(folder: Path, manifest: dict) -> Path:
+    """The `<out>` a labels version sits in, where its review versions go by default;
+    InputError for a folder moved out of that layout (a copy, a download)."""
+    root = layout_root(folder, *(manifest[k] for k in ("artifact", "dataset", "llm", "version")))
+    if root is None:
+        raise InputError("not at <out>/<artifact>/<dataset>/<llm>/v<N>/, so its review versions "
+                         "have no default place", path=str(folder),
+                         hint="pass --out: the folder that holds review/")
+    return root
 
 
 class ViewServer(ThreadingHTTPServer):
@@ -97,8 +109,14 @@ class ViewServer(ThreadingHTTPServer):
 
 
 def make_server(viewing: Viewing, *, port: int = 0) -> ViewServer:
-    """A server for `viewing` on 127.0.0.1:`port` (0: a free port), not yet serving."""
-    return ViewServer(viewing, port)
+    """A server for `viewing` on 127.0.0.1:`port` (0: a free port), not yet serving;
+    InputError in one line where the port cannot be had."""
+    try:
+        return ViewServer(viewing, port)
+    except OSError as exc:
+        raise InputError(f"cannot serve on {HOST}:{port}: {exc.strerror or exc}",
+                         field_name="port", hint="pass another --port, or 0 for a free one"
+                         ) from None
 
 
 def serve_until_stopped(server: ThreadingHTTPServer, viewing: Viewing) -> list[Path]:
@@ -155,12 +173,12 @@ class _Handler(BaseHTTPRequestHandler):
         if parts == ["submissions"]:
             return [s.describe(viewing.views) for s in viewing.submissions]
         if len(parts) == 2 and parts[0] == "submissions":
-            return viewing.submissions[int(parts[1])].page(
+            return viewing.submissions[_index(parts[1], viewing.submissions, "submission")].page(
                 sort=query.get("sort", ""), descending=query.get("desc") == "1",
                 **self._window(query))
         if len(parts) < 3 or parts[0] != "views":
             return None
-        index = int(parts[1])
+        index = _index(parts[1], viewing.views, "view")
         view, judged = viewing.views[index], viewing.judged(index)
         listing = {"filter": query.get("filter", "all"), "search": query.get("q", ""),
                    "judged": judged}
@@ -180,10 +198,13 @@ class _Handler(BaseHTTPRequestHandler):
                 raise Refused(HTTPStatus.NOT_FOUND, "no such page")
             check_write(self.headers, self.server.port, self.server.token)
             length = int(self.headers.get("Content-Length") or 0)
+            if length < 0:
+                raise InputError("Content-Length is negative")
             if length > BODY_BYTES:
                 raise Refused(HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
                               f"a verdict request holds at most {BODY_BYTES} bytes")
-            record = self._verdict(int(parts[2]), read_request(self.rfile.read(length)))
+            record = self._verdict(_index(parts[2], self.server.viewing.views, "view"),
+                                   read_request(self.rfile.read(length)))
         except Refused as refused:
             return self._error(refused.status, str(refused))
         except (LabelerError, ValueError, IndexError) as exc:
@@ -212,9 +233,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     @staticmethod
     def _window(query: dict[str, str]) -> dict[str, int]:
-        """A list page's offset and limit (at most 500 rows)."""
-        return {"offset": int(query.get("offset", 0)),
-                "limit": min(int(query.get("limit", 50)), 500)}
+        """A list page's offset and limit (at most 500 rows); ValueError for a negative one."""
+        offset, limit = int(query.get("offset", 0)), int(query.get("limit", 50))
+        if offset < 0 or limit < 0:
+            raise ValueError("offset and limit are counts of rows, not negative")
+        return {"offset": min(offset, 2 ** 62), "limit": min(limit, 500)}
 
     def _query(self, view_index: int, key: str) -> dict:
         viewing = self.server.viewing
@@ -240,6 +263,12 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(HTTPStatus.OK, json.dumps(payload, ensure_ascii=False).encode(),
                    "application/json")
 
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None):
+        """What http.server answers itself (a malformed request, a method not served) as
+        this server's one-line JSON with the security headers, never its HTML page."""
+        self.close_connection = True
+        self._error(HTTPStatus(code), message or HTTPStatus(code).phrase)
+
     def _error(self, status: HTTPStatus, message: str) -> None:
         self._send(status, json.dumps({"error": message}).encode(), "application/json")
 
@@ -250,7 +279,17 @@ class _Handler(BaseHTTPRequestHandler):
         for name, value in SECURITY_HEADERS.items():
             self.send_header(name, value)
         self.end_headers()
-        self.wfile.write(body)
+        if self.command != "HEAD":  # a HEAD answer has no body (Content-Length still says)
+            self.wfile.write(body)
+
+
+def _index(text: str, items: list, what: str) -> int:
+    """The position `text` names in `items` (a view or submission number); ValueError for
+    one out of range (a negative one too: not counted from the end)."""
+    index = int(text)
+    if not 0 <= index < len(items):
+        raise ValueError(f"no {what} {text[:20]}")
+    return index
 
 
 def _one_line(error: Exception) -> str:

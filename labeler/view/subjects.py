@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 from labeler.errors import InputError
-from labeler.view.review import VERDICTS
+from labeler.review_format import VERDICTS
 from labeler.view.verdicts import NOTE_BYTES
 
 #: kind -> what its verdicts may be about, besides the query as a whole
@@ -38,7 +38,7 @@ def read_request(body: bytes) -> dict:
     of its type, a verdict of VERDICTS and a note within NOTE_BYTES; InputError otherwise."""
     try:
         request = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deep to read
         raise InputError("the request body is not JSON") from None
     if not isinstance(request, dict):
         raise InputError("the request body is not a JSON object")

@@ -27,6 +27,7 @@ from labeler.artifacts.manifest import MANIFEST, read_manifest
 from labeler.artifacts.reader import open_artifact
 from labeler.errors import InputError
 from labeler.paths import locked
+from labeler.review_format import current
 from labeler.schemas import check
 from labeler.view.review import ReviewKind
 
@@ -167,7 +168,8 @@ def _key(record: dict) -> Key:
 
 
 def _keyed(records: Iterable[dict]) -> dict[Key, dict]:
-    return {_key(r): r for r in records}
+    """`records` (of any review schema, read as the current one) by key."""
+    return {_key(r): r for r in map(current, records)}
 
 
 def _append(journal: Path, line: str) -> None:

@@ -14,7 +14,7 @@ from labeler.artifacts.staging import abandoned_partials
 from labeler.errors import ArtifactError
 from labeler.lines import jsonl_lines, read_jsonl
 from labeler.progress import progress_bar
-from labeler.resources import schema_names, schema_path
+from labeler.resources import load_schema, schema_names, schema_path
 from labeler.schemas import schema_problems
 from labeler.tasks import KINDS, load_kind
 from labeler.workflows.rederive import derived_problems
@@ -130,11 +130,14 @@ def _table_schema(name: str | None, table: str) -> str | None:
 def _check_statistics(folder: Path, manifest: dict, manifest_check: FileCheck,
                       card: FileCheck) -> None:
     """Recompute the statistics from the data files with the artifact's kind; every one the
-    manifest or the card's statistics section states otherwise is a problem."""
+    manifest or the card's statistics section states otherwise is a problem. A version
+    written under an earlier schema is held to the statistics it recorded (a later schema may
+    add some)."""
     kind = load_kind(manifest["artifact"])
     stats = kind.statistics(r for f in data_files(folder) for _, r in read_jsonl(f))
     recorded = manifest.get("stats") or {}
-    for key in sorted(set(stats) | set(recorded)):
+    older = manifest["schema_version"] < load_schema(manifest["artifact"]).get("version", 1)
+    for key in sorted(set(recorded) if older else set(stats) | set(recorded)):
         if not _same(stats.get(key), recorded.get(key)):
             manifest_check.problems.append(
                 f"{manifest_check.name}: stats.{key} is {recorded.get(key)!r} but the records "

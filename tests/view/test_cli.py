@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import urllib.request
@@ -15,6 +17,7 @@ from click.testing import CliRunner
 
 from labeler.artifacts import load_artifact
 from labeler.cli import cli
+from labeler.errors import ArtifactError, InputError
 
 
 def test_serve_keep_a_verdict_stop_and_the_review_version_is_written(labels, tmp_path):
@@ -51,3 +54,24 @@ def test_serve_keep_a_verdict_stop_and_the_review_version_is_written(labels, tmp
         (qid, "disagree")]
     result = CliRunner().invoke(cli, ["validate", str(review)])
     assert result.exit_code == 0, result.output
+
+
+def test_no_version_a_version_out_of_its_layout_and_a_taken_port_are_one_line_each(labels, tmp_path):
+    result = CliRunner().invoke(cli, ["view", str(labels.parents[3])])  # the out folder
+    assert isinstance(result.exception, ArtifactError), result.exception
+    assert "no manifest.json here" in result.exception.line()
+
+    moved = tmp_path / "downloads" / "v1"  # a copy outside <out>/<artifact>/<dataset>/<llm>/
+    shutil.copytree(labels, moved)
+    result = CliRunner().invoke(cli, ["view", str(moved)])
+    assert isinstance(result.exception, InputError), result.exception
+    assert "pass --out" in result.exception.line()
+    assert not (tmp_path / "review").exists()
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        result = CliRunner().invoke(cli, ["view", str(labels), "--port",
+                                          str(taken.getsockname()[1]), "--out", str(tmp_path)])
+    assert isinstance(result.exception, InputError), result.exception
+    assert "pass another --port" in result.exception.line()

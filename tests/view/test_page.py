@@ -156,3 +156,30 @@ def test_a_long_passage_is_cut_with_show_all_and_an_empty_answer_says_so(browser
         page.close()
         server.shutdown()
         server.server_close()
+
+
+def test_a_review_versions_query_page_shows_every_verdict_on_it(browser, labels, tmp_path):
+    from labeler.artifacts.manifest import read_manifest
+    from labeler.view.verdicts import Verdicts
+
+    record = load_artifact(labels).records[0]
+    for reviewer, verdict in (("ann", "agree"), ("bob", "disagree")):
+        verdicts = Verdicts(labels, read_manifest(labels), out=tmp_path, reviewer=reviewer)
+        verdicts.add(qid=record["qid"], pid=None, verdict=verdict)
+        verdicts.add(qid=record["qid"], pid=record["candidates"][0]["pid"], verdict="unsure")
+        review = verdicts.seal()  # bob's on top of ann's: four verdicts on one query
+    viewing = open_viewing([review], reviewer="ann", out=tmp_path / "reviews")
+    server = make_server(viewing)
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    page = browser.new_page()
+    try:
+        page.goto(f"{server.url}#/v/0/q/{record['qid']}")
+        page.wait_for_selector("main pre")
+        shown = [json.loads(text) for text in page.locator("main pre").all_inner_texts()]
+    finally:
+        page.close()
+        server.shutdown()
+        server.server_close()
+    assert [(r["reviewer"], r["about"], r["verdict"]) for r in shown] == [
+        ("ann", "candidate", "unsure"), ("ann", "query", "agree"),
+        ("bob", "candidate", "unsure"), ("bob", "query", "disagree")]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 import threading
 
 import pytest
@@ -216,3 +217,68 @@ def test_a_submission_is_listed_with_the_per_query_scores_labeler_score_gives(la
         assert status == 400 and b"cannot sort by" in body
     finally:
         next(serving, None)
+
+
+def _raw(server, request: bytes) -> tuple[int, dict, dict]:
+    """(status, headers, JSON body) of `request` sent as it is on a fresh connection."""
+    with socket.create_connection(server.server_address, timeout=10) as connection:
+        connection.sendall(request)
+        response = http.client.HTTPResponse(connection)
+        response.begin()
+        return response.status, dict(response.getheaders()), json.loads(response.read())
+
+
+@pytest.mark.parametrize(("request_line", "headers", "body", "status"), [
+    ("GET /api/views/-1/queries", "", b"", 400),  # not the last view counted from the end
+    ("GET /api/views/0/queries?offset=-2", "", b"", 400),
+    ("GET /api/views/0/queries?limit=-1", "", b"", 400),
+    ("GET /api/views/0/queries?offset=99999999999999999999", "", b"", 200),
+    ("GET /api/submissions/-1", "", b"", 400),
+    ("POST /api/views/-1/verdict", "", b"{}", 400),
+    ("POST /api/views/0/verdict", "", b"[" * 30000 + b"]" * 30000, 400),
+    ("POST /api/views/0/verdict", "Content-Length: -1\r\n", b"{}", 400),
+    ("GET /api/views", "Host: attacker.example:{port}\r\n", b"", 403),  # a second Host
+    ("PUT /api/views", "", b"", 501),
+    ("GET /" + "a" * 70000, "", b"", 414),
+])
+def test_an_odd_request_gets_one_json_line_with_the_headers(server, request_line, headers,
+                                                            body, status):
+    length = "" if "Content-Length" in headers else f"Content-Length: {len(body)}\r\n"
+    request = (f"{request_line} HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
+               f"X-Labeler-Token: {server.token}\r\nContent-Type: application/json\r\n"
+               f"{headers.format(port=server.port)}{length}Connection: close\r\n\r\n")
+
+    got, answered, answer = _raw(server, request.encode() + body)
+
+    assert got == status, answer
+    assert answered["Content-Security-Policy"].startswith("default-src 'self'")
+    assert status == 200 or "\n" not in answer["error"]
+
+
+def test_on_port_80_a_browsers_host_and_origin_without_the_port_are_the_servers_own():
+    from email.message import Message
+
+    from labeler.view.guard import TOKEN_HEADER, Refused, check_host, check_write
+
+    headers = Message()
+    for name, value in (("Host", "127.0.0.1"), ("Origin", "http://localhost"),
+                        ("Content-Type", "application/json"), (TOKEN_HEADER, "secret")):
+        headers[name] = value
+    check_host(headers, 80)  # http://127.0.0.1/ : HTTP's default port is left out
+    check_write(headers, 80, "secret")
+    with pytest.raises(Refused):
+        check_host(headers, 8080)
+    with pytest.raises(Refused):
+        check_write(headers, 8080, "secret")
+
+
+def test_a_head_request_gets_the_headers_and_no_body(server):
+    with socket.create_connection(server.server_address, timeout=10) as connection:
+        connection.sendall(f"HEAD / HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
+                           "Connection: close\r\n\r\n".encode())
+        answer = b""
+        while chunk := connection.recv(65536):
+            answer += chunk
+
+    assert answer.startswith(b"HTTP/1.0 501") and answer.endswith(b"\r\n\r\n")
+    assert b"Content-Security-Policy" in answer

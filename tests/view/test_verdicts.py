@@ -7,11 +7,12 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from labeler.artifacts import load_artifact
+from labeler.artifacts import load_artifact, write_artifact
 from labeler.artifacts.manifest import read_manifest
 from labeler.cli import cli
 from labeler.errors import ArtifactError, InputError
-from labeler.view.verdicts import Verdicts, merge_reviews
+from labeler.view.review import ReviewKind
+from labeler.view.verdicts import Verdicts, labels_of, merge_reviews
 
 
 def _verdicts(labels, reviewer="ann"):
@@ -140,3 +141,52 @@ def test_two_sessions_of_one_reviewer_share_the_journal_and_seal_all_of_it(label
     assert [r["verdict"] for r in load_artifact(later).records] == [
         "agree", "disagree", "unsure"]
     assert not first.journal.exists()
+
+
+#: a note as long as the viewer before schema 2 took (it had no cap)
+LONG_NOTE = "the gold passage answers it, " * 300
+
+
+def _schema1_review(labels):
+    """A review version as `labeler view` wrote it before verdicts named what they judge
+    (schema 1: no `about`; ann's verdict on a query and on a candidate)."""
+    record = load_artifact(labels).records[0]
+    old = [{"reviewer": "ann", "llm": "smollm2-135m", "qid": record["qid"], "pid": pid,
+            "verdict": verdict, "note": note, "at": "2026-12-01T10:00:00.000Z"}
+           for pid, verdict, note in ((None, "agree", LONG_NOTE),  # it took any note
+                                      (record["candidates"][0]["pid"], "disagree", ""))]
+    given = {key: read_manifest(labels)[key] for key in (
+        "model_id", "model_revision", "source_dataset", "source_revision", "license")}
+    folder = write_artifact(old, out=labels.parents[3], kind=ReviewKind, dataset="nq-sample",
+                            llm="smollm2-135m", manifest={
+                                **given, "prompt_templates": {}, "sampling": {}, "seed": None,
+                                "labels": labels_of(labels, read_manifest(labels))})
+    manifest = read_manifest(folder)
+    manifest["schema_version"] = 1
+    del manifest["stats"]["about"]
+    (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    return folder, record
+
+
+def test_a_schema1_review_still_validates_scores_merges_and_carries_forward(labels, tmp_path):
+    old, record = _schema1_review(labels)
+    assert CliRunner().invoke(cli, ["validate", str(old)]).exit_code == 0
+
+    scored = CliRunner().invoke(cli, ["score", str(old), "--against", str(labels), "--json"])
+    assert scored.exit_code == 0, scored.output
+    assert [(r["about"], r["verdicts"]) for r in json.loads(scored.stdout)["about"]] == [
+        ("query", 1), ("candidate", 1)]
+    merged = merge_reviews([old], out=tmp_path / "merged")
+    assert {r["about"] for r in load_artifact(merged).records} == {"query", "candidate"}
+
+    bob = _verdicts(labels, "bob")  # a new session on those labels opens, and seals on top
+    old_line = {"reviewer": "bob", "llm": "smollm2-135m", "qid": record["qid"],  # a schema-1
+                "pid": record["candidates"][0]["pid"], "verdict": "agree", "note": "",  # journal
+                "at": "2026-12-01T11:00:00.000Z"}
+    bob.journal.write_text(json.dumps(old_line) + "\n", encoding="utf-8")
+    bob.add(qid=record["qid"], pid=None, verdict="unsure")
+    new = bob.seal()
+    assert [(r["reviewer"], r["about"]) for r in load_artifact(new).records] == [
+        ("ann", "candidate"), ("ann", "query"), ("bob", "candidate"), ("bob", "query")]
+    assert CliRunner().invoke(cli, ["validate", str(new)]).exit_code == 0
+    assert load_artifact(new).records[1]["note"] == LONG_NOTE  # kept whole

@@ -319,11 +319,12 @@ function rubricPage(index, page) {
   });
 }
 
-// Any other kind: each version's record as JSON.
+// Any other kind: each version's records of the query (a review's several) as JSON.
 function recordPage(index, page) {
   return [el("h1", {}, page.key), page.records.map((r, i) => [
     el("h2", {}, `${views[index].versions[i].llm} v${views[index].versions[i].version}`),
-    r ? el("pre", {}, JSON.stringify(r, null, 2)) : el("p", {class: "muted"}, "not here")])];
+    r ? (page.repeated[i] ?? [r]).map(one => el("pre", {}, JSON.stringify(one, null, 2)))
+      : el("p", {class: "muted"}, "not here")])];
 }
 
 // A query's page: "all queries", previous / next in the list it was opened from, progress.
