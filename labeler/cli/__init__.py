@@ -115,8 +115,9 @@ def main() -> None:
     forbidden disk, becomes one line on stderr and exit 1; a usage error (click's: an unknown
     option or command, a bad or missing value) one line naming the option, and exit 2.
 
-    With --debug (or LABELER_DEBUG=1) its full traceback comes first. Any other exception is
-    a bug and is never hidden: Python prints its traceback and exits 1.
+    A Hub or network failure no call mapped is one line too (`labeler.network`). With --debug
+    (or LABELER_DEBUG=1) its full traceback comes first. Any other exception is a bug and is
+    never hidden: Python prints its traceback and exits 1.
     """
     try:
         code = cli.main(prog_name="labeler", standalone_mode=False)
@@ -133,9 +134,22 @@ def main() -> None:
     except LabelerError as exc:
         _fail(exc)
     except OSError as exc:  # a disk that cannot take what a command writes is not a bug
-        if exc.errno not in STORAGE_ERRNOS:
-            raise
-        _fail(StorageError.from_os(exc))
+        if exc.errno in STORAGE_ERRNOS:
+            _fail(StorageError.from_os(exc))
+        _fail_if_network(exc)
+    except Exception as exc:  # noqa: BLE001 - a bug unless it is a network failure: re-raised
+        _fail_if_network(exc)
+
+
+def _fail_if_network(exc: Exception) -> None:
+    """Exit 1 with the one line of a Hub or network failure that reached the edge without its
+    call mapping it (`labeler.network`); re-raise any other exception, a bug."""
+    from labeler.network import hub_error
+
+    error = hub_error(exc)
+    if error is None:
+        raise exc
+    _fail(error)
 
 
 def usage_line(error: click.ClickException) -> str:
