@@ -163,8 +163,11 @@ def usage_line(error: click.ClickException) -> str:
 
 
 def _fail(error: LabelerError) -> None:
-    """Exit 1 with the error's one line (after the traceback with --debug)."""
+    """Exit 1 with the error's one line, its control characters escaped (a name from a file
+    may hold any), after the traceback with --debug."""
     if settings.debug():
         traceback.print_exc()
-    click.echo(f"error: {error.line()}", err=True)
+    from labeler.terminal import escape
+
+    click.echo(f"error: {escape(error.line())}", err=True)
     sys.exit(1)
