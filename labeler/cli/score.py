@@ -254,10 +254,11 @@ def _missing_caption(report: Report) -> str:
     """Which queries the means are over, and how the reference's absent ones counted."""
     absent = len(report.missing)
     if report.missing_rule == "zero":
-        how = f"{absent} not in the submission scored 0 (--missing skip: left out)"
+        how = (f"--missing zero: {absent} not in the submission scored 0 (--missing skip "
+               "would leave them out)")
     else:
-        how = (f"{absent} of the reference's not in the submission left out, as trec_eval "
-               "does (--missing zero: scored 0)")
+        how = (f"--missing skip: {absent} of the reference's not in the submission left out, "
+               "as trec_eval does (--missing zero would score them 0)")
     return f"means over {report.counts['queries']} queries; {how}"
 
 
