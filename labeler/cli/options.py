@@ -216,9 +216,20 @@ def executor_options(work: str, loaded: str) -> Decorator:
     )
 
 
+def _use_cache_dir(ctx: click.Context, param: click.Parameter, value: Path | None
+                   ) -> Path | None:
+    """--cache-dir, made the cache of all a command keeps (`settings.use_cache_dir`)."""
+    if value is not None:
+        from labeler import settings
+
+        settings.use_cache_dir(value)
+    return value
+
+
 cache_dir_option = click.option(
-    "--cache-dir", type=click.Path(file_okay=False, path_type=Path),
-    help="LLM call and embedding cache (default: $LABELER_CACHE_DIR or ~/.cache/labeler).")
+    "--cache-dir", type=click.Path(file_okay=False, path_type=Path), callback=_use_cache_dir,
+    help="Where labeler keeps LLM calls, embeddings, indexes, converted models, stored corpora "
+         "and downloads (default: $LABELER_CACHE_DIR or ~/.cache/labeler).")
 
 
 def task_options() -> Decorator:
