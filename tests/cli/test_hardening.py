@@ -202,6 +202,38 @@ def test_a_disk_that_fills_during_the_write_is_one_line_and_leaves_no_data(
     assert not [p for p in _files(out) if p.suffix in (".jsonl", ".tmp")]  # no data, no temp
 
 
+ROOM = "(free some space, or point --cache-dir (or $LABELER_CACHE_DIR) at a disk with room, " \
+       "then run the same command again)"
+
+
+def test_a_cache_without_room_for_the_model_conversion_fails_before_it(tmp_path, monkeypatch,
+                                                                       capsys, disk):
+    """The first conversion of a GGUF model writes it dequantized (float32, 0.5 GiB for
+    SmolLM2): a full disk failed after the whole conversion, naming the read-only GGUF (issue
+    49); now the cache folder is named before it starts."""
+    cache = disk(1024) / "cache"  # 4 MiB: room for the call cache, not for the model
+    code, _, err = _main(monkeypatch, capsys, "build", "--dataset", "nq-sample", "--run",
+                         _two_queries(tmp_path), "--llm", "smollm2-135m", "--limit", 2, "--k", 3,
+                         "--out", tmp_path / "out", "--cache-dir", cache)
+    assert code == 1
+    assert re.fullmatch(rf"error: cannot write {re.escape(str(cache / 'models'))}: converting "
+                        r"SmolLM2-135M-Instruct\.Q4_1\.gguf needs about 5\d\d\.\d MiB and the disk "
+                        rf"has \d\.\d MiB free {re.escape(ROOM)}\n", err), err
+    assert [p for p in (cache / "models").iterdir() if p.suffix != ".lock"] == []  # no partial
+
+
+def test_a_cache_without_room_for_a_corpus_fails_before_storing_it(tmp_path, monkeypatch,
+                                                                   capsys, disk):
+    cache = disk(16, free=6) / "cache"  # 24 KiB free, for a corpus file of 26 KB
+    code, _, err = _main(monkeypatch, capsys, "retrieve", "--dataset", f"jsonl:{DATASET}",
+                         "--corpus", CORPUS, "--encoder", "bm25", "--k", 3, "--out",
+                         tmp_path / "run.trec", "--cache-dir", cache)
+    assert (code, err) == (1, (f"error: cannot write {cache / 'corpora'}: storing corpus "
+                               "flashrag_corpus.jsonl needs about 25.8 KiB and the disk has "
+                               f"24.0 KiB free {ROOM}\n"))
+    assert not (cache / "corpora").exists() or list((cache / "corpora").iterdir()) == []
+
+
 def _score_case(tmp_path: Path, case: str) -> tuple[list, str]:
     """(score arguments, expected error line) of one bad input."""
     sub = tmp_path / "sub.jsonl"
