@@ -50,6 +50,9 @@ COMMANDS = {
                         ("Train the extractor of a seer artifact on its preference pairs, each "
                         "pair's DPO loss weighted by its λ (SEER's LPO), and write the trained "
                         "model to --out.")),
+    "plugins": ("labeler.cli.plugins:plugins",
+                ("List the installed plugins: their tasks, backends and executors, and any that "
+                 "fail to load.")),
     "view": ("labeler.cli.view:view",
              "Look at artifact version FOLDERS in a local web page, side by side across LLMs."),
     "merge-reviews": ("labeler.cli.reviews:merge_reviews",

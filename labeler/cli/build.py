@@ -29,7 +29,7 @@ def _help() -> str:
     from labeler.tasks import TASKS
 
     what = "Label the candidate passages of a dataset for each LLM, and write one artifact each."
-    return "\n\n".join([what, *(TASKS[name].summary for name in TASKS)])
+    return "\n\n".join([what, *(task.summary for task in TASKS.loaded().values())])
 
 
 @click.command(help=_help())

@@ -305,17 +305,17 @@ def _task_defaults(name: str) -> str:
 
 
 def _task_configs() -> dict[str, type]:
-    """Every artifact kind's config class, in `TASKS` order."""
-    from labeler.tasks import TASKS, load_task
+    """Every artifact kind's config class, in `TASKS` order (plugins that load)."""
+    from labeler.tasks import TASKS
 
-    return {name: load_task(name).Config for name in TASKS}
+    return {name: task.Config for name, task in TASKS.loaded().items()}
 
 
 def _backends() -> dict[str, type]:
-    """Every backend's class, built-in and installed plugins', by name."""
+    """Every backend's class, built-in and installed plugins' (those that load), by name."""
     from labeler.llm import BACKENDS
 
-    return {name: BACKENDS[name] for name in BACKENDS}
+    return BACKENDS.loaded()
 
 
 def _dtypes() -> list[str]:
