@@ -3,19 +3,19 @@ that nothing one does at import (a missing module, an ImportError, `sys.exit`) c
 command that does not ask for it.
 
     load_plugin("labeler.tasks", "known", "labeler_known.task:KnownTask", "labeler-known", Task)
-    installed()   # [Plugin(package, version, group, name, value, error)], for `labeler plugins`
+    installed({"labeler.tasks": TASKS})   # [Plugin(package, version, group, name, value,
+                                          #  error)], for `labeler plugins`
 """
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib.metadata import entry_points
+from typing import Any
 
 from labeler.errors import PluginError
-
-#: the entry-point groups labeler reads: a plugin's labelling tasks, LLM backends, executors
-GROUPS = ("labeler.tasks", "labeler.backends", "labeler.executors")
 
 #: the plugins already warned about in this process, so each failure is said once
 _WARNED: set[tuple[str, str, str]] = set()
@@ -61,26 +61,23 @@ def warn_skipped(error: PluginError) -> None:
                 f"{error.reason}")
 
 
-def installed() -> list[Plugin]:
-    """Every entry point installed packages declare in labeler's GROUPS, each loaded as its
-    registry loads it, in package, group and name order."""
-    from labeler.executors import EXECUTORS
-    from labeler.llm import BACKENDS
-    from labeler.tasks import TASKS
-
-    registries = dict(zip(GROUPS, (TASKS, BACKENDS, EXECUTORS)))
+def installed(registries: Mapping[str, Any]) -> list[Plugin]:
+    """Every entry point installed packages declare in the groups of `registries` (group ->
+    the `labeler.lazy.Registry` that reads it), each loaded as that registry loads it, in
+    package, group and name order."""
     found = []
-    for group in GROUPS:
+    for group, registry in registries.items():
         for point in entry_points(group=group):
-            package = point.dist.name if point.dist else "?"
-            version = point.dist.version if point.dist else "?"
             try:
-                registries[group].plugin(point.name)
+                registry.plugin(point.name)
                 error = None
             except PluginError as exc:
                 error = exc.reason
-            found.append(Plugin(package, version, group, point.name, point.value, error))
-    return sorted(found, key=lambda p: (p.package.lower(), GROUPS.index(p.group), p.name))
+            found.append(Plugin(point.dist.name if point.dist else "?",
+                                point.dist.version if point.dist else "?", group, point.name,
+                                point.value, error))
+    order = list(registries)
+    return sorted(found, key=lambda p: (p.package.lower(), order.index(p.group), p.name))
 
 
 def _said(exc: BaseException) -> str:

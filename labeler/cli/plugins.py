@@ -17,10 +17,13 @@ def plugins(as_json: bool) -> None:
     labeler.backends or labeler.executors; one that fails to load is named with its error,
     and every other command skips it.
     """
+    from labeler.executors import EXECUTORS
+    from labeler.llm import BACKENDS
     from labeler.plugins import installed
+    from labeler.tasks import TASKS
     from labeler.terminal import markup_safe
 
-    found = installed()
+    found = installed({registry.group: registry for registry in (TASKS, BACKENDS, EXECUTORS)})
     data = {"plugins": [{"package": p.package, "version": p.version, "group": p.group,
                          "name": p.name, "value": p.value, "error": p.error} for p in found]}
     table = Table(title="installed plugins")

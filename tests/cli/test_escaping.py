@@ -5,24 +5,12 @@ it that made it wrong."""
 from __future__ import annotations
 
 import json
-import sys
 
-from labeler.cli import main
+from support.console import run_main as _main
+
 from labeler.terminal import escape
 
 TITLE = "\x1b]0;owned\x07"  # sets an xterm's title
-
-
-def _main(monkeypatch, capsys, *args) -> tuple[int, str, str]:
-    """(exit code, stdout, stderr) of `labeler ARGS` run by main(), the console script."""
-    monkeypatch.setattr(sys, "argv", ["labeler", *map(str, args)])
-    try:
-        main()
-        code = 0
-    except SystemExit as exit_:
-        code = exit_.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def test_escape_shows_control_characters_and_keeps_the_rest():

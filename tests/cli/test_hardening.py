@@ -13,13 +13,12 @@ import re
 import shutil
 import sqlite3
 import subprocess
-import sys
 from contextlib import closing
 from pathlib import Path
 
 import pytest
+from support.console import run_main as _main
 
-from labeler.cli import main
 from labeler.llm.call_store import FILE, cache_stats, migrate, value_checksum
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -33,18 +32,6 @@ RUN = FIXTURES / "nq_sample_minilm_top3.trec"
 PAGE = 4096  # a tmpfs page: the unit its size is counted in
 FULL = "No space left on device (free some space or write somewhere else, then run the same " \
        "command again)"
-
-
-def _main(monkeypatch, capsys, *args) -> tuple[int, str, str]:
-    """(exit code, stdout, stderr) of `labeler ARGS` run by main() in this process."""
-    monkeypatch.setattr(sys, "argv", ["labeler", *map(str, args)])
-    try:
-        main()
-        code = 0
-    except SystemExit as exit_:
-        code = exit_.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 @pytest.fixture
