@@ -46,8 +46,10 @@ def test_the_guides_package_is_installed_listed_tested_built_validated_and_score
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_text(text, encoding="utf-8")
     commands = guide_commands()
-    assert commands[:3] == ["pip install ./labeler-reads", "labeler plugins",
-                            "python -m pytest labeler-reads/tests"]
+    assert {"pip install ./labeler-reads", "labeler plugins",
+            "python -m pytest labeler-reads/tests"} <= set(commands)
+    build, validate, score = (next(c for c in commands if c.startswith(f"labeler {verb} ")
+                                   and "reads" in c) for verb in ("build", "validate", "score"))
 
     # `pip install ./labeler-reads`, into a folder of this test: a real build of the package
     site = tmp_path / "site"
@@ -71,7 +73,6 @@ def test_the_guides_package_is_installed_listed_tested_built_validated_and_score
                              [str(site), str(ROOT), os.environ.get("PYTHONPATH", "")])})
     assert own.returncode == 0, own.stdout + own.stderr
 
-    build, validate, score = commands[3:6]
     (tmp_path / "my_selection.jsonl").write_text("")  # made below, from the build's records
     for command in (build, validate):
         result = runner.invoke(cli, shlex.split(command)[1:])
