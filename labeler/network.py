@@ -82,6 +82,13 @@ def quiet_retries() -> Iterator[None]:
         logger.setLevel(level)
 
 
+def cause_line(exc: BaseException, *, kind: str = "model") -> str:
+    """What `exc` says on one line: its Hub or network cause where it is one (`hub_error`),
+    else its own first line. How a model loader quotes a failed download in its own error."""
+    error = hub_error(exc, kind=kind)
+    return error.message if error is not None else _first(exc)
+
+
 def describe(exc: BaseException) -> str:
     """A short, token-free account of a failure, on one line: whatever the server says is
     `redact`ed, for a server may echo the request's Authorization header."""
