@@ -19,8 +19,8 @@ BROKEN = [
     ("labeler.tasks", "missing", "labeler_gone.task:Task",
      "ModuleNotFoundError: No module named 'labeler_gone'"),
     ("labeler.tasks", "importerror", "labeler_broken.boom:Task", "ImportError: boom at import"),
-    ("labeler.tasks", "nocolon", "labeler_broken.plain", "ValueError: 'labeler_broken.plain' is "
-                                                         "not 'module:attribute'"),
+    ("labeler.tasks", "nocolon", "labeler_broken.plain", ("ValueError: 'labeler_broken.plain' is "
+                                                         "not 'module:attribute'")),
     ("labeler.tasks", "notaclass", "labeler_broken.plain:task",
      "'labeler_broken.plain:task' is a function, not a subclass of labeler.tasks.base.Task"),
     ("labeler.tasks", "exits", "labeler_broken.leave:Task", "it called sys.exit(3) at import"),
@@ -83,13 +83,13 @@ def test_a_build_validate_and_score_run_beside_them(broken, write, records, tmp_
 
 
 @pytest.mark.parametrize(("args", "line"), [
-    (["build", "--artifact", "exits"], "the labeler.tasks plugin 'exits' of package "
-     "labeler-broken cannot be loaded: it called sys.exit(3) at import"),
-    (["build", "--backend", "notabackend"], "the labeler.backends plugin 'notabackend' of "
+    (["build", "--artifact", "exits"], ("the labeler.tasks plugin 'exits' of package "
+     "labeler-broken cannot be loaded: it called sys.exit(3) at import")),
+    (["build", "--backend", "notabackend"], ("the labeler.backends plugin 'notabackend' of "
      "package labeler-broken cannot be loaded: 'labeler_broken.plain:Thing' is the class Thing, "
-     "not a subclass of labeler.llm.base.Backend"),
-    (["build", "--executor", "missing"], "the labeler.executors plugin 'missing' of package "
-     "labeler-broken cannot be loaded: ModuleNotFoundError: No module named 'labeler_gone'"),
+     "not a subclass of labeler.llm.base.Backend")),
+    (["build", "--executor", "missing"], ("the labeler.executors plugin 'missing' of package "
+     "labeler-broken cannot be loaded: ModuleNotFoundError: No module named 'labeler_gone'")),
 ])
 def test_asking_for_a_broken_plugin_by_name_is_one_error_line(broken, tmp_path, args, line):
     result = CliRunner().invoke(cli, [*args, "--dataset", "nq-sample", "--llm", "smollm2-135m",
