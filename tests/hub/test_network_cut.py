@@ -31,6 +31,9 @@ COMMANDS = [
     "labeler reproduce seer-paper --dry-run",
     "labeler reproduce utility-paper --dataset nq --llm qwen3-8b --limit 500",
     "labeler build --artifact rubric --dataset wands --llm qwen3-8b --limit 50",
+    "labeler build --artifact rubric --dataset esci --llm qwen3-8b --limit 50",
+    ("labeler build --dataset nq --llm llama3.1-8b --backend openai --base-url "
+     "http://gpu-node:8000/v1 --dry-run"),
     "labeler push --repo my-org/llm-utility",
     ("labeler pull my-org/llm-utility --config utility.nq-sample.smollm2-135m --revision "
      "utility.nq-sample.smollm2-135m.v1 --out pulled/"),
@@ -87,7 +90,7 @@ def test_each_command_is_in_the_readme_or_docs():
     assert [c for c in COMMANDS if c not in text] == []
 
 
-@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c.split()[1:3]))
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c.removeprefix("labeler "))
 def test_a_hub_command_with_the_network_cut_says_one_line(command, cut, write, tmp_path,
                                                           monkeypatch, capsys):
     if cut == "no route" and command in SAME_PATH:
