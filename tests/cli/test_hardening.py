@@ -198,6 +198,9 @@ def test_a_cache_without_room_for_the_model_conversion_fails_before_it(tmp_path,
     """The first conversion of a GGUF model writes it dequantized (float32, 0.5 GiB for
     SmolLM2): a full disk failed after the whole conversion, naming the read-only GGUF (issue
     49); now the cache folder is named before it starts."""
+    import labeler.llm
+
+    monkeypatch.setattr(labeler.llm, "_LOADED", {})  # not the model this process loaded before
     cache = disk(1024) / "cache"  # 4 MiB: room for the call cache, not for the model
     code, _, err = _main(monkeypatch, capsys, "build", "--dataset", "nq-sample", "--run",
                          _two_queries(tmp_path), "--llm", "smollm2-135m", "--limit", 2, "--k", 3,
