@@ -114,6 +114,23 @@ class MissingDependencyError(LabelerError):
 
 
 @dataclass
+class PluginError(LabelerError):
+    """An installed package's entry point (a plugin's task, backend or executor) that cannot be
+    loaded: its module missing or failing at import, its value malformed, or not a class of
+    the kind its group holds."""
+
+    group: str  # the entry-point group, e.g. "labeler.tasks"
+    name: str  # the entry point's name
+    package: str  # the distribution that declares it
+    reason: str  # one line: the error's type and message
+    hint: str = "fix or uninstall the package; `labeler plugins` lists what is installed"
+
+    def __str__(self) -> str:
+        return f"the {self.group} plugin '{self.name}' of package {self.package} cannot be " \
+            f"loaded: {self.reason}"
+
+
+@dataclass
 class ModelLoadError(LabelerError):
     """A model could not be loaded."""
 

@@ -58,30 +58,66 @@ def load_entry(entry: str):
 class Registry(Mapping):
     """Named "module:attribute" entries, imported when first looked up: the built-in ones, then
     those installed packages declare under the entry-point `group` (a plugin may not take a
-    built-in name). Looking up a name it lacks raises UnknownNameError listing its names."""
+    built-in name), each of which must name a subclass of `base` ("module:Class"). Looking up
+    a name it lacks raises UnknownNameError listing its names; a plugin that cannot be loaded
+    raises PluginError when asked for, and `loaded()` skips it with a warning."""
 
-    def __init__(self, what: str, entries: Mapping[str, str], group: str | None = None) -> None:
-        self.what, self.group = what, group
+    def __init__(self, what: str, entries: Mapping[str, str], group: str | None = None,
+                 base: str | None = None) -> None:
+        self.what, self.group, self.base = what, group, base
         self._builtin = dict(entries)
-        self._read: tuple[tuple[str, ...], dict[str, str]] | None = None
+        self._read: tuple[tuple[str, ...], dict[str, str], dict[str, str]] | None = None
+
+    def _scan(self) -> tuple[tuple[str, ...], dict[str, str], dict[str, str]]:
+        """(sys.path, name -> entry, plugin name -> its package), the entry points read again
+        only when `sys.path` changed (a package added to it, as a test does)."""
+        if self._read is None or self._read[0] != tuple(sys.path):
+            found, packages = dict(self._builtin), {}
+            for point in entry_points(group=self.group) if self.group else ():
+                if point.name not in found:
+                    found[point.name] = point.value
+                    packages[point.name] = point.dist.name if point.dist else "?"
+            self._read = (tuple(sys.path), found, packages)
+        return self._read
 
     @property
     def entries(self) -> dict[str, str]:
-        """Name -> "module:attribute", the built-in ones first; the entry points read again
-        only when `sys.path` changed (a package added to it, as a test does)."""
-        if self._read is None or self._read[0] != tuple(sys.path):
-            found = dict(self._builtin)
-            for point in entry_points(group=self.group) if self.group else ():
-                found.setdefault(point.name, point.value)
-            self._read = (tuple(sys.path), found)
-        return self._read[1]
+        """Name -> "module:attribute", the built-in ones first."""
+        return self._scan()[1]
+
+    @property
+    def packages(self) -> dict[str, str]:
+        """Plugin name -> the installed package that declares it."""
+        return self._scan()[2]
+
+    def plugin(self, name: str):
+        """The object plugin `name` names (`labeler.plugins.load_plugin`: PluginError with one
+        line if it cannot be loaded)."""
+        from labeler.plugins import load_plugin
+
+        base = load_entry(self.base) if self.base else None
+        return load_plugin(self.group, name, self.entries[name], self.packages[name], base)
+
+    def loaded(self) -> dict[str, object]:
+        """Name -> object of every entry that loads, in order; a plugin that cannot be loaded is
+        left out, with one warning naming its package and the error."""
+        from labeler.errors import PluginError
+        from labeler.plugins import warn_skipped
+
+        found = {}
+        for name in self.entries:
+            try:
+                found[name] = self[name]
+            except PluginError as error:
+                warn_skipped(error)
+        return found
 
     def __getitem__(self, name: str):
         if name not in self.entries:
             from labeler.errors import UnknownNameError  # importing labeler imports only this
 
             raise UnknownNameError(self.what, name, sorted(self.entries))
-        return load_entry(self.entries[name])
+        return self.plugin(name) if name in self.packages else load_entry(self.entries[name])
 
     def __contains__(self, name: object) -> bool:
         return name in self.entries

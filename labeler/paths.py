@@ -116,6 +116,29 @@ def check_writable(folder: str | Path) -> None:
         os.unlink(probe)
 
 
+def check_free(folder: str | Path, needed: int, what: str) -> None:
+    """StorageError naming `folder` unless its disk (that of the nearest folder above it that
+    exists) has `needed` bytes free for `what` ("the converted model"): a write that cannot
+    fit fails before it starts, not when the disk is full, minutes in."""
+    import shutil
+
+    folder = Path(folder)
+    free = shutil.disk_usage(_nearest(folder)).free
+    if free < needed:
+        raise StorageError(str(folder), f"{what} needs about {_size(needed)} and the disk has "
+                           f"{_size(free)} free",
+                           "free some space, or point --cache-dir (or $LABELER_CACHE_DIR) at a "
+                           "disk with room, then run the same command again")
+
+
+def _size(count: int) -> str:
+    """A byte count as people read it: 512 B, 3.2 MiB, 1.5 GiB."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if count >= scale:
+            return f"{count / scale:.1f} {unit}"
+    return f"{count} B"
+
+
 def _nearest(folder: Path) -> Path:
     """`folder`, or the nearest folder above it that exists (a file where one is in the way)."""
     return next((p for p in (folder, *folder.absolute().parents) if p.exists()), Path("/"))

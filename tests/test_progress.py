@@ -63,6 +63,9 @@ def test_a_build_with_stderr_to_a_file_says_where_it_is(tmp_path):
     assert len(steps) == len(set(steps)), text
     # no other library's tqdm bar (this fresh cache converts the GGUF model: transformers')
     assert "converting SmolLM2" in " ".join(text.split()), text
+    # the conversion's minutes of dequantizing, tensor by tensor, as labeler's own lines
+    assert re.search(r"^dequantizing SmolLM2-135M-Instruct\.Q4_1\.gguf: 272/272 \(100%\), "
+                     r"\d+s elapsed$", text, re.MULTILINE), text
     assert "it/s" not in text and "%|" not in text, text
     assert re.search(r"^utility shards for smollm2-135m: 1/1 \(100%\), \d+s elapsed$", text,
                      re.MULTILINE), text

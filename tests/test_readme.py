@@ -33,6 +33,20 @@ TINY = ("--limit", "2")
 
 #: a page's command -> why it is not run here
 SKIPPED = {
+    **dict.fromkeys([
+        "pip install ./labeler-reads", "labeler plugins", "python -m pytest labeler-reads/tests",
+        ("labeler build --artifact reads --dataset nq-sample --llm smollm2-135m --limit 2 "
+         "--pool hgp"),
+        "labeler validate out/reads/nq-sample/smollm2-135m/v1",
+        "labeler score my_selection.jsonl --against out/reads/nq-sample/smollm2-135m/v1"],
+        "docs/plugins.md's package: tests/test_plugin_guide.py writes it from the page, installs "
+        "it into a folder of its own and runs these"),
+    "labeler build --artifact lexical --dataset nq-sample --limit 2 --pool hgp":
+        "the fixture plugin's method: tests/tasks/test_plugins.py installs it and builds it with "
+        "no --llm",
+    **dict.fromkeys(["python -m pip install build twine", "python -m build labeler-reads",
+                     "python -m twine upload labeler-reads/dist/*"],
+                    "publishes to PyPI (network, an account)"),
     "make test": "runs the whole suite",
     "make test-vllm": "vllm",
     "make demo": "the first command of `labeler build` below, with --limit 10",

@@ -25,6 +25,8 @@ PARTIAL = re.compile(r"\.v(?P<version>.+)\.(?P<build>[0-9a-f]{32})\.partial")
 #: in a partial version: who writes it ({"pid", "host"}), to tell an abandoned one; flock-ed
 #: by its writer while it runs, so two identical builds never write one folder at once
 OWNER = ".writer.json"
+#: in a partial version: its shard plan, so that a resumed build cuts the same shards
+PLAN = ".shards.json"
 
 
 def abandoned_partials(root: Path) -> list[tuple[Path, str]]:
@@ -56,6 +58,16 @@ def _running(pid: object) -> bool:
     except PermissionError:  # another user's process
         return True
     return True
+
+
+def sweep_sealed(parent: Path) -> None:
+    """Remove the writer's own files (`PLAN`, `OWNER`) from the finished versions in `parent`:
+    a writer killed between its folder's final rename and their removal leaves them there."""
+    for folder in parent.glob("v*") if parent.is_dir() else ():
+        for name in (PLAN, OWNER):
+            if (folder / name).is_file():
+                info(f"{folder}: removing {name}, left by a build killed as it finished")
+                (folder / name).unlink(missing_ok=True)
 
 
 def partial_of(parent: Path, build_id: str, version: str | None) -> str | None:

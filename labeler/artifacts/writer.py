@@ -42,7 +42,15 @@ from labeler.artifacts.manifest import (
     tag_problem,
     version_tag,
 )
-from labeler.artifacts.staging import OWNER, PARTIAL, abandoned_partials, hold, partial_of
+from labeler.artifacts.staging import (
+    OWNER,
+    PARTIAL,
+    PLAN,
+    abandoned_partials,
+    hold,
+    partial_of,
+    sweep_sealed,
+)
 from labeler.errors import ArtifactError, InputError
 from labeler.lines import read_jsonl
 from labeler.paths import atomic_file, file_sha256
@@ -52,8 +60,6 @@ from labeler.schemas import check
 _DUMPS = partial(json.dumps, ensure_ascii=False, allow_nan=False)
 #: the folder inside a partial version holding the labelled shards of a settling task
 _LABELLED = ".labelled"
-#: the file inside a partial version recording its shard plan
-_PLAN = ".shards.json"
 
 
 class VersionWriter:
@@ -70,6 +76,7 @@ class VersionWriter:
             raise ValueError(f"build id must be 32 lower-case hex digits, got {build_id!r}")
         self.kind, self.artifact, self.dataset, self.llm = kind, kind.name, dataset, llm
         self._passed = version is not None
+        sweep_sealed(Path(out) / kind.name / dataset / llm)
         lock = None
         while lock is None:  # again where the folder it chose was finished meanwhile
             resumed = partial_of(Path(out) / kind.name / dataset / llm, build_id, version)
@@ -91,7 +98,7 @@ class VersionWriter:
     def plan(self, sizes: list[int]) -> list[int]:
         """The sizes of this version's shards: those recorded when its folder was made (a
         resumed build keeps its shards), else `sizes`, recorded now."""
-        path = self.staging / _PLAN
+        path = self.staging / PLAN
         if path.exists():
             return json.loads(path.read_text(encoding="utf-8"))
         with atomic_file(path) as f:  # a killed writer leaves the plan whole or none
@@ -196,8 +203,9 @@ class VersionWriter:
         if self.target.exists():
             raise _exists(self.target, passed=self._passed)
         os.rename(self.staging, self.target)
-        (self.target / _PLAN).unlink(missing_ok=True)
-        (self.target / OWNER).unlink()  # while locked: a build that waited finds it gone
+        (self.target / PLAN).unlink(missing_ok=True)
+        # while locked: a build that waited finds it gone (or one starting swept it already)
+        (self.target / OWNER).unlink(missing_ok=True)
         self._lock.close()
         _fsync(self.target.parent)
         return self.target

@@ -50,6 +50,9 @@ COMMANDS = {
                         ("Train the extractor of a seer artifact on its preference pairs, each "
                         "pair's DPO loss weighted by its λ (SEER's LPO), and write the trained "
                         "model to --out.")),
+    "plugins": ("labeler.cli.plugins:plugins",
+                ("List the installed plugins: their tasks, backends and executors, and any that "
+                 "fail to load.")),
     "view": ("labeler.cli.view:view",
              "Look at artifact version FOLDERS in a local web page, side by side across LLMs."),
     "merge-reviews": ("labeler.cli.reviews:merge_reviews",
@@ -115,8 +118,9 @@ def main() -> None:
     forbidden disk, becomes one line on stderr and exit 1; a usage error (click's: an unknown
     option or command, a bad or missing value) one line naming the option, and exit 2.
 
-    With --debug (or LABELER_DEBUG=1) its full traceback comes first. Any other exception is
-    a bug and is never hidden: Python prints its traceback and exits 1.
+    A Hub or network failure no call mapped is one line too (`labeler.network`). With --debug
+    (or LABELER_DEBUG=1) its full traceback comes first. Any other exception is a bug and is
+    never hidden: Python prints its traceback and exits 1.
     """
     try:
         code = cli.main(prog_name="labeler", standalone_mode=False)
@@ -133,9 +137,22 @@ def main() -> None:
     except LabelerError as exc:
         _fail(exc)
     except OSError as exc:  # a disk that cannot take what a command writes is not a bug
-        if exc.errno not in STORAGE_ERRNOS:
-            raise
-        _fail(StorageError.from_os(exc))
+        if exc.errno in STORAGE_ERRNOS:
+            _fail(StorageError.from_os(exc))
+        _fail_if_network(exc)
+    except Exception as exc:  # noqa: BLE001 - a bug unless it is a network failure: re-raised
+        _fail_if_network(exc)
+
+
+def _fail_if_network(exc: Exception) -> None:
+    """Exit 1 with the one line of a Hub or network failure that reached the edge without its
+    call mapping it (`labeler.network`); re-raise any other exception, a bug."""
+    from labeler.network import hub_error
+
+    error = hub_error(exc)
+    if error is None:
+        raise exc
+    _fail(error)
 
 
 def usage_line(error: click.ClickException) -> str:
@@ -149,8 +166,11 @@ def usage_line(error: click.ClickException) -> str:
 
 
 def _fail(error: LabelerError) -> None:
-    """Exit 1 with the error's one line (after the traceback with --debug)."""
+    """Exit 1 with the error's one line, its control characters escaped (a name from a file
+    may hold any), after the traceback with --debug."""
     if settings.debug():
         traceback.print_exc()
-    click.echo(f"error: {error.line()}", err=True)
+    from labeler.terminal import escape
+
+    click.echo(f"error: {escape(error.line())}", err=True)
     sys.exit(1)

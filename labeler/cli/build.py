@@ -29,13 +29,14 @@ def _help() -> str:
     from labeler.tasks import TASKS
 
     what = "Label the candidate passages of a dataset for each LLM, and write one artifact each."
-    return "\n\n".join([what, *(TASKS[name].summary for name in TASKS)])
+    return "\n\n".join([what, *(task.summary for task in TASKS.loaded().values())])
 
 
 @click.command(help=_help())
 @data_options(pools=True, qrels=True, task_defaults=True)
-@click.option("--llm", "llms", multiple=True, required=True,
-              help="Model alias, HF repo id, local folder or .gguf; repeat to label for several.")
+@click.option("--llm", "llms", multiple=True,
+              help="Model alias, HF repo id, local folder or .gguf; repeat to label for several "
+                   "(required, but for an --artifact that asks no LLM).")
 @model_options(tensor_parallel=True)
 @executor_options("the shards are labelled", "model")
 @click.option("--artifact", type=Names(registry_names("labeler.tasks", "TASKS")),

@@ -36,7 +36,12 @@ def push(folders, repo, out, private, dry_run, as_json) -> None:
     root card's diff is shown too.
     """
     from labeler.hub import push as push_versions
+    from labeler.hub.layout import find_versions
 
+    if not folders and not (out.is_dir() and find_versions(out)):
+        raise click.BadParameter(
+            f"{out} holds no artifact version (a folder with a manifest.json)" if out.is_dir()
+            else f"{out} is not a folder", param_hint="'--out'")
     result = push_versions(
         list(folders) or None, repo=repo, out=out, private=private, dry_run=dry_run
     )

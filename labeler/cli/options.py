@@ -216,9 +216,20 @@ def executor_options(work: str, loaded: str) -> Decorator:
     )
 
 
+def _use_cache_dir(ctx: click.Context, param: click.Parameter, value: Path | None
+                   ) -> Path | None:
+    """--cache-dir, made the cache of all a command keeps (`settings.use_cache_dir`)."""
+    if value is not None:
+        from labeler import settings
+
+        settings.use_cache_dir(value)
+    return value
+
+
 cache_dir_option = click.option(
-    "--cache-dir", type=click.Path(file_okay=False, path_type=Path),
-    help="LLM call and embedding cache (default: $LABELER_CACHE_DIR or ~/.cache/labeler).")
+    "--cache-dir", type=click.Path(file_okay=False, path_type=Path), callback=_use_cache_dir,
+    help="Where labeler keeps LLM calls, embeddings, indexes, converted models, stored corpora "
+         "and downloads (default: $LABELER_CACHE_DIR or ~/.cache/labeler).")
 
 
 def task_options() -> Decorator:
@@ -294,17 +305,17 @@ def _task_defaults(name: str) -> str:
 
 
 def _task_configs() -> dict[str, type]:
-    """Every artifact kind's config class, in `TASKS` order."""
-    from labeler.tasks import TASKS, load_task
+    """Every artifact kind's config class, in `TASKS` order (plugins that load)."""
+    from labeler.tasks import TASKS
 
-    return {name: load_task(name).Config for name in TASKS}
+    return {name: task.Config for name, task in TASKS.loaded().items()}
 
 
 def _backends() -> dict[str, type]:
-    """Every backend's class, built-in and installed plugins', by name."""
+    """Every backend's class, built-in and installed plugins' (those that load), by name."""
     from labeler.llm import BACKENDS
 
-    return {name: BACKENDS[name] for name in BACKENDS}
+    return BACKENDS.loaded()
 
 
 def _dtypes() -> list[str]:

@@ -15,6 +15,7 @@ from labeler.errors import InputError
 from labeler.progress import info
 from labeler.scoring import MISSING, RAG_K
 from labeler.scoring.submissions import KINDS
+from labeler.terminal import markup_safe
 
 if TYPE_CHECKING:  # rich is imported for the tables only, not for --json
     from rich.table import Table
@@ -146,12 +147,13 @@ def _report_left_out(reports: list) -> None:
     """A line on stderr for each submission's skipped lines and dropped pids, if any."""
     for run in (r for one in reports for r in (one, one.baseline) if r is not None):
         if run.counts["skipped_lines"]:
-            first = "; ".join(e.line() for e in run.skipped[:3])
-            info(f"[yellow]skipped {run.counts['skipped_lines']} bad lines in {run.submission}"
-                 f"[/]: {first}")
+            first = "; ".join(markup_safe(e.line()) for e in run.skipped[:3])
+            info(f"[yellow]skipped {run.counts['skipped_lines']} bad lines in "
+                 f"{markup_safe(run.submission)}[/]: {first}")
         if run.counts.get("dropped_pids"):
             info(f"[yellow]dropped {run.counts['dropped_pids']} selected pids in "
-                 f"{run.submission}[/]: outside their query's candidates or repeated")
+                 f"{markup_safe(run.submission)}[/]: outside their query's candidates or "
+                 "repeated")
 
 
 def _agreement(review: Path, labels: Path, as_json: bool) -> None:
@@ -210,7 +212,7 @@ def _datasets_table(reports: list[Report], pooled: Report) -> Table:
     for i, run in enumerate([*reports, pooled]):
         if i == len(reports):
             table.add_section()
-        table.add_row(run.dataset or run.reference, str(run.counts["queries"]),
+        table.add_row(markup_safe(run.dataset or run.reference), str(run.counts["queries"]),
                       *(_fmt(100 * run.summary.get(name, math.nan), 2) for name in columns))
     return table
 
@@ -222,7 +224,8 @@ def _rag_table(report: Report) -> Table:
     from rich.table import Table
 
     counts = report.counts
-    table = Table(title=f"RAG accuracy (%), the paper's Table 6 layout: vs {report.reference}",
+    table = Table(title="RAG accuracy (%), the paper's Table 6 layout: vs "
+                        f"{markup_safe(report.reference)}",
                   title_justify="left", caption="known: answered right closed-book")
     table.add_column("evidence")
     for column in (f"Unknown (n={counts['unknown_queries']})",
@@ -241,7 +244,8 @@ def _metrics_table(report: Report) -> Table:
     from rich.table import Table
 
     base = report.baseline
-    table = Table(title=f"{report.kind}: {report.submission} vs {report.reference}",
+    table = Table(title=f"{report.kind}: {markup_safe(report.submission)} vs "
+                        f"{markup_safe(report.reference)}",
                   title_justify="left", caption=_missing_caption(report))
     table.add_column("metric")
     table.add_column("value", justify="right")
@@ -261,10 +265,11 @@ def _missing_caption(report: Report) -> str:
     """Which queries the means are over, and how the reference's absent ones counted."""
     absent = len(report.missing)
     if report.missing_rule == "zero":
-        how = f"{absent} not in the submission scored 0 (--missing skip: left out)"
+        how = (f"--missing zero: {absent} not in the submission scored 0 (--missing skip "
+               "would leave them out)")
     else:
-        how = (f"{absent} of the reference's not in the submission left out, as trec_eval "
-               "does (--missing zero: scored 0)")
+        how = (f"--missing skip: {absent} of the reference's not in the submission left out, "
+               "as trec_eval does (--missing zero would score them 0)")
     return f"means over {report.counts['queries']} queries; {how}"
 
 
@@ -275,13 +280,14 @@ def _paper_table(report: Report) -> Table:
 
     number, wanted = PAPER_TABLES[report.kind]
     columns = [name for name in wanted if name in report.summary]
-    table = Table(title=f"{report.kind}, the paper's {number} layout (%): vs {report.reference}",
+    table = Table(title=f"{report.kind}, the paper's {number} layout (%): vs "
+                        f"{markup_safe(report.reference)}",
                   title_justify="left")
     table.add_column("method")
     for name in columns:
         table.add_column(name, justify="right")
     for run in (report, report.baseline):
-        table.add_row(Path(run.submission).stem,
+        table.add_row(markup_safe(Path(run.submission).stem),
                       *(_fmt(100 * run.summary.get(name, math.nan), 2) for name in columns))
     return table
 
@@ -300,14 +306,16 @@ def _qa_table(report: Report) -> Table:
     for row in qa["rows"]:
         score = math.nan if row[qa["metric"]] is None else 100 * row[qa["metric"]]
         tokens = math.nan if row["tokens"] is None else row["tokens"]
-        table.add_row(row["method"], row["evidence"], _fmt(score, 2), _fmt(tokens, 1))
+        table.add_row(row["method"], markup_safe(row["evidence"]), _fmt(score, 2),
+                      _fmt(tokens, 1))
     return table
 
 
 def _tests_table(report: Report) -> Table:
     from rich.table import Table
 
-    table = Table(title=f"paired two-sided t-test vs {report.baseline.submission}, per query",
+    table = Table(title="paired two-sided t-test vs "
+                        f"{markup_safe(report.baseline.submission)}, per query",
                   title_justify="left",
                   caption="W/T/L: queries where the submission scores higher / equal / lower")
     for column in ("metric", "n", "mean", "baseline", "Δ", "t", "p", "W/T/L"):

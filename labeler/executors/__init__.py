@@ -14,7 +14,7 @@ from labeler.lazy import Registry
 
 EXECUTORS = Registry("executor", {"local": "labeler.executors.local:LocalExecutor",
                                   "ray": "labeler.executors.ray:RayExecutor"},
-                     group="labeler.executors")
+                     group="labeler.executors", base="labeler.executors.base:Executor")
 
 
 def load_executor(name: str = "local", **options) -> Executor:

@@ -2,14 +2,14 @@
 
 Every call that can be repeated safely goes through `retry`: up to ATTEMPTS tries on HTTP 5xx,
 429, timeouts and dropped connections, waiting $LABELER_HUB_BACKOFF seconds (default 1) and
-doubling. Any other failure, or the last one, becomes a `HubError` in `hub_errors`.
+doubling. Any other failure, or the last one, becomes a `HubError` in `hub_errors`
+(`labeler.network`'s one mapping).
 The token is whatever huggingface_hub finds (HF_TOKEN or the saved login); it is only ever put
 into request headers by huggingface_hub itself.
 """
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -36,9 +36,10 @@ from huggingface_hub.utils import (
     hf_raise_for_status,
 )
 
-from labeler import settings
-from labeler.errors import HubError, LabelerError
+from labeler import network, settings
+from labeler.errors import HubError
 from labeler.hub.layout import git_blob_oid
+from labeler.network import AGAIN, describe, redact
 from labeler.paths import file_sha256
 from labeler.progress import info
 
@@ -46,8 +47,6 @@ T = TypeVar("T")
 ATTEMPTS = 5
 #: failures on the way: timeouts, dropped connections, a server or proxy hanging up
 _NETWORK = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError, httpx.ProxyError)
-#: what `redact` hides: a Hugging Face token, or whatever follows "Bearer"
-_TOKEN = re.compile(r"(?P<bearer>\bBearer\s+)\S+|\bhf_[A-Za-z0-9_-]+", re.IGNORECASE)
 
 
 @dataclass
@@ -240,65 +239,10 @@ def transient(exc: BaseException | None) -> bool:
     return False
 
 
-def describe(exc: BaseException) -> str:
-    """A short, token-free account of a failure, on one line: whatever the server says is
-    `redact`ed, for a server may echo the request's Authorization header."""
-    if isinstance(exc, HfHubHTTPError):
-        return redact(f"HTTP {exc.response.status_code}" +
-                      (f" ({exc.server_message})" if exc.server_message else ""))
-    if isinstance(exc, _NETWORK):
-        return f"connection failed ({type(exc).__name__})"
-    if exc.__cause__ is not None:
-        return describe(exc.__cause__)
-    return redact(str(exc).splitlines()[0]) if str(exc) else type(exc).__name__
-
-
-def redact(text: str) -> str:
-    r"""`text` on one line, every token in it (`hf_…`, `Bearer …`) replaced by `***`.
-
-    >>> redact("401: Authorization: Bearer hf_abcdefgh\nretry")
-    '401: Authorization: Bearer *** retry'
-    """
-    return _TOKEN.sub(lambda m: (m["bearer"] or "") + "***", " ".join(text.split()))
-
-
 @contextmanager
-def hub_errors(remote: Remote, again: str = "run the same command again") -> Iterator[None]:
-    """Turn huggingface_hub and network failures into one HubError line; `again` is what the
-    hint says of running the command again (a push adds that it resumes where it stopped)."""
-    try:
+def hub_errors(remote: Remote, again: str = AGAIN) -> Iterator[None]:
+    """Turn huggingface_hub and network failures into one HubError line (`labeler.network`);
+    `again` is what the hint says of running the command again (a push adds that it resumes
+    where it stopped)."""
+    with network.hub_errors(remote.repo, endpoint=remote.endpoint, again=again):
         yield
-    except LabelerError:
-        raise
-    except OfflineModeIsEnabled as exc:
-        raise HubError(
-            "offline mode is on (HF_HUB_OFFLINE=1)",
-            repo=remote.repo,
-            hint="unset HF_HUB_OFFLINE to reach the Hub",
-        ) from exc
-    except RepositoryNotFoundError as exc:
-        raise HubError(
-            "no such dataset repo, or it is private to another account",
-            repo=remote.repo,
-            hint="check NAMESPACE/NAME; for a private repo set HF_TOKEN or run `hf auth login`",
-        ) from exc
-    except HfHubHTTPError as exc:
-        if exc.response.status_code in (401, 403):
-            raise HubError(
-                f"not allowed: {describe(exc)}",
-                repo=remote.repo,
-                hint="use a token with write access (HF_TOKEN or `hf auth login`)",
-            ) from exc
-        raise HubError(
-            f"the Hub refused: {describe(exc)}",
-            repo=remote.repo,
-            hint=again,
-        ) from exc
-    except Exception as exc:
-        if not transient(exc):
-            raise
-        raise HubError(
-            f"cannot reach {remote.endpoint}: {describe(exc)}",
-            repo=remote.repo,
-            hint=f"check the network and HF_ENDPOINT, then {again}",
-        ) from exc

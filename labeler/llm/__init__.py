@@ -29,7 +29,8 @@ from labeler.llm.models import ALIASES, ModelSpec, resolve_model
 #: optional); installed packages add theirs under the entry-point group `labeler.backends`
 BUILT_IN = {"hf": "labeler.llm.hf:HFBackend", "vllm": "labeler.llm.vllm:VLLMBackend",
             "openai": "labeler.llm.openai_api:OpenAIBackend"}
-BACKENDS = Registry("backend", BUILT_IN, group="labeler.backends")
+BACKENDS = Registry("backend", BUILT_IN, group="labeler.backends",
+                    base="labeler.llm.base:Backend")
 
 #: models loaded in this process, so that each is loaded once:
 #: (backend, model, device, batch, tensor parallel, dtype, served options, the API key's

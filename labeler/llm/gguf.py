@@ -7,13 +7,15 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from labeler.errors import ModelLoadError
 from labeler.llm.models import ModelSpec
-from labeler.paths import cache_root, locked, share_tree
-from labeler.progress import info, transformers_quiet, warning
+from labeler.paths import cache_root, check_free, locked, share_tree
+from labeler.progress import info, track, transformers_quiet, warning
 
 if TYPE_CHECKING:
     from transformers import GenerationConfig
@@ -51,13 +53,14 @@ def gguf_snapshot(spec: ModelSpec, revision: str, cache_dir: str | Path | None) 
             _remove(target, spec)
         for stale in target.parent.glob(f".partial-{target.name}-*"):  # left by a killed one
             _remove(stale, spec)
+        check_free(target.parent, _float32_bytes(path), f"converting {path.name}")
         info(f"converting {path.name} once into {target} (later loads read that folder)")
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
 
         import labeler.llm.lean_transformers  # noqa: F401  (first: keeps scikit-learn unimported)
 
-        with transformers_quiet():  # its own tqdm bar and tokenizer notices, once per model
+        with transformers_quiet(), _tensor_progress(path.name):  # its tokenizer notices off
             tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
             # dequantized on loading: a plain float32 model, which save_pretrained writes
             model = AutoModelForCausalLM.from_pretrained(
@@ -65,6 +68,7 @@ def gguf_snapshot(spec: ModelSpec, revision: str, cache_dir: str | Path | None) 
                 quantization_config=GgufConfig(dequantize=True))
         partial = Path(tempfile.mkdtemp(prefix=f".partial-{target.name}-", dir=target.parent))
         try:
+            info(f"writing the converted {path.name} into {target}")
             with transformers_quiet():
                 model.save_pretrained(partial)
                 _adopt_model_tokens(tokenizer, model.generation_config)
@@ -78,6 +82,29 @@ def gguf_snapshot(spec: ModelSpec, revision: str, cache_dir: str | Path | None) 
         finally:
             shutil.rmtree(partial, ignore_errors=True)
     return target
+
+
+def _float32_bytes(path: Path) -> int:
+    """The bytes `path`'s tensors take as float32, as the conversion writes them, and 64 MiB
+    for the tokenizer and config: read from the GGUF's tensor index (memory-mapped)."""
+    from gguf import GGUFReader
+
+    return sum(int(t.n_elements) for t in GGUFReader(path).tensors) * 4 + 2**26
+
+
+@contextmanager
+def _tensor_progress(name: str) -> Iterator[None]:
+    """Within: transformers' loop over a GGUF's tensors, which dequantizes them one by one for
+    minutes, is labeler's progress (`track`: a bar on a terminal, a line every few seconds in
+    a log) instead of its own tqdm bar, which is off outside a terminal."""
+    from transformers import modeling_gguf_pytorch_utils as loading
+
+    own = loading.tqdm
+    loading.tqdm = lambda tensors, **_: track(tensors, f"dequantizing {name}", len(tensors))
+    try:
+        yield
+    finally:
+        loading.tqdm = own
 
 
 def _adopt_model_tokens(tokenizer, generation: GenerationConfig) -> None:

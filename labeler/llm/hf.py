@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
-from labeler.errors import InputError, ModelLoadError, first_line
+from labeler.errors import InputError, ModelLoadError
 from labeler.lazy import LazyModule
 from labeler.llm.base import (
     CHOICE_TOKENS,
@@ -45,6 +45,7 @@ from labeler.llm.prompts import (
     render_chat,
     row_seed,
 )
+from labeler.network import cause_line
 from labeler.progress import progress_bar, transformers_quiet
 
 # imported when a model loads, so that naming the backend (its declarations, `--help`) is cheap
@@ -134,7 +135,7 @@ class HFBackend(Backend):
             if source != spec.model_id:  # the converted copy is there but does not load
                 hint = f"its converted copy {source} may be damaged: remove it (rm -r " \
                     f"{source}) and the next load converts the model again"
-            raise ModelLoadError(spec.model_id, first_line(exc), hint=hint) from exc
+            raise ModelLoadError(spec.model_id, cause_line(exc), hint=hint) from exc
         # the revision after loading: a Hub model's commit is now cached
         self._adopt(spec, model, tokenizer, revision=model_revision(spec), batch_size=batch_size)
 

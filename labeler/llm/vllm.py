@@ -57,6 +57,7 @@ from labeler.llm.prompts import (
     render_chat,
     row_seed,
 )
+from labeler.network import cause_line
 from labeler.paths import cache_root
 from labeler.progress import info, progress_bar
 
@@ -115,8 +116,7 @@ class VLLMBackend(PromptLogprobScoring, Backend):
             self.llm = vllm.LLM(model=source, seed=0, tensor_parallel_size=tensor_parallel,
                            **self._engine_options(source, compile_cache))
         except Exception as exc:  # vllm raises many types; all of them mean "cannot load"
-            text = str(exc).strip() or type(exc).__name__
-            raise ModelLoadError(spec.model_id, text.splitlines()[0]) from exc
+            raise ModelLoadError(spec.model_id, cause_line(exc)) from exc
         self.tokenizer = self.llm.get_tokenizer()
         if not getattr(self.tokenizer, "chat_template", None):
             raise ModelLoadError(spec.model_id, "the tokenizer has no chat template")

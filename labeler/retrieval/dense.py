@@ -21,6 +21,7 @@ import numpy as np
 from labeler import settings
 from labeler.errors import MissingDependencyError, ModelLoadError
 from labeler.formats import Run
+from labeler.network import cause_line
 from labeler.paths import published_file
 from labeler.progress import progress_bar, transformers_quiet, warning
 from labeler.retrieval.ann import AnnIndex, IndexSpec
@@ -263,7 +264,7 @@ def _load(name: str, device: str | None = None) -> Encoder:
                 path, use_fp16=False, devices=device, **({} if known else options)
             )
     except Exception as exc:  # FlagEmbedding/transformers raise OSError, ValueError, ...
-        raise ModelLoadError(model_id, str(exc).splitlines()[0]) from exc
+        raise ModelLoadError(model_id, cause_line(exc)) from exc
     embedder.model.to(device).eval()
     pooling = "m3-dense" if type(embedder).__name__ == "BGEM3FlagModel" else embedder.pooling_method
     return Encoder(name=name, model_id=model_id, pooling=pooling, embedder=embedder, device=device)

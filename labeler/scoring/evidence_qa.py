@@ -80,7 +80,7 @@ def qa_setting(manifest: dict, where: str, *, max_tokens: int | None = None) -> 
     artifact = manifest.get("artifact")
     kind = load_kind(artifact) if artifact in KINDS else None
     if kind is None or not kind.answers_from:
-        able = [name for name in KINDS if load_kind(name).answers_from]
+        able = [name for name, kind in KINDS.loaded().items() if kind.answers_from]
         raise InputError(f"--rag evaluates evidence against a {' or '.join(able)} artifact, "
                          f"this is a {artifact}", where, field_name="against")
     if kind.own_answer_prompts:

@@ -109,8 +109,8 @@ def _from_artifact(path: Path, source: str) -> Reference:
     first = next(records, None)
     if first is None:
         raise InputError("empty reference: no records", source)
-    kinds = [manifest["artifact"]] if manifest else list(TASKS)
-    tasks = (load_task(kind) for kind in kinds if kind in TASKS)  # imported one at a time
+    tasks = ([load_task(manifest["artifact"])] if manifest["artifact"] in TASKS else []) \
+        if manifest else TASKS.loaded().values()
     task = next((t for t in tasks if _labels(t, first) is not None), None)
     ref = Reference(source, {}, {}, rank_nonempty_gold=bool(task and task.rank_nonempty_gold),
                     manifest=manifest, artifact=path)

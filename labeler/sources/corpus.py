@@ -37,7 +37,7 @@ import pyarrow as pa
 
 from labeler.checksums import describe, remember, said, verify
 from labeler.errors import InputError
-from labeler.paths import cache_root, locked
+from labeler.paths import cache_root, check_free, locked
 from labeler.progress import warning
 from labeler.sources.corpus_store import (
     Batch,
@@ -119,19 +119,24 @@ class Corpus:
     def stored(cls, key: str, batches: Callable[[], Iterable[Batch]], *,
                name: str | None = None, revision: str | None = None, license: str = "unknown",
                what: str = "corpus", total: int | None = None, cache_dir=None,
-               duplicate: Callable[[int, str], Exception] | None = None) -> Corpus:
+               duplicate: Callable[[int, str], Exception] | None = None,
+               size: int | None = None) -> Corpus:
         """The corpus stored under `key`: read memory-mapped when the cache has it, else
         written first from `batches()` (column batches, in order) — once, under a lock that a
         concurrent run waits on. `what` names the corpus in progress lines and errors; a pid
         that occurs twice fails the write with `duplicate(row, pid)` (row: its second
         occurrence), by default an InputError naming it; `total`, the passages expected where
-        known (None: not known), sizes the progress bar."""
+        known (None: not known), sizes the progress bar; `size`, the bytes of its source file
+        where it has one, is about what the stored table takes: the disk is checked for that
+        room before the write starts."""
         folder = corpus_folder(key, cache_dir)
         corpus = cls._read(folder, what)
         if corpus is None and not storing():
             raise NotStored(what)
         if corpus is None:
             folder.parent.mkdir(parents=True, exist_ok=True)
+            if size is not None:
+                check_free(folder.parent, size, f"storing {what}")
             with locked(folder.with_name(folder.name + ".lock")):
                 corpus = cls._read(folder) or cls._write(folder, batches, what, total, duplicate)
         corpus.name, corpus.revision, corpus.license = name, revision, license

@@ -124,7 +124,7 @@ def read_corpus(path: str | Path) -> Corpus:
 
     key = f"flashrag-file:{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
     return Corpus.stored(key, lambda: in_batches(rows()), what=f"corpus {path.name}",
-                         duplicate=duplicate)
+                         duplicate=duplicate, size=stat.st_size)
 
 
 def split_contents(contents: str) -> tuple[str, str]:

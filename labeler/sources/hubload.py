@@ -3,16 +3,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from labeler.errors import HubError
+from labeler.network import FIRST_USE, hub_error, quiet_retries
 from labeler.sources.hub_files import HubFiles
 from labeler.sources.types import Source
 
-#: one hint per cause, so the error says what to do about the cause it names
-NOT_FOUND = "check the id; a private repo needs a token: hf auth login"
-GATED = "accept its conditions on https://huggingface.co/datasets/{repo}, then set a token: " \
-        "hf auth login"
 SCRIPT = "datasets no longer runs loading scripts; labeler.sources.hub_files must name data files"
-OFFLINE = "needs network on first use; later runs read the local cache"
 
 
 def load_hub(spec: HubFiles, *, what: str = "dataset", hint: str = ""):
@@ -25,8 +24,9 @@ def load_hub(spec: HubFiles, *, what: str = "dataset", hint: str = ""):
 
     from labeler.sources.heads import read_head, wants_head
 
-    if wants_head(spec):
-        return datasets.Dataset.from_list(read_head(spec)), spec.revision
+    with _mapped(spec, what, hint):
+        if wants_head(spec):
+            return datasets.Dataset.from_list(read_head(spec)), spec.revision
     paths, revision = download(spec, what=what, hint=hint)
     fmt = {"json": "json", "parquet": "parquet"}[spec.format]
     dataset = datasets.load_dataset(fmt, data_files={spec.split: paths}, split=spec.split)
@@ -45,16 +45,30 @@ def download(spec: HubFiles, *, what: str = "dataset", hint: str = "") -> tuple[
     HubError names the cause: no such repo, gated, only a loading script, offline."""
     from huggingface_hub import hf_hub_download
 
-    paths = []
-    try:
-        for name in spec.files:
-            paths.append(hf_hub_download(spec.repo, name, revision=spec.revision,
-                                         repo_type="dataset"))
-    except Exception as exc:  # huggingface_hub raises one type per cause, mapped below
-        message, advice = _cause(spec, exc)
-        raise HubError(f"cannot load {what}: {message}", spec.repo,
-                       hint=f"{advice}; {hint}" if hint else advice) from exc
+    with _mapped(spec, what, hint):
+        paths = [hf_hub_download(spec.repo, name, revision=spec.revision, repo_type="dataset")
+                 for name in spec.files]
     return paths, _commit(spec, paths[0])
+
+
+@contextmanager
+def _mapped(spec: HubFiles, what: str, hint: str) -> Iterator[None]:
+    """Within: a Hub or network failure reading `spec` is one HubError line
+    (`labeler.network`), `hint` added to its own; a file the Hub lacks where the repo holds only
+    a loading script says so."""
+    try:
+        with quiet_retries():
+            yield
+    except Exception as exc:
+        error = hub_error(exc, repo=spec.repo, what=f"cannot load {what}")
+        if error is None:
+            raise
+        script = _script(spec) if "no such file" in error.message else None
+        if script:
+            error = HubError(f"cannot load {what}: the repo holds only a loading script "
+                             f"({script}), not {', '.join(spec.files)}", spec.repo, hint=SCRIPT)
+        error.hint = f"{error.hint}; {hint}" if hint else error.hint
+        raise error from exc
 
 
 def fetch_url(url: str, *, what: str, repo: str, hint: str = "") -> str:
@@ -72,7 +86,7 @@ def fetch_url(url: str, *, what: str, repo: str, hint: str = "") -> str:
         f"{hashlib.sha256(url.encode()).hexdigest()[:16]}-{url.rsplit('/', 1)[-1]}")
     if path.exists():
         return str(path)
-    advice = f"{OFFLINE}; {hint}" if hint else OFFLINE
+    advice = f"{FIRST_USE}; {hint}" if hint else FIRST_USE
     if settings.offline():
         raise HubError(f"cannot load {what}: {url} is not in the local cache and the Hub is "
                        "offline (HF_HUB_OFFLINE)", repo, hint=advice)
@@ -95,37 +109,10 @@ def fetch_url(url: str, *, what: str, repo: str, hint: str = "") -> str:
                         out.write(chunk)
                         advance(len(chunk))
     except httpx.HTTPError as exc:
-        raise HubError(f"cannot load {what}: {url}: {exc}", repo, hint=advice) from exc
+        error = hub_error(exc, repo=repo, what=f"cannot load {what}", endpoint=url)
+        raise HubError(error.message, repo, hint=f"{error.hint}; {advice}") from exc
     partial.replace(path)
     return str(path)
-
-
-def _cause(spec: HubFiles, exc: Exception) -> tuple[str, str]:
-    """(what went wrong, what to do) for a failed download of `spec`."""
-    from huggingface_hub.errors import (
-        EntryNotFoundError,
-        GatedRepoError,
-        LocalEntryNotFoundError,
-        OfflineModeIsEnabled,
-        RepositoryNotFoundError,
-        RevisionNotFoundError,
-    )
-
-    if isinstance(exc, GatedRepoError):
-        return "the repo is gated", GATED.format(repo=spec.repo)
-    if isinstance(exc, RepositoryNotFoundError):
-        return "no such dataset repo on the Hub", NOT_FOUND
-    if isinstance(exc, RevisionNotFoundError):
-        return f"the Hub has no revision {spec.revision}", NOT_FOUND
-    if isinstance(exc, (LocalEntryNotFoundError, OfflineModeIsEnabled, ConnectionError)):
-        return "not in the local cache and the Hub cannot be reached", OFFLINE
-    if isinstance(exc, EntryNotFoundError):
-        script = _script(spec)
-        if script:
-            return (f"the repo holds only a loading script ({script}), not "
-                    f"{', '.join(spec.files)}"), SCRIPT
-        return f"no {', '.join(spec.files)} at {spec.revision}", NOT_FOUND
-    return (str(exc).splitlines()[0] if str(exc) else type(exc).__name__), OFFLINE
 
 
 def _script(spec: HubFiles) -> str | None:

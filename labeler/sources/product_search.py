@@ -23,6 +23,7 @@ experiment's lxml `text_content()` and white-space collapse do. Its BM25 is WAND
 from __future__ import annotations
 
 import html
+import os
 from pathlib import Path
 
 import numpy as np
@@ -184,7 +185,7 @@ def _products(path: str) -> Corpus:
 
     return Corpus.stored(f"wands-products:{_download_key(path)}", batches, name="wands-products",
                          revision=WANDS_COMMIT, license="mit", what="WANDS products",
-                         total=len(table))
+                         total=len(table), size=os.path.getsize(path))
 
 
 def _parquet(path: str, columns: tuple[str, ...]) -> str:
@@ -221,4 +222,5 @@ def _esci_products(path: str) -> Corpus:
 
     return Corpus.stored(f"esci-products:{_download_key(path)}", batches,
                          name="esci-products", revision=ESCI_COMMIT, license="apache-2.0",
-                         what="ESCI products", total=parquet.metadata.num_rows)
+                         what="ESCI products", total=parquet.metadata.num_rows,
+                         size=3 * os.path.getsize(path))  # parquet: about 3x compressed

@@ -17,7 +17,7 @@ TASKS = Registry("artifact", {
     "utility": "labeler.tasks.utility:UtilityTask",
     "seer": "labeler.tasks.seer:SeerTask",
     "rubric": "labeler.tasks.rubric:RubricTask",
-}, group="labeler.tasks")
+}, group="labeler.tasks", base="labeler.tasks.base:Task")
 
 
 class _Kinds(Registry):
@@ -26,6 +26,13 @@ class _Kinds(Registry):
     @property
     def entries(self) -> dict[str, str]:
         return {**TASKS.entries, **self._builtin}
+
+    @property
+    def packages(self) -> dict[str, str]:
+        return TASKS.packages
+
+    def plugin(self, name: str):
+        return TASKS.plugin(name)
 
 
 #: artifact kind -> its ArtifactKind class: the tasks, then the kinds other commands write

@@ -35,6 +35,8 @@ from labeler.tasks.shard_plan import plan_shards
 
 #: the role of the build's LLM among a task's calls
 LLM = "llm"
+#: the folder (and the manifest's `llm`) of a version whose task asks no LLM
+NO_LLM = "no-llm"
 
 
 @dataclass(frozen=True)
@@ -176,6 +178,9 @@ class Task(ArtifactKind):
     #: whether `derive` needs `settle`'s values from the whole build (then every shard is
     #: labelled and staged before any table is written)
     settles: ClassVar[bool] = False
+    #: whether `label` asks an LLM: a task that does not is built with no --llm and loads no
+    #: model (its `calls` are empty), into the folder NO_LLM
+    asks_llm: ClassVar[bool] = True
 
     def __init__(self, config: TaskConfig) -> None:
         if not isinstance(config, self.Config):
@@ -216,11 +221,12 @@ class Task(ArtifactKind):
         extractor); each is loaded with the LLM's backend settings."""
         return {}
 
-    def calls(self, llm: Backend, models: Mapping[str, Backend] | None = None,
+    def calls(self, llm: Backend | None, models: Mapping[str, Backend] | None = None,
               route: Callable[[str], Backend | None] | None = None) -> dict[str, Calls]:
-        """One shard's calls by role: `llm` as `LLM` (its call kinds routed by `route`:
-        `LLMConfig.router`), and each loaded `extra_models` role."""
-        return {LLM: Calls(llm, route),
+        """One shard's calls by role: `llm` as `LLM` (none for a task that asks no LLM; its
+        call kinds routed by `route`: `LLMConfig.router`), and each loaded `extra_models`
+        role."""
+        return {**({LLM: Calls(llm, route)} if llm is not None else {}),
                 **{role: Calls(model) for role, model in (models or {}).items()}}
 
     @abstractmethod

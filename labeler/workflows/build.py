@@ -34,7 +34,7 @@ from labeler.retrieval.pools import check_pools
 from labeler.sources import answer_extraction
 from labeler.sources.types import Source
 from labeler.tasks import load_task
-from labeler.tasks.base import Shard, Task, TaskConfig, make_shards
+from labeler.tasks.base import NO_LLM, Shard, Task, TaskConfig, make_shards
 from labeler.tasks.shard_plan import plan_shards
 from labeler.workflows.labelling import Job, label_shards
 from labeler.workflows.steps import (
@@ -79,7 +79,7 @@ def build(
     # workers in other processes name the cache folder by its absolute path (their models load
     # from it; on Ray their calls go through the driver's keeper)
     cache = str(cache_root(cache_dir).resolve())
-    loaded = _identify(executor, llms, task, cache)
+    loaded = _identify(executor, llms, task, cache) if task.asks_llm else {NO_LLM: (None, None)}
     extractor = None
     if config.answer_extractor:  # runs with the first LLM's backend settings
         extractor_config = replace(llms[0], name=config.answer_extractor)
@@ -121,12 +121,13 @@ def _writers(task: Task, source: Source, config: TaskConfig,
     }
     writers = []
     for alias, (llm, model) in loaded.items():
-        manifest = {"model_id": llm.describe()["model"], "model_revision": model.revision,
-                    **base, "llm_config": llm.describe(),
-                    "llm_runtime": {k: v for k, v in model.key.items()
-                                    if k not in ("model_id", "revision")}}
+        manifest = {"model_id": "none", "model_revision": None, **base} if llm is None else {
+            "model_id": llm.describe()["model"], "model_revision": model.revision, **base,
+            "llm_config": llm.describe(), "llm_runtime": {
+                k: v for k, v in model.key.items() if k not in ("model_id", "revision")}}
         writer = VersionWriter(out, kind=type(task), dataset=folder, llm=alias,
-                               version=version, build_id=_build_id(manifest, model.key))
+                               version=version,
+                               build_id=_build_id(manifest, model.key if model else {}))
         check_caller_manifest(manifest, artifact=task.name, dataset=folder, llm=alias,
                               version=writer.version)
         for stale, why in writer.abandoned():
@@ -135,8 +136,8 @@ def _writers(task: Task, source: Source, config: TaskConfig,
     return writers
 
 
-def _shard_plan(writer: VersionWriter, executor: Executor, llm: LLMConfig, queries: int,
-                shard_size: int | None) -> list[int]:
+def _shard_plan(writer: VersionWriter, executor: Executor, llm: LLMConfig | None,
+                queries: int, shard_size: int | None) -> list[int]:
     """The sizes of `writer`'s shards: those it recorded when resumed, else `shard_size`
     each, else as many as keep the executor's workers busy."""
     if shard_size is not None:
@@ -146,7 +147,7 @@ def _shard_plan(writer: VersionWriter, executor: Executor, llm: LLMConfig, queri
             info(f"{writer.llm}: resuming with its {len(sizes)} shards of up to {max(sizes)} "
                  f"queries, not --shard-size {shard_size}")
         return sizes
-    return writer.plan(plan_shards(queries, executor.worker_count(llm.gpus)))
+    return writer.plan(plan_shards(queries, executor.worker_count(llm.gpus if llm else 0)))
 
 
 def _write_version(task: Task, writer: VersionWriter, manifest: dict, job: Job,
@@ -180,9 +181,13 @@ def check_build(artifact: str, config: TaskConfig, llms: Sequence[LLMConfig], *,
     write. Loads the source (not its embeddings or any model); (task, source, the task's
     manifest part)."""
     task = load_task(artifact)(config)
-    if not llms:
-        raise InputError("name at least one LLM", field_name="llm")
-    named: dict[str, str] = {}
+    if not task.asks_llm and (llms or config.answer_extractor):
+        raise InputError(f"--artifact {task.name} asks no LLM", field_name="llm",
+                         hint="leave out --llm and --answer-extractor")
+    if task.asks_llm and not llms:
+        raise InputError("name at least one LLM", field_name="llm",
+                         hint=f"--artifact {task.name} asks one: add --llm MODEL")
+    named: dict[str, str | None] = {} if task.asks_llm else {NO_LLM: None}
     for llm in dict.fromkeys(llms):
         if llm.backend not in BACKENDS:
             raise UnknownNameError("backend", llm.backend, sorted(BACKENDS))

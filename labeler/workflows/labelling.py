@@ -27,29 +27,30 @@ from labeler.llm.base import Backend
 from labeler.llm.cache import CachedBackend
 from labeler.llm.config import LLMConfig
 from labeler.tasks import load_task
-from labeler.tasks.base import Shard, Task, TaskConfig
+from labeler.tasks.base import NO_LLM, Shard, Task, TaskConfig
 from labeler.turns import wait_turn
 
 
 @dataclass(frozen=True)
 class Job:
-    """Label shards of one task with one LLM."""
+    """Label shards of one task with one LLM (None: the task asks none)."""
 
     task: str  # artifact kind, a key of TASKS
     config: TaskConfig
-    llm: LLMConfig
+    llm: LLMConfig | None
     cache_dir: str | None = None  # the call cache folder, absolute (None: the default)
 
     def make_task(self) -> Task:
         return load_task(self.task)(self.config)
 
-    def load_model(self) -> Backend:
-        return self.llm.load(self.cache_dir)
+    def load_model(self) -> Backend | None:
+        return None if self.llm is None else self.llm.load(self.cache_dir)
 
     def load_extra_models(self, task: Task) -> dict[str, Backend]:
         """The task's `extra_models` by role, loaded with this job's backend settings."""
-        return {role: replace(self.llm, name=name).load(self.cache_dir)
-                for role, name in task.extra_models().items()}
+        return {} if self.llm is None else {
+            role: replace(self.llm, name=name).load(self.cache_dir)
+            for role, name in task.extra_models().items()}
 
 
 class Labeller:
@@ -68,11 +69,13 @@ class Labeller:
                 task = self.job.make_task()
                 self._loaded = task, self.job.load_model(), self.job.load_extra_models(task)
         task, model, models = self._loaded
-        if not all(isinstance(m, CachedBackend) for m in (model, *models.values())):
+        if model is not None and not all(isinstance(m, CachedBackend)
+                                         for m in (model, *models.values())):
             wait_turn()
         gc.freeze()  # what lives now (modules, models, pools) is not scanned by the collections
         try:  # labelling sets off (~10% of bench_overhead's CPU when it was)
-            calls = task.calls(model, models, self.job.llm.router(self.job.cache_dir))
+            route = self.job.llm.router(self.job.cache_dir) if self.job.llm else None
+            calls = task.calls(model, models, route)
             return shard.index, task.label(calls, shard)
         finally:  # collected again from here: a cycle dropped later is not kept for good
             gc.unfreeze()
@@ -88,7 +91,9 @@ def label_shards(executor: Executor, job: Job, shards: Sequence[Shard]
                  ) -> Iterator[tuple[Shard, list[dict]]]:
     """(shard, its records) for every shard, labelled by `executor`'s workers, in any order."""
     by_index = {shard.index: shard for shard in shards}
-    for index, records in executor.map(Labeller(job), shards, gpus=job.llm.gpus,
-                                       what=f"{job.task} shards for {job.llm.name}",
+    for index, records in executor.map(Labeller(job), shards,
+                                       gpus=job.llm.gpus if job.llm else 0,
+                                       what=f"{job.task} shards for "
+                                            f"{job.llm.name if job.llm else NO_LLM}",
                                        cache_dir=job.cache_dir, ahead=LABELLED_AHEAD):
         yield by_index[index], records

@@ -56,7 +56,8 @@ def plan(artifact: str, config: TaskConfig, llms: Sequence[LLMConfig], *,
                  known if config.pool == "rp" else _scaled(known, source, scale)))
     rows += _call_rows(task, source, llms, candidates / scale if scale else 0, gold, scale)
     rows += _cached_calls(llms, cache_dir)
-    rows.append(("LLMs", ", ".join(llm.name for llm in llms), "none loaded by a dry run"))
+    rows.append(("LLMs", ", ".join(llm.name for llm in llms) or "none",
+                 "none loaded by a dry run" if llms else f"--artifact {artifact} asks no LLM"))
     return rows
 
 

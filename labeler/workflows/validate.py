@@ -1,4 +1,7 @@
-"""`labeler validate`: every problem of an artifact folder or JSONL file, one line each."""
+"""`labeler validate`: the problems of an artifact folder or JSONL file, one line each. A file
+is checked until it has `SHOWN` problems, its further lines only counted, and `SHOWN` problems
+are kept over all files, the rest counted: a file of a million bad lines takes the time and
+memory of a hundred."""
 
 from __future__ import annotations
 
@@ -19,6 +22,9 @@ from labeler.schemas import schema_problems
 from labeler.tasks import KINDS, load_kind
 from labeler.workflows.rederive import derived_problems
 
+#: the problems kept (and shown) of one `check_path`; the rest are counted
+SHOWN = 100
+
 
 @dataclass
 class FileCheck:
@@ -28,6 +34,25 @@ class FileCheck:
     schema: str | None = None
     lines: int | None = None
     problems: list[str] = field(default_factory=list)
+    more: int = 0  # problems found beyond those kept in `problems`, counted only
+    unchecked: int = 0  # lines after the SHOWN-th problem of this file, not checked
+
+    @property
+    def count(self) -> int:
+        """Every problem found, kept or only counted."""
+        return len(self.problems) + self.more
+
+    def add(self, problem: str) -> None:
+        """`problem` kept while the file has fewer than SHOWN, else counted."""
+        if len(self.problems) < SHOWN:
+            self.problems.append(problem)
+        else:
+            self.more += 1
+
+    @property
+    def full(self) -> bool:
+        """Whether SHOWN problems are kept: the file's further lines are not checked."""
+        return len(self.problems) >= SHOWN
 
 
 def validate_path(path: str | Path, *, schema: str | None = None) -> list[str]:
@@ -54,8 +79,8 @@ def check_path(path: str | Path, *, schema: str | None = None) -> list[FileCheck
         schema_path(schema)  # UnknownNameError listing the schemas
     if path.is_file():
         manifest = _manifest_near(path)
-        return [_check_jsonl(path, str(path), schema or _artifact(manifest) or _infer(path),
-                             manifest)]
+        return _kept([_check_jsonl(path, str(path),
+                                   schema or _artifact(manifest) or _infer(path), manifest)])
     if not path.is_dir():
         raise ArtifactError("no such file or folder", path=str(path))
     folders = sorted(
@@ -67,7 +92,18 @@ def check_path(path: str | Path, *, schema: str | None = None) -> list[FileCheck
              if (shown := folder.relative_to(path).as_posix())]
     if (path / MANIFEST).is_file() or not (folders or stale):
         folders = [path]
-    return [check for folder in folders for check in _check_folder(folder, path, schema)] + stale
+    return _kept([check for folder in folders for check in _check_folder(folder, path, schema)]
+                 + stale)
+
+
+def _kept(checks: list[FileCheck]) -> list[FileCheck]:
+    """`checks` with SHOWN problems kept over all of them, in order; the rest counted."""
+    room = SHOWN
+    for check in checks:
+        kept = check.problems[:room]
+        check.more += len(check.problems) - len(kept)
+        check.problems, room = kept, room - len(kept)
+    return checks
 
 
 def _check_folder(folder: Path, root: Path, schema: str | None) -> list[FileCheck]:
@@ -94,7 +130,7 @@ def _check_folder(folder: Path, root: Path, schema: str | None) -> list[FileChec
         else:
             check = _check_jsonl(file, shown(file), _table_schema(name, table), manifest)
             if check.lines == 0:
-                check.problems.append(f"{shown(file)}: holds no records")
+                check.add(f"{shown(file)}: holds no records")
             lines[table] = lines.get(table, 0) + (check.lines or 0)
             checks.append(check)
     if DATA not in lines:
@@ -111,7 +147,7 @@ def _check_folder(folder: Path, root: Path, schema: str | None) -> list[FileChec
     card = FileCheck(shown(folder / CARD))
     if not (folder / CARD).is_file():
         card.problems.append(f"{card.name}: missing (the dataset card)")
-    elif _artifact(manifest) and DATA in lines and not any(c.problems for c in checks):
+    elif _artifact(manifest) and DATA in lines and not any(c.count for c in checks):
         _check_statistics(folder, manifest, manifest_check, card)
         derived = derived_problems(folder, manifest)
         for check in checks:
@@ -197,12 +233,15 @@ def _check_jsonl(file: Path, shown: str, schema: str | None, manifest: dict | No
         total = sum(1 for _ in f)
     with progress_bar(f"validating {shown}", total) as advance:
         for line_no, record, problem in jsonl_lines(file):
+            if check.full:  # the rest counted as lines, so the record counts still compare
+                check.unchecked, check.lines = total - line_no + 1, total
+                break
             check.lines = line_no
             if problem:
-                check.problems.append(_problem(shown, line_no, "", problem))
+                check.add(_problem(shown, line_no, "", problem))
             else:
-                found = schema_problems(record, schema)
-                check.problems += [_problem(shown, line_no, f, m) for f, m in found]
+                for f, m in schema_problems(record, schema):
+                    check.add(_problem(shown, line_no, f, m))
             advance(1)
     return check
 

@@ -251,3 +251,21 @@ def _lambda(path, index):
     manifest = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
     data = [json.loads(line) for line in (path / "data-00000.jsonl").read_text().splitlines()]
     return SeerTask.rederive(manifest, {"data": data})["pairs"][index]["lambda_weight"]
+
+
+def test_a_file_of_bad_lines_is_read_no_further_than_its_100th_problem(tmp_path):
+    """1,000,000 lines of `{}` printed 7.2M lines over 17 minutes and 1 GB (issue 49): now the
+    first 100 problems, a count of the rest of the line that made them, and the lines left."""
+    file = tmp_path / "empty.jsonl"
+    file.write_text("{}\n" * 5000, encoding="utf-8")  # 11 problems a line, in the utility schema
+
+    result = _run(file, "--schema", "utility", "--json")
+
+    assert result.exit_code == 1
+    [check] = json.loads(result.stdout)["files"]
+    assert len(check["problems"]) == 100 and check["problems"][-1].startswith(f"{file}:10: ")
+    assert (check["more"], check["unchecked"], check["lines"]) == (10, 4990, 5000)
+    shown = _run(file, "--schema", "utility").output.splitlines()
+    assert len(shown) < 115
+    assert f"{file}: stopped after 100 problems; its last 4990 line(s) not checked" in shown
+    assert "... and 10 more problem(s), not shown" in shown

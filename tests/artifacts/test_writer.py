@@ -221,6 +221,23 @@ def test_shards_resume_and_load_in_file_name_order(records, manifest, tmp_path):
     assert json.loads((path / "manifest.json").read_text())["counts"] == {"records": 3}
 
 
+def test_writer_files_left_in_a_sealed_version_are_removed_by_the_next_run(write, tmp_path):
+    """A build killed right after its folder's final rename leaves `.shards.json` and
+    `.writer.json` in the sealed v1 (issue 49); the next writer in the same place removes them
+    and leaves the version's own files."""
+    from labeler.artifacts.writer import VersionWriter
+
+    v1 = write()
+    files = sorted(p.name for p in v1.iterdir())
+    (v1 / ".shards.json").write_text("[3]")
+    (v1 / ".writer.json").write_text('{"pid": 1, "host": "h"}')
+
+    VersionWriter(tmp_path / "out", kind=UtilityTask, dataset="nq-sample", llm="smollm2-135m",
+                  build_id="e" * 32).close()
+
+    assert sorted(p.name for p in v1.iterdir()) == files
+
+
 @pytest.mark.parametrize(("umask", "file_mode", "folder_mode"),
                          [(0o022, 0o644, 0o755), (0o027, 0o640, 0o750)])
 def test_a_version_is_readable_as_the_umask_allows(write, records, umask, file_mode, folder_mode):

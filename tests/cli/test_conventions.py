@@ -65,7 +65,8 @@ def test_json_is_the_only_thing_on_stdout(tmp_path):
     valid = runner.invoke(cli, ["validate", str(data), "--schema", "utility", "--json"])
     assert valid.exit_code == 0, valid.output
     assert json.loads(valid.stdout)["files"] == [
-        {"file": str(data), "schema": "utility", "lines": 3, "problems": []}]
+        {"file": str(data), "schema": "utility", "lines": 3, "problems": [], "more": 0,
+         "unchecked": 0}]
     data.write_text(data.read_text().replace('"qid"', '"query_id"', 1))
     bad = runner.invoke(cli, ["validate", str(data), "--schema", "utility", "--json"])
     assert bad.exit_code == 1

@@ -13,13 +13,12 @@ import re
 import shutil
 import sqlite3
 import subprocess
-import sys
 from contextlib import closing
 from pathlib import Path
 
 import pytest
+from support.console import run_main as _main
 
-from labeler.cli import main
 from labeler.llm.call_store import FILE, cache_stats, migrate, value_checksum
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -33,18 +32,6 @@ RUN = FIXTURES / "nq_sample_minilm_top3.trec"
 PAGE = 4096  # a tmpfs page: the unit its size is counted in
 FULL = "No space left on device (free some space or write somewhere else, then run the same " \
        "command again)"
-
-
-def _main(monkeypatch, capsys, *args) -> tuple[int, str, str]:
-    """(exit code, stdout, stderr) of `labeler ARGS` run by main() in this process."""
-    monkeypatch.setattr(sys, "argv", ["labeler", *map(str, args)])
-    try:
-        main()
-        code = 0
-    except SystemExit as exit_:
-        code = exit_.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 @pytest.fixture
@@ -200,6 +187,41 @@ def test_a_disk_that_fills_during_the_write_is_one_line_and_leaves_no_data(
     assert cache_stats(tmp_path / "cache").misses > 0  # after the LLM phase, kept for a rerun
     assert not (out / "utility" / "nq-sample" / "smollm2-135m" / "v1").exists()  # no version
     assert not [p for p in _files(out) if p.suffix in (".jsonl", ".tmp")]  # no data, no temp
+
+
+ROOM = "(free some space, or point --cache-dir (or $LABELER_CACHE_DIR) at a disk with room, " \
+       "then run the same command again)"
+
+
+def test_a_cache_without_room_for_the_model_conversion_fails_before_it(tmp_path, monkeypatch,
+                                                                       capsys, disk):
+    """The first conversion of a GGUF model writes it dequantized (float32, 0.5 GiB for
+    SmolLM2): a full disk failed after the whole conversion, naming the read-only GGUF (issue
+    49); now the cache folder is named before it starts."""
+    import labeler.llm
+
+    monkeypatch.setattr(labeler.llm, "_LOADED", {})  # not the model this process loaded before
+    cache = disk(1024) / "cache"  # 4 MiB: room for the call cache, not for the model
+    code, _, err = _main(monkeypatch, capsys, "build", "--dataset", "nq-sample", "--run",
+                         _two_queries(tmp_path), "--llm", "smollm2-135m", "--limit", 2, "--k", 3,
+                         "--out", tmp_path / "out", "--cache-dir", cache)
+    assert code == 1
+    assert re.fullmatch(rf"error: cannot write {re.escape(str(cache / 'models'))}: converting "
+                        r"SmolLM2-135M-Instruct\.Q4_1\.gguf needs about 5\d\d\.\d MiB and the disk "
+                        rf"has \d\.\d MiB free {re.escape(ROOM)}\n", err), err
+    assert [p for p in (cache / "models").iterdir() if p.suffix != ".lock"] == []  # no partial
+
+
+def test_a_cache_without_room_for_a_corpus_fails_before_storing_it(tmp_path, monkeypatch,
+                                                                   capsys, disk):
+    cache = disk(16, free=6) / "cache"  # 24 KiB free, for a corpus file of 26 KB
+    code, _, err = _main(monkeypatch, capsys, "retrieve", "--dataset", f"jsonl:{DATASET}",
+                         "--corpus", CORPUS, "--encoder", "bm25", "--k", 3, "--out",
+                         tmp_path / "run.trec", "--cache-dir", cache)
+    assert (code, err) == (1, (f"error: cannot write {cache / 'corpora'}: storing corpus "
+                               "flashrag_corpus.jsonl needs about 25.8 KiB and the disk has "
+                               f"24.0 KiB free {ROOM}\n"))
+    assert not (cache / "corpora").exists() or list((cache / "corpora").iterdir()) == []
 
 
 def _score_case(tmp_path: Path, case: str) -> tuple[list, str]:

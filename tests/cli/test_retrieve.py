@@ -109,3 +109,17 @@ def test_bm25_retrieval_takes_its_fields_stemmer_k1_and_b(tmp_path):
                    "--encoder", "minilm", "--bm25-stemmer", "english", "--out", out)
     assert refused.exit_code == 1
     assert "--bm25-stemmer set BM25 retrieval" in refused.exception.line()
+
+
+def test_the_stored_corpus_and_bm25_index_go_under_cache_dir(tmp_path, monkeypatch):
+    """A user who points --cache-dir at a big disk fills it, not $LABELER_CACHE_DIR or
+    ~/.cache/labeler, with the corpus stored on disk (issue 49: corpora always went there)."""
+    default = tmp_path / "default-cache"
+    monkeypatch.setenv("LABELER_CACHE_DIR", str(default))
+    cache = tmp_path / "big-disk"
+    result = _run("--dataset", DATASET, "--corpus", FIXTURES / "flashrag_corpus.jsonl",
+                  "--limit", 2, "--k", 3, "--encoder", "bm25", "--cache-dir", cache,
+                  "--out", tmp_path / "run.trec")
+    assert result.exit_code == 0, result.output
+    assert len(list((cache / "corpora").glob("*/passages.arrow"))) == 1
+    assert not (default / "corpora").exists()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import huggingface_hub.constants
+import pytest
 from click.testing import CliRunner
 from huggingface_hub import CommitOperationAdd, DatasetCard, HfApi
 
@@ -290,3 +291,16 @@ def test_a_root_card_whose_configs_differ_in_licence_says_other_and_lists_each(h
         "utility.nq-sample.smollm2-135m: cc-by-sa-3.0.")
     assert "| `utility.nq-sample.smollm2-135m.v1` | cc-by-sa-3.0 |" in card.text
     assert "| `utility.msmarco-fqa.smollm2-135m.v1` | other |" in card.text
+
+
+@pytest.mark.parametrize("made", [False, True])
+def test_a_push_of_a_folder_without_versions_exits_2_naming_it(tmp_path, made):
+    """Not "every version under nonexist is published" and exit 0 (issue 49): a missing or
+    empty --out is a mistake, named before the Hub is asked anything."""
+    out = tmp_path / "nonexist"
+    if made:
+        (out / "utility").mkdir(parents=True)
+    result = CliRunner().invoke(cli, ["push", "--repo", "me/x", "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    said = "holds no artifact version" if made else "is not a folder"
+    assert f"{out} {said}" in " ".join(result.output.split())

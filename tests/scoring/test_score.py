@@ -103,11 +103,11 @@ def test_the_table_says_which_queries_its_means_are_over(tmp_path):
                                           for d, s in docs.items()])
     shown = " ".join(_score(trec, "--against", QRELS).stdout.split())
     others = len(_qrels()) - 2
-    assert (f"means over 2 queries; {others} of the reference's not in the submission left "
-            "out, as trec_eval does (--missing zero: scored 0)") in shown
+    assert (f"means over 2 queries; --missing skip: {others} of the reference's not in the "
+            "submission left out, as trec_eval does (--missing zero would score them 0)") in shown
     shown = " ".join(_score(trec, "--against", QRELS, "--missing", "zero").stdout.split())
-    assert (f"means over {others + 2} queries; {others} not in the submission scored 0 "
-            "(--missing skip: left out)") in shown
+    assert (f"means over {others + 2} queries; --missing zero: {others} not in the submission "
+            "scored 0 (--missing skip would leave them out)") in shown  # the rule in force first
 
 
 def test_selection_against_qrels_and_per_query_file(tmp_path):

@@ -76,3 +76,37 @@ def test_a_backend_lacking_an_operation_a_task_asks_is_refused_before_any_model_
         "field 'backend': --artifact seer needs count_tokens, which the bare backend does not "
         "answer")
     assert no_loads == [] and not (tmp_path / "out").exists()
+
+
+def test_a_task_that_asks_no_llm_builds_without_llm_and_loads_no_model(installed, no_loads,
+                                                                       tmp_path):
+    """`lexical` (asks_llm = False): built with no --llm into .../no-llm/v1, no model asked
+    to load; validated and scored against like any method; an --llm given to it is refused."""
+    runner = CliRunner()
+    args = ["build", "--artifact", "lexical", "--dataset", "nq-sample", "--limit", "2",
+            "--pool", "hgp", "--out", str(tmp_path / "out")]
+    planned = runner.invoke(cli, [*args, "--dry-run", "--json"])
+    assert planned.exit_code == 0, planned.output
+    plan = {row["step"]: row for row in json.loads(planned.stdout)["plan"]}
+    assert plan["LLMs"]["count"] == "none" and not any("LLM calls" in s for s in plan)
+
+    result = runner.invoke(cli, [*args, "--json"])
+
+    assert result.exit_code == 0, result.output
+    [version] = json.loads(result.stdout)["versions"]
+    folder = Path(version["path"])
+    assert folder == tmp_path / "out" / "lexical" / "nq-sample" / "no-llm" / "v1"
+    assert no_loads == []
+    assert validate_path(folder) == []
+    records = [json.loads(line) for line in (folder / "data-00000.jsonl").read_text().splitlines()]
+    selection = tmp_path / "selection.jsonl"
+    selection.write_text("".join(json.dumps({"qid": r["qid"], "selected": [
+        c["pid"] for c in r["candidates"] if c["holds"]]}) + "\n" for r in records))
+    scored = runner.invoke(cli, ["score", str(selection), "--against", str(folder), "--json"])
+    assert scored.exit_code == 0, scored.output
+    assert json.loads(scored.stdout)["metrics"]["precision"] in (1.0, None)
+
+    refused = runner.invoke(cli, [*args, "--llm", "smollm2-135m"])
+    assert refused.exit_code == 1
+    assert refused.exception.line() == ("field 'llm': --artifact lexical asks no LLM (leave out "
+                                        "--llm and --answer-extractor)")

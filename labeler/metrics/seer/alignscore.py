@@ -30,6 +30,7 @@ import numpy as np
 from labeler import settings
 from labeler.errors import InputError, ModelLoadError, first_line
 from labeler.llm.batching import Collator
+from labeler.network import cause_line
 from labeler.progress import progress_bar
 
 if TYPE_CHECKING:
@@ -296,7 +297,7 @@ def _download(repo: str, file: str) -> Path:
     try:
         return Path(hf_hub_download(repo, file))
     except Exception as exc:  # offline and not cached, no such repo or file, network errors
-        raise ModelLoadError(f"{repo}/{file}", first_line(exc)) from exc
+        raise ModelLoadError(f"{repo}/{file}", cause_line(exc)) from exc
 
 
 class _Opaque(dict):

@@ -1,0 +1,95 @@
+"""Installed plugins: the entry points other packages declare in labeler's groups, loaded so
+that nothing one does at import (a missing module, an ImportError, `sys.exit`) can end a
+command that does not ask for it.
+
+    load_plugin("labeler.tasks", "known", "labeler_known.task:KnownTask", "labeler-known", Task)
+    installed({"labeler.tasks": TASKS})   # [Plugin(package, version, group, name, value,
+                                          #  error)], for `labeler plugins`
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from typing import Any
+
+from labeler.errors import PluginError
+
+#: the plugins already warned about in this process, so each failure is said once
+_WARNED: set[tuple[str, str, str]] = set()
+
+
+@dataclass(frozen=True)
+class Plugin:
+    """One entry point of an installed package, and why it does not load (None if it does)."""
+
+    package: str
+    version: str
+    group: str
+    name: str
+    value: str
+    error: str | None
+
+
+def load_plugin(group: str, name: str, value: str, package: str, base: type | None = None):
+    """The object entry point `name` = `value` of `package` names, its module imported now;
+    PluginError with one line when that fails in any way (`sys.exit` at import included) or
+    when it is not a subclass of `base`."""
+    module, colon, attribute = value.partition(":")
+    try:
+        if not colon or not module or not attribute:
+            raise ValueError(f"'{value}' is not 'module:attribute'")
+        found = getattr(importlib.import_module(module.strip()), attribute.strip())
+    except (Exception, SystemExit) as exc:  # a plugin's import may do anything but Ctrl-C
+        raise PluginError(group, name, package, _said(exc)) from exc
+    if base is not None and not (isinstance(found, type) and issubclass(found, base)):
+        raise PluginError(group, name, package, f"'{value}' is {_a(found)}, not a subclass of "
+                          f"{base.__module__}.{base.__qualname__}")
+    return found
+
+
+def warn_skipped(error: PluginError) -> None:
+    """One warning line, once a process, saying a plugin is skipped and why."""
+    key = (error.group, error.name, error.package)
+    if key not in _WARNED:
+        from labeler.progress import warning
+
+        _WARNED.add(key)
+        warning(f"skipping the {error.group} plugin '{error.name}' of package {error.package}: "
+                f"{error.reason}")
+
+
+def installed(registries: Mapping[str, Any]) -> list[Plugin]:
+    """Every entry point installed packages declare in the groups of `registries` (group ->
+    the `labeler.lazy.Registry` that reads it), each loaded as that registry loads it, in
+    package, group and name order."""
+    found = []
+    for group, registry in registries.items():
+        for point in entry_points(group=group):
+            try:
+                registry.plugin(point.name)
+                error = None
+            except PluginError as exc:
+                error = exc.reason
+            found.append(Plugin(point.dist.name if point.dist else "?",
+                                point.dist.version if point.dist else "?", group, point.name,
+                                point.value, error))
+    order = list(registries)
+    return sorted(found, key=lambda p: (p.package.lower(), order.index(p.group), p.name))
+
+
+def _said(exc: BaseException) -> str:
+    """An exception as one line: its type and the first line of its message."""
+    if isinstance(exc, SystemExit):
+        return f"it called sys.exit({exc.code!r}) at import"
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
+
+
+def _a(found: object) -> str:
+    """What `found` is, in a few words: "a function", "the class Foo"."""
+    if isinstance(found, type):
+        return f"the class {found.__qualname__}"
+    return f"a {type(found).__name__}"

@@ -1,0 +1,48 @@
+"""What a submission holds reaches the terminal escaped (issue 49): an escape sequence in a
+file's name or a bad line set the terminal's title, and a NUL in a rejected pid hid the part of
+it that made it wrong."""
+
+from __future__ import annotations
+
+import json
+
+from support.console import run_main as _main
+
+from labeler.terminal import escape
+
+TITLE = "\x1b]0;owned\x07"  # sets an xterm's title
+
+
+def test_escape_shows_control_characters_and_keeps_the_rest():
+    assert escape(f"a{TITLE}b\x00c\nd\u202ee é") == r"a\x1b]0;owned\x07b\x00c\nd\u202ee é"
+
+
+def test_a_rejected_pid_with_a_nul_is_shown_whole(write, records, tmp_path, monkeypatch,
+                                                  capsys):
+    version = write()
+    record = records[0]
+    pid = record["candidates"][0]["pid"]
+    sub = tmp_path / "sub.jsonl"
+    sub.write_text(json.dumps({"qid": record["qid"], "selected": [pid + "\x00-forged"]}) + "\n")
+
+    code, _, err = _main(monkeypatch, capsys, "score", sub, "--against", version)
+
+    assert code == 1 and "\x00" not in err
+    assert f"pid '{pid}\\x00-forged' is not one of query" in err
+
+
+def test_an_escape_sequence_in_a_submission_name_is_printed_escaped(write, records, tmp_path,
+                                                                    monkeypatch, capsys):
+    version = write()
+    sub = tmp_path / f"sub{TITLE}[red]x.jsonl"  # and rich's markup, shown as written
+    lines = [json.dumps({"qid": r["qid"], "selected": [r["candidates"][0]["pid"]]})
+             for r in records]
+    bad = json.dumps({"qid": records[0]["qid"], "selected": 3})  # skipped with --lenient
+    sub.write_text("\n".join([*lines, bad]) + "\n")
+
+    code, out, err = _main(monkeypatch, capsys, "score", sub, "--against", version, "--lenient")
+
+    assert code == 0, err
+    assert "\x1b" not in out + err and "\x07" not in out + err
+    shown = r"sub\x1b]0;owned\x07[red]x.jsonl"
+    assert shown in "".join(out.split()) and shown in err  # the table's title, the skip line
