@@ -16,7 +16,6 @@ from labeler.sources.search_experiments import (
     BM25_STRATEGY,
     CURRENT,
     REPO,
-    THRESHOLD_COMMIT,
 )
 
 UTILITY = "hengran/LLM_specific_utility"
@@ -96,11 +95,12 @@ DEPARTURES: dict[str, tuple[Departure, ...]] = {
         Departure("A query whose output yields no question is asked again once (seed 1); the "
                   "experiment asks once and leaves such a query in BM25 order "
                   "(`if decisions:`).", f"{_RERANKER} DecisionReranker.rerank"),
-        Departure("The threshold arm applies the 0.7 threshold to the bag of questions; where "
-                  "the experiment set it, it applied to every decision of its arm "
-                  "(`probability > self.confidence_threshold`).",
-                  f"{SEARCH} exps/bag_of_decisions/decision_reranker.py "
-                  f"@{THRESHOLD_COMMIT[:7]}"),
+        Departure("The direct arm is the config's at 8734fde; before it, the config asked "
+                  "\"Is this document relevant to the search query: {query}?\" (the blog's "
+                  "Jev rerank question) on the bag's state with confidence_threshold 0.7, "
+                  "which no arm here runs.",
+                  f"{SEARCH} configs/ecom_decisions/bag_of_decisions_direct.yml @9ec1376 and "
+                  "@f465397"),
         Departure("Neither the seed nor the configs state the number of sampled queries: 100 "
                   "is ours (`--queries`); K = 100 and w = 10 are the configs' `k` and "
                   "`decision_weight`.", f"{_BAG} (`k: 100`, `decision_weight: 10`)"),

@@ -127,8 +127,8 @@ def utility_paper(datasets, llms, executor, ray_address, workers, out, shard_siz
 @click.option("--max-questions", type=click.IntRange(min=1), default=10, show_default=True,
               help="Questions kept per query.")
 @click.option("--threshold", type=click.FloatRange(0, 1), default=ARMS["threshold"].threshold,
-              show_default=True, help="The threshold variant's P (the experiment's reranker "
-                                      "at 9ec1376).")
+              show_default=True, help="The threshold variant's P (the experiment's bag at "
+                                      "8306f4f: strategy.py's default).")
 @_run_options("rubric-experiment", "Print the plan (steps, LLM calls); load no model and "
                                    "write nothing.")
 def rubric_experiment(datasets, llm, executor, ray_address, workers, queries, seed, out,

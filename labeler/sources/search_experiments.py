@@ -22,9 +22,11 @@ REPO = "softwaredoug/search-experiments"
 #: the commit whose configs hold the direct arm as the issue reads it (its question, criteria
 #: and state) and decision_weight 10 for the bag
 CURRENT = "8734fde3b23ce17eafdf60b2f55dfa6bced47e43"
-#: the commit whose reranker has `confidence_threshold` (P(yes) > t only) and whose direct config
-#: sets it to 0.7
-THRESHOLD_COMMIT = "9ec1376781031f0354076400f0cfbdafbec2df6b"
+#: the commit whose exps/bag_of_decisions/strategy.py passes the bag's reranker
+#: `confidence_threshold=reranker_config.get("confidence_threshold", 0.7)` (so too at f465397;
+#: the reranker then counts P(yes) > t only): the bag's config sets none, so the bag ran at 0.7.
+#: (bag_of_decisions_direct.yml's 0.7 @9ec1376 and f465397 is its direct arm's, another question.)
+THRESHOLD_COMMIT = "8306f4f40df4e565cb552b7add225ee0580d6347"
 #: the BM25 baseline's config (a commit of the newest snapshot's history) and strategy
 BM25_COMMIT = "811dacb33846a5a63e85adb7622bf53bd2bf2494"
 BM25_STRATEGY = ("exps/strategies/bm25.py", "49bec0c961df578b6b2f240922174578fbb6ebf4")
@@ -67,7 +69,7 @@ ARMS: dict[str, Arm] = {
     "bm25": Arm("configs/ecom_base/bm25.yml", BM25_COMMIT, BASELINE_BM25),
     "bag": Arm("configs/ecom_decisions/bag_of_decisions.yml", CURRENT, DECISION_BM25,
                "llm", 100, 10.0, BAG_STATE),
-    "threshold": Arm("configs/ecom_decisions/bag_of_decisions_direct.yml", THRESHOLD_COMMIT,
+    "threshold": Arm("configs/ecom_decisions/bag_of_decisions.yml", THRESHOLD_COMMIT,
                      DECISION_BM25, "llm", 100, 10.0, BAG_STATE, 0.7),
     "direct": Arm("configs/ecom_decisions/bag_of_decisions_direct.yml", CURRENT,
                   DECISION_BM25, "direct", 100, 10.0, DIRECT_STATE),

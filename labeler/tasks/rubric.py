@@ -10,7 +10,7 @@ question, a chat with the document's state first (the experiment's bag state, "{
 {description}\n": `labeler.sources.search_experiments`), then the question, gives P(yes) =
 p(yes) / (p(yes) + p(no)), each summed over casing and leading-space variants (the state-first
 order lets the hf backend prefill each document once for all its questions). With c(p) = p, or
-with `threshold` t, c(p) = p if p > t else 0 (the experiment's reranker at 9ec1376: t = 0.7):
+with `threshold` t, c(p) = p if p > t else 0 (the bag at 8306f4f: strategy.py's default t = 0.7):
 
     rubric(q, d) = Σ_i c(P(yes | d, question_i))      fused(q, d) = BM25(q, d) + w · rubric(q, d)
 
@@ -113,7 +113,7 @@ class RubricConfig(TaskConfig):
         "metavar": "N", "min": 1})
     sample_seed: int = field(default=SEED, metadata={"help": "the seed of --sample"})
     threshold: float | None = field(default=None, metadata={
-        "help": "sum only the P(yes) above P (the experiment's reranker at 9ec1376: 0.7) "
+        "help": "sum only the P(yes) above P (the experiment's bag at 8306f4f: 0.7) "
                 "[default: none, every P(yes)]", "metavar": "P", "min": 0.0, "max": 1.0})
 
     def __post_init__(self) -> None:

@@ -70,12 +70,24 @@ DIRECT = '''strategy:
       params:
         fields: [title^9.4, description^4]
 '''
-#: configs/ecom_decisions/bag_of_decisions_direct.yml @ 9ec1376781031f0354076400f0cfbdafbec2df6b
-#: (the keys read here; its reranker, exps/bag_of_decisions/decision_reranker.py there, counts
-#: P > confidence_threshold only)
-THRESHOLD = '''strategy:
+#: exps/bag_of_decisions/strategy.py @ 8306f4f40df4e565cb552b7add225ee0580d6347 (the same line
+#: at f46539704fbc8f2db3214f00a383cbb6216e61b7): the bag's config sets no confidence_threshold
+#: (neither stored version of bag_of_decisions.yml does), so the bag counted P(yes) > 0.7 only
+THRESHOLD_LINE = '''            confidence_threshold=reranker_config.get("confidence_threshold", 0.7),'''
+#: configs/ecom_decisions/bag_of_decisions_direct.yml @ 9ec1376781031f0354076400f0cfbdafbec2df6b:
+#: the threshold set there is the direct arm's, asking its own question, not the bag's
+DIRECT_9EC1376 = '''strategy:
+  name: bag_of_decisions_direct
+  type: bag_of_decisions
   params:
     decision_engine:
+      generator:
+        type: direct
+        question: |
+          Is this document relevant to the search query: {query}?
+        criteria:
+          "true": The product matches the product type and shopping intent expressed in the query.
+          "false": The product is from a different category, contradicts an explicit constraint, or only shares incidental keywords.
       reranker:
         decision_model: jev/jev-latest
         decision_weight: 10
@@ -112,8 +124,7 @@ def _fields(params: dict) -> str:
 
 
 def test_each_arm_is_its_config_at_the_commit_it_names():
-    for arm, text, commit in (("bag", BAG, CURRENT), ("direct", DIRECT, CURRENT),
-                              ("threshold", THRESHOLD, THRESHOLD_COMMIT)):
+    for arm, text, commit in (("bag", BAG, CURRENT), ("direct", DIRECT, CURRENT)):
         params, row = _params(text), ARMS[arm]
         reranker = params["decision_engine"]["reranker"]
         assert row.commit == commit and row.config.startswith("configs/ecom_decisions/")
@@ -128,6 +139,21 @@ def test_each_arm_is_its_config_at_the_commit_it_names():
         f"title^{baseline['title_boost']},text^{baseline['description_boost']}"
     assert ARMS["bm25"].generator is None and ARMS["bm25"].k is None
 
+
+
+def test_the_threshold_arm_is_the_bag_at_the_strategy_default_not_the_direct_config():
+    """The 0.7 that the bag ran with is strategy.py's default (its config sets none); the one in
+    bag_of_decisions_direct.yml @9ec1376 is that file's direct arm, asking its own question."""
+    row, bag = ARMS["threshold"], ARMS["bag"]
+    assert (row.config, row.commit) == (bag.config, THRESHOLD_COMMIT)
+    assert "confidence_threshold" not in _params(BAG)["decision_engine"]["reranker"]
+    default = float(THRESHOLD_LINE.rsplit(",", 2)[-2].strip(" )"))
+    bag_state = _params(BAG)["decision_engine"]["reranker"]["state_format"]
+    assert (row.generator, row.state, row.threshold) == ("llm", bag_state, default)
+    assert (row.fields, row.k, row.decision_weight) == (bag.fields, bag.k, bag.decision_weight)
+    direct_then = _params(DIRECT_9EC1376)["decision_engine"]
+    assert direct_then["generator"]["type"] == "direct"
+    assert direct_then["reranker"]["confidence_threshold"] == 0.7
 
 def test_the_direct_arm_asks_its_question_on_its_state_byte_for_byte():
     generator = _params(DIRECT)["decision_engine"]["generator"]

@@ -42,7 +42,7 @@ class RubricExperimentConfig:
     rerank_k: int = ARMS["bag"].k  # the configs' k
     weight: float = ARMS["bag"].decision_weight  # the configs' decision_weight
     max_questions: int = MAX_QUESTIONS
-    threshold: float = ARMS["threshold"].threshold  # the 9ec1376 reranker's
+    threshold: float = ARMS["threshold"].threshold  # the bag's at 8306f4f
 
     def __post_init__(self) -> None:
         if not self.datasets:
