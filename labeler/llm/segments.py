@@ -1,7 +1,7 @@
 """Token ids by segments: a prompt's ids are its pieces' ids put end to end, each distinct
 piece encoded once a call, at a cut a per-model probe proved exact.
 
-A rendered prompt is cut at its lone newlines (`_lone`): a newline between two non-space
+A rendered prompt is cut at its lone newlines (`_LONE`): a newline between two non-space
 characters, or with one space on one side and a letter or digit beyond it. The
 template's fixed text, the question's line and each passage's line become pieces, and a
 query's one-passage prompts and its all-passage prompt share its passages' pieces. Which side
@@ -17,9 +17,10 @@ encoded whole and compared (`settings.check_tokens`).
 
 from __future__ import annotations
 
+import re
 import weakref
 from collections.abc import Callable
-from itertools import pairwise
+from itertools import chain, pairwise
 
 from labeler import settings
 
@@ -35,81 +36,72 @@ SEPARATORS = ("\n", " \n", "\n ")
 
 Encoder = Callable[[list[str]], list[list[int]]]
 
-_cuts: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+class _Tokenizer:
+    """What is known of one tokenizer: its cut (probed once) and the ids of its last call's
+    pieces (a shard's later call, such as the utility task's utilitarian-passage prompts after
+    the rest, reuses its passages' ids)."""
+
+    def __init__(self, tokenizer, whole: Encoder) -> None:
+        self.cut = _probe(tokenizer, whole)
+        self.last: dict[str, list[int]] = {}
+
+
+_known: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def encode_by_segments(tokenizer, texts: list[str], whole: Encoder) -> list[list[int]]:
     """The ids `whole(texts)` gives, each distinct piece of `texts` encoded once (whole
     encoding where the tokenizer has no proven cut)."""
-    cut = cut_of(tokenizer, whole)
-    if cut is None:
+    known = _of(tokenizer, whole)
+    if known.cut is None:
         return whole(texts)
-    pieces = [split(text, cut) for text in texts]
-    distinct = list(dict.fromkeys(p for row in pieces for p in row))
-    known = dict(zip(distinct, whole(distinct)))
-    ids = []
-    for row in pieces:
-        joined: list[int] = []
-        for piece in row:
-            joined += known[piece]
-        ids.append(joined)
+    pieces = [split(text, known.cut) for text in texts]
+    distinct = dict.fromkeys(p for row in pieces for p in row)
+    last = known.last
+    new = [p for p in distinct if p not in last]
+    fresh = dict(zip(new, whole(new)))
+    ids_of = {p: last[p] if p in last else fresh[p] for p in distinct}
+    ids = [list(chain.from_iterable(map(ids_of.__getitem__, row))) for row in pieces]
     if settings.check_tokens():
         _compare(texts, ids, whole(texts))
+    known.last = ids_of
     return ids
 
 
 def cut_of(tokenizer, whole: Encoder) -> str | None:
     """The first of CUTS at which the probe's pieces encode to the whole probe's ids, for this
     tokenizer (found once); None if neither is exact."""
+    return _of(tokenizer, whole).cut
+
+
+def _of(tokenizer, whole: Encoder) -> _Tokenizer:
     try:
-        return _cuts[tokenizer]
-    except KeyError:
-        pass
+        known = _known.get(tokenizer)
     except TypeError:  # not weakly referable: probed on each call
-        return _probe(tokenizer, whole)
-    _cuts[tokenizer] = cut = _probe(tokenizer, whole)
-    return cut
+        return _Tokenizer(tokenizer, whole)
+    if known is None:
+        _known[tokenizer] = known = _Tokenizer(tokenizer, whole)
+    return known
 
 
 def split(text: str, cut: str) -> list[str]:
-    """`text` in pieces at its lone newlines, the newline going with the piece `cut` says.
+    r"""`text` in pieces at its lone newlines, the newline going with the piece `cut` says.
 
-    >>> split("Information: \\nA.\\nB\\n Answer:\\n\\nend", AFTER)
-    ['Information: ', '\\nA.', '\\nB', '\\n Answer:\\n\\nend']
-    >>> split("Information: \\nA.\\nB\\n Answer:\\n\\nend", BEFORE)
-    ['Information: \\n', 'A.\\n', 'B\\n', ' Answer:\\n\\nend']
+    >>> split("Information: \nA.\nB\n Answer:\n\nend", AFTER)
+    ['Information: ', '\nA.', '\nB', '\n Answer:\n\nend']
+    >>> split("Information: \nA.\nB\n Answer:\n\nend", BEFORE)
+    ['Information: \n', 'A.\n', 'B\n', ' Answer:\n\nend']
     """
-    parts = text.split("\n")
-    pieces: list[str] = []
-    held = [parts[0]]  # the parts of the piece being built, to be joined by newlines
-    for left, right in pairwise(parts):
-        if not _lone(left, right):
-            held.append(right)
-        elif cut == AFTER:
-            pieces.append("\n".join(held))
-            held = ["\n" + right]
-        else:
-            pieces.append("\n".join(held) + "\n")
-            held = [right]
-    pieces.append("\n".join(held))
-    return pieces
+    bounds = [0, *(m.end() if cut == BEFORE else m.start() for m in _LONE.finditer(text)),
+              len(text)]
+    return [text[i:j] for i, j in pairwise(bounds)]
 
 
-def _lone(left: str, right: str) -> bool:
-    """Whether the newline between `left` and `right` (the lines around it) is a lone one:
-    between two non-space characters, or with one space on one side, a non-space character
-    before the run and a letter or digit after it (not the start of an added token, which a
-    pre-tokenizer reads as the end of the text)."""
-    if not left or not right:
-        return False
-    before, after = left[-1], right[0]
-    if before == " ":
-        return len(left) > 1 and not left[-2].isspace() and after.isalnum()
-    if before.isspace():
-        return False
-    if after == " ":
-        return len(right) > 1 and right[1].isalnum()
-    return not after.isspace()
+#: a lone newline: one between two non-space characters, or one with a single space on one
+#: side, a non-space character before the run and a letter or digit after it (`[^\W_]`; not
+#: the start of an added token, which a pre-tokenizer reads as the end of the text)
+_LONE = re.compile(r"\n(?:(?<=\S\n)(?=\S| [^\W_])|(?<=\S \n)(?=[^\W_]))")
 
 
 def _probe(tokenizer, whole: Encoder) -> str | None:

@@ -116,7 +116,7 @@ def test_the_debug_switch_checks_every_prompt(smollm, chats, monkeypatch):
 
     tokenizer = copy.deepcopy(smollm.tokenizer)
     texts = [render_chat(tokenizer, c) for c in chats[:20]]
-    monkeypatch.setitem(segments._cuts, tokenizer, BEFORE)  # the wrong cut for GPT-2's regex
+    monkeypatch.setattr(segments._of(tokenizer, _whole_encoder(tokenizer)), "cut", BEFORE)
     assert encode(tokenizer, texts) != _whole_encoder(tokenizer)(texts)  # unchecked: wrong
 
     monkeypatch.setenv("LABELER_CHECK_TOKENS", "1")
