@@ -57,11 +57,11 @@ def encode_by_segments(tokenizer, texts: list[str], whole: Encoder) -> list[list
     if known.cut is None:
         return whole(texts)
     pieces = [split(text, known.cut) for text in texts]
-    distinct = dict.fromkeys(p for row in pieces for p in row)
+    distinct = dict.fromkeys(chain.from_iterable(pieces))
     last = known.last
-    new = [p for p in distinct if p not in last]
-    fresh = dict(zip(new, whole(new)))
-    ids_of = {p: last[p] if p in last else fresh[p] for p in distinct}
+    ids_of = {p: last[p] for p in distinct.keys() & last.keys()}
+    new = [p for p in distinct if p not in ids_of]
+    ids_of.update(zip(new, whole(new)))
     ids = [list(chain.from_iterable(map(ids_of.__getitem__, row))) for row in pieces]
     if settings.check_tokens():
         _compare(texts, ids, whole(texts))
@@ -93,11 +93,16 @@ def split(text: str, cut: str) -> list[str]:
     >>> split("Information: \nA.\nB\n Answer:\n\nend", BEFORE)
     ['Information: \n', 'A.\n', 'B\n', ' Answer:\n\nend']
     """
-    bounds = [0, *(m.end() if cut == BEFORE else m.start() for m in _LONE.finditer(text)),
-              len(text)]
-    return [text[i:j] for i, j in pairwise(bounds)]
+    if _MARK in text:  # the mark cannot cut it: the pieces by their bounds
+        bounds = [0, *(m.end() if cut == BEFORE else m.start() for m in _LONE.finditer(text)),
+                  len(text)]
+        return [text[i:j] for i, j in pairwise(bounds)]
+    return _LONE.sub(_MARKED[cut], text).split(_MARK)
 
 
+#: a character that marks where pieces start, where the text holds none
+_MARK = "\x00"
+_MARKED = {AFTER: _MARK + "\n", BEFORE: "\n" + _MARK}
 #: a lone newline: one between two non-space characters, or one with a single space on one
 #: side, a non-space character before the run and a letter or digit after it (`[^\W_]`; not
 #: the start of an added token, which a pre-tokenizer reads as the end of the text)
