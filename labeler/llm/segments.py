@@ -38,14 +38,18 @@ Encoder = Callable[[list[str]], list[list[int]]]
 
 
 class _Tokenizer:
-    """What is known of one tokenizer: its cut (probed once) and the ids of its last call's
-    pieces (a shard's later call, such as the utility task's utilitarian-passage prompts after
-    the rest, reuses its passages' ids)."""
+    """What is known of one tokenizer: its cut (probed once) and the ids of the pieces of its
+    last CALLS_KEPT calls (a shard's later call, such as the utility task's utilitarian-passage
+    prompts, reuses its passages' ids, also when the next shard's first call, labelled one
+    ahead, came between)."""
 
     def __init__(self, tokenizer, whole: Encoder) -> None:
         self.cut = _probe(tokenizer, whole)
-        self.last: dict[str, list[int]] = {}
+        self.recent: list[dict[str, list[int]]] = []
 
+
+#: calls whose pieces' ids a tokenizer keeps
+CALLS_KEPT = 2
 
 _known: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -58,14 +62,15 @@ def encode_by_segments(tokenizer, texts: list[str], whole: Encoder) -> list[list
         return whole(texts)
     pieces = [split(text, known.cut) for text in texts]
     distinct = dict.fromkeys(chain.from_iterable(pieces))
-    last = known.last
-    ids_of = {p: last[p] for p in distinct.keys() & last.keys()}
+    ids_of: dict[str, list[int]] = {}
+    for earlier in known.recent:
+        ids_of.update((p, earlier[p]) for p in distinct.keys() & earlier.keys())
     new = [p for p in distinct if p not in ids_of]
     ids_of.update(zip(new, whole(new)))
     ids = [list(chain.from_iterable(map(ids_of.__getitem__, row))) for row in pieces]
     if settings.check_tokens():
         _compare(texts, ids, whole(texts))
-    known.last = ids_of
+    known.recent = [ids_of, *known.recent[:CALLS_KEPT - 1]]
     return ids
 
 
