@@ -5,7 +5,8 @@
 
 Each query of an N-query `jsonl:` set takes one of nq-sample's 300 real questions in turn and
 k of its 4,349 real passages at random (`--corpus`, a FlashRAG file; `--run`, a TREC run of k
-passages a query); a third of them hold the query's answer word. It is built with the backends
+passages a query); a third of them hold the query's answer word, the others its mark (`q7`),
+so that no passage text recurs across queries, as few do in a corpus of millions. It is built with the backends
 of `instant_backend.py`, registered as backends: `instant` renders and tokenizes with the
 bundled SmolLM2's chat template and tokenizer, `instant-text` joins messages and splits words.
 The process's CPU time for the whole build (every thread) is measured at two sizes: the
@@ -41,8 +42,8 @@ FLOOR_PROMPTS = 10_000
 
 def synthetic(folder: Path, queries: int, k: int, seed: int = 0) -> dict[str, str]:
     """A `jsonl:` set of nq-sample's real questions (in turn), a FlashRAG corpus of k of its
-    real passages a query (drawn at random; a third with the answer word put in) and a TREC
-    run of them; the options that name them."""
+    real passages a query (drawn at random; the answer word or the query's mark put in) and a
+    TREC run of them; the options that name them."""
     rng = random.Random(seed)
     sample = load_source("nq-sample")
     questions = [q.question for q in sample.queries]
@@ -56,9 +57,9 @@ def synthetic(folder: Path, queries: int, k: int, seed: int = 0) -> dict[str, st
                                    "golden_answers": [answer]}) + "\n")
             for rank, row in enumerate(rng.sample(range(len(passages)), k)):
                 passage = passages[row]
-                words = passage.text.split(" ")
-                if rank % 3 == 0:
-                    words.insert(rng.randrange(len(words)), answer)
+                words = passage.text.split(" ")  # the answer, or the query's mark, put in:
+                # a passage's text is its query's own, as in a corpus of millions
+                words.insert(rng.randrange(len(words)), answer if rank % 3 == 0 else f"q{q}")
                 pid = f"{q}-{rank}"
                 corpus.write(json.dumps({"id": pid, "contents": f'"{passage.title}"\n'
                                                                 + " ".join(words)}) + "\n")
