@@ -40,16 +40,17 @@ Encoder = Callable[[list[str]], list[list[int]]]
 class _Tokenizer:
     """What is known of one tokenizer: its cut (probed once) and the ids of the pieces of its
     last CALLS_KEPT calls (a shard's later call, such as the utility task's utilitarian-passage
-    prompts, reuses its passages' ids, also when the next shard's first call, labelled one
-    ahead, came between)."""
+    prompts, reuses its passages' ids, also when calls of the shards labelled one ahead came
+    between)."""
 
     def __init__(self, tokenizer, whole: Encoder) -> None:
         self.cut = _probe(tokenizer, whole)
         self.recent: list[dict[str, list[int]]] = []
 
 
-#: calls whose pieces' ids a tokenizer keeps
-CALLS_KEPT = 2
+#: calls whose pieces' ids a tokenizer keeps: a shard's first, the next shard's first (labelled
+#: one ahead) and the previous shard's second can come before a shard's second call
+CALLS_KEPT = 3
 
 _known: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
