@@ -3,12 +3,13 @@ test).
 
     python benchmarks/bench_pipeline.py [--queries 200] [--k 20] [--shard-size 64]
 
-The build of bench_overhead's NQ-shaped synthetic data (run-file pools, the real call cache
-and writer, SmolLM2's real chat template and tokenizer) asks `instant_backend.SimulatedEngine`,
-which spends a fixed time on each request beside the process, sized to 1,500 calls a second
-over 8 workers (8 / 1,500 s a request for each worker: a Ray worker is one such process, one
-engine each). The engine's busy fraction is its busy time over the time from its first request
-to the build's end (records, shard writes and the manifest included); target (issue 33): >= 0.95.
+The build of bench_overhead's data (nq-sample's real questions and passages, run-file pools,
+the real call cache and writer, SmolLM2's real chat template and tokenizer) asks
+`instant_backend.SimulatedEngine`, which spends a fixed time on each request beside the
+process, sized to 1,500 calls a second over 8 workers (8 / 1,500 s a request for each worker:
+a Ray worker is one such process, one engine each). The engine's busy fraction is its busy
+time over the time from its first request to the build's end (records, shard writes and the
+manifest included); target (issue 33): >= 0.95.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from labeler.workflows.build import build
 
 
 @click.command()
-@click.option("--queries", default=200, show_default=True, help="Synthetic queries.")
+@click.option("--queries", default=200, show_default=True, help="Queries of the build.")
 @click.option("--k", default=20, show_default=True, help="Passages a query in the run.")
 @click.option("--shard-size", default=64, show_default=True, help="Queries a shard.")
 @click.option("--rate", default=1500.0, show_default=True, help="Calls a second, all workers.")

@@ -55,6 +55,7 @@ class InstantTextBackend(Backend):
         self.revision = model_revision(spec)
         self.batch_size = batch_size or self.default_batch_size
         self.answered = 0  # prompts answered
+        self.kept: list[str] | None = None  # where set, each streamed prompt's text is added
 
     def key(self) -> dict:
         return {"model_id": self.spec.identity, "revision": self.revision,
@@ -67,6 +68,8 @@ class InstantTextBackend(Backend):
         return [[0] * (text.count(" ") + 1) for text in texts]  # a token a word, about
 
     def stream(self, prompts, sampling: Sampling):
+        if self.kept is not None:
+            self.kept += (prompt.text for prompt in prompts)
         for k, prompt in enumerate(prompts):  # the ids the cache made, not tokenized again
             self.answered += 1
             yield k, [Completion(_answer(prompt.text))] * sampling.n

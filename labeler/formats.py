@@ -15,7 +15,7 @@ from operator import itemgetter
 from pathlib import Path
 
 from labeler.errors import InputError, UnknownNameError
-from labeler.lines import is_jsonl, iter_query_records, placer, text_lines
+from labeler.lines import is_jsonl, iter_query_records, placer, split_lines
 from labeler.paths import atomic_file
 from labeler.schemas import check, shorten
 
@@ -110,32 +110,20 @@ class Qrels(dict[str, dict[str, int]]):
     @classmethod
     def from_file(cls, path: str | Path) -> Qrels:
         """Read TREC qrels; the first bad line raises InputError at its file and line."""
-        qrels = cls()
-        for line_no, text, problem in text_lines(path):
-            if problem is not None:
-                raise InputError(problem, str(path), line_no)
-            fields = text.split()
-            if not fields:
-                continue
-            if len(fields) != 4:
-                raise InputError(f"a qrels line has 4 fields (qid iter docid label), got "
-                                 f"{len(fields)}", str(path), line_no)
-            qid, _, docid, label = fields
-            try:
-                value = int(label)
-                float(value)  # scored as a float64 gain
-            except ValueError:
-                raise InputError(f"label '{label}' is not an integer", str(path), line_no,
-                                 "label") from None
-            except OverflowError:
-                raise InputError(f"label {shorten(label, 40)} is too large for a float",
-                                 str(path), line_no, "label") from None
-            judged = qrels.setdefault(qid, {})
-            if docid in judged:
-                raise InputError(f"duplicate judgment of '{docid}' for qid '{qid}'", str(path),
-                                 line_no)
-            judged[docid] = value
-        return qrels
+        place = placer(path, None)
+
+        def read(lines: Iterator[tuple[int, str | InputError]]) -> Qrels:
+            qrels = cls()
+            for line_no, text in lines:
+                try:
+                    judged, docid, value = _qrels_line(qrels, text)
+                except InputError as error:
+                    place(error, line_no)  # raises: no problems are collected
+                if judged is not None:
+                    judged[docid] = value
+            return qrels
+
+        return split_lines(path, read)
 
     def save(self, path: str | Path) -> Path:
         """Write TREC qrels atomically (iter 0)."""
@@ -249,45 +237,76 @@ def _read_trec_run(
     problems: list[InputError] | None,
 ) -> dict[str, dict[str, float]]:
     place = placer(path, problems)
-    run: dict[str, dict[str, float]] = {}
-    lines = text_lines(path)
-    while chunk := list(islice(lines, _LINES_A_CHECK)):  # their docids looked up together
-        parsed = [(line_no, _parsed_trec_line(text, problem)) for line_no, text, problem in chunk]
-        unknown = _unknown(docids, {line[1] for _, line in parsed if isinstance(line, tuple)})
-        for line_no, line in parsed:
-            try:
-                if isinstance(line, InputError):
-                    raise line
-                if line is None:
+
+    def read(lines: Iterator[tuple[int, str | InputError]]) -> dict[str, dict[str, float]]:
+        """Each line checked in one pass; with `docids`, a chunk's looked up together."""
+        run: dict[str, dict[str, float]] = {}
+        while chunk := list(islice(lines, _LINES_A_CHECK)):
+            unknown = () if docids is None else _unknown(docids, _docids_of(chunk))
+            for line_no, text in chunk:
+                try:
+                    if not isinstance(text, str):
+                        raise text
+                    fields = text.split()
+                    if len(fields) != 6:
+                        if not fields:
+                            continue
+                        _trec_run_line(fields)  # raises its error
+                    qid, _, docid, _, score, _ = fields
+                    try:
+                        value = float(score)
+                    except ValueError:
+                        value = _trec_run_line(fields)[2]  # raises its error
+                    if not math.isfinite(value):
+                        _trec_run_line(fields)
+                    docs = run.get(qid)
+                    if docs is None:
+                        if qids is not None and qid not in qids:
+                            raise InputError(f"unknown qid '{qid}'", field_name="qid")
+                        docs = run[qid] = {}
+                    if docid in docs:
+                        raise InputError(f"duplicate docid '{docid}' for qid '{qid}'",
+                                         field_name="docid")
+                    if docid in unknown:
+                        raise _unknown_passage(docid)
+                except InputError as error:
+                    place(error, line_no)
                     continue
-                qid, docid, score = line
-                if qid not in run:
-                    if qids is not None and qid not in qids:
-                        raise InputError(f"unknown qid '{qid}'", field_name="qid")
-                    run[qid] = {}
-                docs = run[qid]
-                if docid in docs:
-                    raise InputError(f"duplicate docid '{docid}' for qid '{qid}'",
-                                     field_name="docid")
-                if docid in unknown:
-                    raise _unknown_passage(docid)
-            except InputError as error:
-                place(error, line_no)
-                continue
-            docs[docid] = score
-    return run
+                docs[docid] = value
+        return run
+
+    return split_lines(path, read, problems)
 
 
-def _parsed_trec_line(text: str | None, problem: str | None
-                      ) -> tuple[str, str, float] | InputError | None:
-    """(qid, docid, score) of a TREC run line, its problem, or None for a blank line."""
+def _docids_of(chunk: list[tuple[int, str | InputError]]) -> set[str]:
+    """The docids of a chunk's well-formed run lines."""
+    return {fields[2] for fields in (text.split() for _, text in chunk if isinstance(text, str))
+            if len(fields) == 6}
+
+
+def _qrels_line(qrels: Qrels, text: str | InputError) -> tuple[dict | None, str, int]:
+    """(the judgments of the line's qid, docid, label) of a qrels line; (None, "", 0) for a
+    blank line."""
+    if not isinstance(text, str):
+        raise text
+    fields = text.split()
+    if len(fields) != 4:
+        if not fields:
+            return None, "", 0
+        raise InputError(f"a qrels line has 4 fields (qid iter docid label), got {len(fields)}")
+    qid, _, docid, label = fields
     try:
-        if problem is not None:
-            raise InputError(problem)
-        fields = text.split()
-        return _trec_run_line(fields) if fields else None
-    except InputError as error:
-        return error
+        value = int(label)
+        float(value)  # scored as a float64 gain
+    except ValueError:
+        raise InputError(f"label '{label}' is not an integer", field_name="label") from None
+    except OverflowError:
+        raise InputError(f"label {shorten(label, 40)} is too large for a float",
+                         field_name="label") from None
+    judged = qrels.setdefault(qid, {})
+    if docid in judged:
+        raise InputError(f"duplicate judgment of '{docid}' for qid '{qid}'")
+    return judged, docid, value
 
 
 def _trec_run_line(fields: list[str]) -> tuple[str, str, float]:

@@ -132,6 +132,34 @@ def text_lines(path: str | Path) -> Iterator[tuple[int, str | None, str | None]]
             yield line_no, text, None
 
 
+def split_lines(path: str | Path, read: Callable[[Iterator[tuple[int, str | InputError]]], T],
+                problems: list | None = None) -> T:
+    """`read(numbered lines)`, each line (its white-space-split fields are all a reader
+    needs: its end is kept) numbered from 1, a byte-order mark before the first dropped. The
+    file is decoded as it is read, in C; where it is not all UTF-8 it is read again line by
+    line, each line that is not given as its InputError (and what `problems` gained meanwhile
+    is dropped), so `read` meets lines and problems in file order either way."""
+    kept = None if problems is None else len(problems)
+    try:
+        with _open_text(path) as f:
+            return read(enumerate(f, 1))
+    except UnicodeDecodeError:
+        if problems is not None:
+            del problems[kept:]
+        return read((line_no, InputError(problem) if text is None else text)
+                    for line_no, text, problem in text_lines(path))
+
+
+def _open_text(path: str | Path) -> IO[str]:
+    path = Path(path)
+    try:  # lines end at LF only, as text_lines splits them
+        if path.suffix == ".gz":
+            return gzip.open(path, "rt", encoding="utf-8-sig", newline="\n")
+        return path.open(encoding="utf-8-sig", newline="\n")
+    except FileNotFoundError:
+        raise InputError("no such file", str(path)) from None
+
+
 def _open(path: str | Path) -> IO[bytes]:
     path = Path(path)
     try:

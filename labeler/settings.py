@@ -20,6 +20,7 @@ from labeler.errors import InputError
 __all__ = [
     "apply_flags",
     "cache_dir",
+    "check_tokens",
     "cpu_threads",
     "debug",
     "github_raw",
@@ -48,6 +49,7 @@ HUB_BACKOFF = "LABELER_HUB_BACKOFF"  # seconds before the first Hub retry (then 
 SERVER_BACKOFF = "LABELER_SERVER_BACKOFF"  # ... and before a served model's first retry
 OPENAI_BASE_URL = "OPENAI_BASE_URL"  # the openai backend's server, when --base-url is not given
 OPENAI_API_KEY = "OPENAI_API_KEY"  # its key: read here, sent in a header, written nowhere
+CHECK_TOKENS = "LABELER_CHECK_TOKENS"  # encode each prompt whole too, and compare (debug)
 PROGRESS_SECONDS = "LABELER_PROGRESS_SECONDS"  # seconds between plain progress lines (no TTY)
 OMP_NUM_THREADS = "OMP_NUM_THREADS"  # threads a process may run (Ray sets an actor's CPUs)
 XDG_CACHE_HOME = "XDG_CACHE_HOME"  # the user cache base when LABELER_CACHE_DIR is unset
@@ -61,7 +63,8 @@ BAR_SWITCHES = ("TQDM_DISABLE", "HF_HUB_DISABLE_PROGRESS_BARS",
 #: what a worker process (a Ray actor, maybe on another node) must see as this process does:
 #: the cache folder, the offline switches (datasets' too), the Hugging Face cache, the flags
 WORKER_VARIABLES = (CACHE_DIR, HF_HUB_OFFLINE, TRANSFORMERS_OFFLINE, "HF_DATASETS_OFFLINE",
-                    "HF_HOME", DEBUG, QUIET, VERBOSE, PROGRESS_SECONDS, *BAR_SWITCHES)
+                    "HF_HOME", DEBUG, QUIET, VERBOSE, PROGRESS_SECONDS, CHECK_TOKENS,
+                    *BAR_SWITCHES)
 
 VLLM_CACHE_ROOT = "VLLM_CACHE_ROOT"  # vllm's cache folder (compiled graphs) ...
 INDUCTOR_CACHE = "TORCHINDUCTOR_CACHE_DIR"  # ... torch inductor's (compiled kernels) ...
@@ -95,6 +98,12 @@ def quiet() -> bool:
 def verbose() -> bool:
     """Per-stage detail on stderr (`--verbose` or LABELER_VERBOSE)."""
     return is_true(os.environ.get(VERBOSE))
+
+
+def check_tokens() -> bool:
+    """Encode every prompt whole as well and fail where its ids by segments differ
+    (LABELER_CHECK_TOKENS; `labeler.llm.segments`)."""
+    return is_true(os.environ.get(CHECK_TOKENS))
 
 
 def offline() -> bool:

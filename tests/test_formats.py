@@ -199,6 +199,17 @@ def test_problems_are_collected_instead_of_raised(tmp_path):
                                             f"{path}:3 field 'qid': unknown qid 'q9'"]
 
 
+def test_a_run_line_that_is_not_utf8_is_a_problem_at_its_line_the_others_read(tmp_path):
+    path = tmp_path / "run.trec"  # decoded as read, so line 3's bytes fail after line 2 ends
+    path.write_bytes(b"q1 Q0 a 1 0.9 t\nq1 Q0 b 2 x t\nq1 Q0 \xff 3 0.5 t\nq2 Q0 c 1 0.1 t\n")
+    problems: list[InputError] = []
+    run = Run.from_file(path, qids=QIDS, problems=problems)
+    assert run == {"q1": {"a": 0.9}, "q2": {"c": 0.1}}
+    assert [e.line() for e in problems] == [
+        f"{path}:2 field 'score': score 'x' is not a number",
+        f"{path}:3: not UTF-8: invalid start byte at byte 6"]
+
+
 # Near the edges of submission-ranking.schema.json: the fast path may refuse a valid line (the
 # schema then decides), but must never accept one the schema refuses.
 RANKING_EDGES = [
@@ -234,9 +245,11 @@ def test_qrels_with_bom_and_crlf_read_as_the_original_and_round_trip(tmp_path):
     ("1 0 35", ": a qrels line has 4 fields (qid iter docid label), got 3"),
     ("1 0 35 yes", " field 'label': label 'yes' is not an integer"),
     ("1 0 28 0", ": duplicate judgment of '28' for qid '1'"),
+    ("1 0 \xe9 1", ": not UTF-8: invalid continuation byte at byte 4"),
 ])
 def test_qrels_errors_name_file_line_and_field(tmp_path, second, expected):
-    path = _write(tmp_path / "bad.qrels", ["1 0 28 1", second])
+    path = tmp_path / "bad.qrels"
+    path.write_bytes(f"1 0 28 1\n{second}\n".encode("latin-1"))
     with pytest.raises(InputError) as error:
         Qrels.from_file(path)
     assert str(error.value) == f"{path}:2{expected}"

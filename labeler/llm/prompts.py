@@ -8,6 +8,7 @@ from functools import lru_cache
 
 from labeler.errors import InputError
 from labeler.llm.base import Chat
+from labeler.llm.segments import encode_by_segments
 
 ROLES = ("system", "user", "assistant")
 
@@ -60,13 +61,20 @@ def _variables(template: str) -> frozenset[str]:
 
 
 def encode(tokenizer, texts: list[str]) -> list[list[int]]:
-    """Token ids of rendered texts; the template already wrote any special tokens."""
+    """Token ids of rendered texts (the template already wrote any special tokens): those of
+    encoding each text whole, each distinct piece encoded once (`labeler.llm.segments`)."""
     if not texts:
         return []
+    return encode_by_segments(tokenizer, list(texts), _whole_encoder(tokenizer))
+
+
+def _whole_encoder(tokenizer):
+    """texts -> ids, as `tokenizer(texts, add_special_tokens=False)` gives them."""
     rust = _rust_encoder(tokenizer)
     if rust is not None:  # the same ids, without building offsets and masks
-        return [e.ids for e in rust.encode_batch_fast(list(texts), add_special_tokens=False)]
-    return tokenizer(list(texts), add_special_tokens=False)["input_ids"]
+        return lambda texts: [e.ids for e in rust.encode_batch_fast(texts,
+                                                                    add_special_tokens=False)]
+    return lambda texts: tokenizer(texts, add_special_tokens=False)["input_ids"]
 
 
 def _rust_encoder(tokenizer):

@@ -11,23 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from support.templates import THINKING_TEMPLATE
 from transformers import AutoTokenizer
 
 from labeler.llm import chat, resolve_model
 from labeler.llm.prompts import render_chat, template_kwargs
 
-#: SmolLM2's ChatML turns, with Qwen3's closing lines (Qwen/Qwen3-8B tokenizer_config.json)
-THINKING_TEMPLATE = (
-    "{%- for message in messages %}"
-    "{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' }}"
-    "{%- endfor %}"
-    "{%- if add_generation_prompt %}"
-    "{{- '<|im_start|>assistant\\n' }}"
-    "{%- if enable_thinking is defined and enable_thinking is false %}"
-    "{{- '<think>\\n\\n</think>\\n\\n' }}"
-    "{%- endif %}"
-    "{%- endif %}"
-)
 QUESTION = chat("Who wrote Hamlet?")
 PROMPT = "<|im_start|>user\nWho wrote Hamlet?<|im_end|>\n<|im_start|>assistant\n"
 
