@@ -34,7 +34,11 @@ from labeler.metrics.seer.conciseness import REWRITE, full_answers
 from labeler.metrics.seer.duplicates import DUPLICATE_AT, NGRAM, deduplicate
 from labeler.metrics.seer.experts import EXPERTS, cov_weights
 from labeler.metrics.seer.extraction import Extraction
-from labeler.metrics.seer.faithfulness import DEFAULT_FAITHFULNESS, faithfulness_spec
+from labeler.metrics.seer.faithfulness import (
+    DEFAULT_FAITHFULNESS,
+    FAITHFULNESS_CHOICES,
+    faithfulness_spec,
+)
 from labeler.sources.passage import Passage
 from labeler.sources.types import Query, Source
 from labeler.tasks.base import LLM, PlannedCall, Shard, Task, TaskConfig
@@ -194,10 +198,11 @@ class SeerTask(Task):
         queries, per_query = len(source.queries), candidates / max(len(source.queries), 1)
         extractions = queries * self.config.samples
         calls = [PlannedCall("evidence extractions", extractions, per_query,
-                             "exact: queries × samples, one prompt a query")]
+                             "exact: queries × samples, one prompt a query", queries)]
         if self.config.faithfulness == "llm":
             calls.append(PlannedCall("faithfulness judgements", extractions, per_query,
-                                     "upper bound: duplicate extractions are dropped"))
+                                     "upper bound: duplicate extractions are dropped",
+                                     extractions * len(FAITHFULNESS_CHOICES)))
         return [*calls, PlannedCall("answer likelihoods (helpfulness)", extractions + queries,
                                     0, "upper bound: with each extraction, and without")]
 
