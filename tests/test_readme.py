@@ -1,9 +1,11 @@
-"""Every command of the README's fenced bash blocks, run as written on the bundled data.
+"""Every command of the fenced bash blocks of README.md and docs/*.md, run as written on the
+bundled data.
 
 Each command is either run (in RUN, in an order where one command's output feeds the next:
 one build, then validate, score and push it to the tests' Hub server) or listed in SKIPPED
-with why, so a command added to the README fails `test_every_readme_command_is_run_or_listed`
-until it is covered. A run command changes only what it must: options appended (click takes
+with why, so a command added to README.md or a docs/ page fails
+`test_every_readme_command_is_run_or_listed` until it is covered. A command on several pages
+is run once. A run command changes only what it must: options appended (click takes
 the last of a repeated option: tiny limits) and names replaced (a model or artifact that needs
 the network); the input files it names are made from the bundled data (`_inputs`).
 """
@@ -29,11 +31,13 @@ V1 = "out/utility/nq-sample/smollm2-135m/v1"
 SEER = "out/seer/nq-sample/smollm2-135m/v1"
 TINY = ("--limit", "2")
 
-#: README command -> why it is not run here
+#: a page's command -> why it is not run here
 SKIPPED = {
     "make test": "runs the whole suite",
     "make test-vllm": "vllm",
     "make demo": "the first command of `labeler build` below, with --limit 10",
+    "make install": "installs packages: what `make test` runs first",
+    ". .venv/bin/activate": "the tests run with this environment's Python",
     "make install-vllm": "vllm",
     "pip install -e '.[ray]'": "installs a package",
     "export HF_TOKEN=...": "the tests' Hub server fixture sets HF_TOKEN",
@@ -100,6 +104,8 @@ SKIPPED = {
     "labeler view out/utility/nq-sample/smollm2-135m/v1 out/utility/nq-sample/qwen3-8b/v1":
         "serves until stopped, and network (Qwen3-8B): tests/view/test_cli.py runs it, "
         "tests/view/test_browser.py drives its page in Chromium",
+    "labeler view out/utility/nq-sample/smollm2-135m/v1":
+        "serves until stopped: tests/view/test_cli.py runs it, keeps a verdict and stops it",
     "labeler view out/utility/nq-sample/smollm2-135m/v1 --submission my-selection.jsonl":
         "serves until stopped: tests/view/test_server.py scores a submission on its page, "
         "tests/view/test_browser.py drives that page in Chromium",
@@ -113,7 +119,7 @@ SKIPPED = {
         "the extractor train-extractor writes: tests/train/test_extractor.py builds with it",
 }
 
-#: (folder, README command, options appended, {README text: replacement}), run in this order
+#: (folder, a page's command, options appended, {its text: replacement}), run in this order
 RUN = [
     ("nq", ("labeler build --dataset nq-sample --llm smollm2-135m --limit 10 --k 5 --encoder "
            "minilm"), TINY, {}),
@@ -159,11 +165,20 @@ RUN = [
 ]
 
 
+#: the pages whose commands are run or listed: the README and the manual under docs/
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
 def readme_commands() -> list[str]:
-    """Each command of README.md's ```bash blocks: continuations joined, comments dropped,
-    spaces collapsed."""
+    """Each command of the ```bash blocks of README.md and docs/*.md: continuations joined,
+    comments dropped, spaces collapsed."""
+    return [command for page in PAGES for command in page_commands(page)]
+
+
+def page_commands(page: Path) -> list[str]:
+    """Each command of one page's ```bash blocks."""
     commands, block = [], None
-    for line in (ROOT / "README.md").read_text(encoding="utf-8").splitlines():
+    for line in page.read_text(encoding="utf-8").splitlines():
         if block is None:
             block = [] if line.strip() == "```bash" else None
         elif line.strip() == "```":
@@ -212,7 +227,7 @@ def test_the_readme_commands_run_as_written(tmp_path, monkeypatch, hub, loads,  
 
 
 def _inputs(folder: Path, *, before: bool) -> None:
-    """The files the README's commands name, made from the bundled data once what they are
+    """The files the pages' commands name, made from the bundled data once what they are
     made of exists: NQ questions and passages (tests/fixtures), the MiniLM top 3 of nq-sample's
     first two queries, the first build's records, a selection of each query's first candidate,
     the seer build's rank-1 extractions as evidence; CISI's queries, documents and qrels, and
@@ -263,9 +278,9 @@ def _inputs(folder: Path, *, before: bool) -> None:
 
 
 def readme_python_api() -> str:
-    """The ```python block of README.md's "Python API" section."""
-    section = (ROOT / "README.md").read_text(encoding="utf-8").split("### Python API\n", 1)[1]
-    return section.split("```python\n", 1)[1].split("```", 1)[0]
+    """The first ```python block of docs/python-api.md."""
+    page = (ROOT / "docs" / "python-api.md").read_text(encoding="utf-8")
+    return page.split("```python\n", 1)[1].split("```", 1)[0]
 
 
 def test_the_readme_python_api_runs_as_written(tmp_path, monkeypatch, capsys, smollm):
@@ -278,7 +293,7 @@ def test_the_readme_python_api_runs_as_written(tmp_path, monkeypatch, capsys, sm
     monkeypatch.chdir(tmp_path)
     names: dict = {}
 
-    exec(compile(code, "README.md", "exec"), names)  # noqa: S102
+    exec(compile(code, "docs/python-api.md", "exec"), names)  # noqa: S102
 
     built, ds = names["built"], names["ds"]
     assert (tmp_path / built.path).resolve() == (

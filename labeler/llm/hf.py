@@ -62,7 +62,7 @@ CPU_THREADS = 1
 
 #: the weights' dtype on a device type unless `dtype` (one of HFBackend.dtypes) says
 #: otherwise; on the CPU float32: bfloat16 prefills faster but decodes no faster and changes
-#: answers (the README's measurement)
+#: answers (docs/installation.md, the hf backend)
 DEFAULT_DTYPES = {"cpu": "float32", "cuda": "bfloat16"}
 
 

@@ -1,6 +1,6 @@
 """Where every named dataset and corpus lives: the data files `datasets` reads directly, at a
 pinned Hub commit, so no loading script runs (datasets 4+ refuses them) and a source reads the
-same bytes whatever the repo's main branch becomes. README.md ("Hub sources") has this table.
+same bytes whatever the repo's main branch becomes. docs/building.md ("Hub sources") has this table.
 
 Chosen from the Hub's file listings (searched 2025): a repo's own data files where it has them
 (also where a loading script sits beside them, as on the Tevatron repos), else its parquet

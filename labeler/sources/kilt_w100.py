@@ -38,8 +38,9 @@ WORDS = 100
 CUT = 1
 #: the paper's passage count (§ Retrieval: "about 34M"; its Table 1 says 32M)
 PAPER_PASSAGES = 34_000_000
-#: BGE-M3's seconds a passage by device, assumed (README "Corpus scale"): ~67 GFLOP at ~35
-#: TFLOP/s on a GPU; on a CPU MiniLM's measured 0.081 s scaled by the parameter ratio
+#: BGE-M3's seconds a passage by device, assumed (docs/measurements.md, "Corpus scale"):
+#: ~67 GFLOP at ~35 TFLOP/s on a GPU; on a CPU MiniLM's measured 0.081 s scaled by the
+#: parameter ratio
 SECONDS_PER_PASSAGE = {"GPU": 0.002, "CPU": 1.1}
 _MARKUP = re.compile(r"^(Section|BULLET)::::(- )?")
 
@@ -97,4 +98,4 @@ def _first_use_notice(source: str) -> None:
     info(f"{NAME}: the first use {fetch} KILT's Wikipedia ({KILT_SOURCE_GIB} GiB, "
          f"{source}), cuts it into about {PAPER_PASSAGES / 1e6:.0f}M 100-word passages "
          f"and stores them once; encoding them with BGE-M3 takes about {hours:,.0f} h on one "
-         f"{device} (an estimate: README, Corpus scale); later runs reuse both")
+         f"{device} (an estimate: docs/measurements.md, Corpus scale); later runs reuse both")

@@ -1,5 +1,5 @@
-"""The README's headline, `labeler build --dataset nq --llm llama3.1-8b`, as written, in a fresh
-process against the tests' Hub server mirroring every repo it reads
+"""docs/building.md's headline, `labeler build --dataset nq --llm llama3.1-8b`, as written, in a
+fresh process against the tests' Hub server mirroring every repo it reads
 (tests/support/hub_mirror.py) and serving a tiny random-weight model as
 meta-llama/Llama-3.1-8B-Instruct (tests/support/hub_models.py): KILT NQ's dev records, the
 kilt-w100 corpus cut from KILT's pages, retrieval, labelling."""

@@ -53,7 +53,7 @@ REPOS = {
     "tq-train": ["RUC-NLPIR/FlashRAG_datasets"],
     "nq-tevatron": ["Tevatron/wikipedia-nq"], "tq-tevatron-distant": ["Tevatron/wikipedia-trivia"],
     "hotpotqa-distractor": ["hotpotqa/hotpot_qa"],
-    "wands": [], "esci": [],  # GitHub repos, not the Hub's (the README's "GitHub sources")
+    "wands": [], "esci": [],  # GitHub repos, not the Hub's (docs/building.md, "GitHub sources")
 }
 
 

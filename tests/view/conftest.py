@@ -27,7 +27,7 @@ def labels(tmp_path) -> Path:
                               "license": "cc-by-sa-3.0", "pool": "hgp"})
 
 
-#: Debian's chromium (make install adds it); Playwright drives it, never a browser of its own
+#: Debian's chromium (`make test` adds it); Playwright drives it, never a browser of its own
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update",
