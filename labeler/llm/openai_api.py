@@ -154,8 +154,8 @@ class OpenAIBackend(PromptLogprobScoring, Backend):
         for i, answer in self._answers("/completions" if text else "/chat/completions",
                                        bodies, "generate"):
             yield i, [Completion(cut_at_stop(_text(c), sampling.stop),
-                                 c["finish_reason"] == "length")
-                      for c in sorted(answer["choices"], key=lambda c: c["index"])]
+                                 c.get("finish_reason") == "length")
+                      for c in sorted(answer["choices"], key=lambda c: c.get("index", 0))]
 
     def choice_probs(self, requests: list[ChoiceRequest]) -> list[dict[str, float]]:
         """From the prompt's log-probabilities where the server gives them, else from the
@@ -325,4 +325,5 @@ def _too_long(refused: Refusal) -> bool:
 
 
 def _text(choice: dict) -> str:
-    return choice["text"] if "text" in choice else choice["message"]["content"] or ""
+    return choice["text"] if "text" in choice else (choice.get("message") or {}).get(
+        "content") or ""

@@ -197,7 +197,8 @@ def _answer(response: httpx.Response, n: int) -> tuple[dict | None, str]:
         said = error.get("message", error) if isinstance(error, dict) else error
         return None, f"200 with an error: {' '.join(str(said).split())[:300]}"
     choices = answer.get("choices")
-    if not isinstance(choices, list) or not choices:
+    if not isinstance(choices, list) or not choices or \
+            not all(isinstance(c, dict) for c in choices):
         return None, "200 without choices"
     if len(choices) < n:
         return None, f"200 with {len(choices)} choices of the {n} asked"

@@ -155,7 +155,8 @@ def _write_version(task: Task, writer: VersionWriter, manifest: dict, job: Job,
     """Label the shards `writer` has not written with `job` and finish its version; a task
     that settles stages every shard's records first and derives its tables from all."""
     done = writer.labelled() if task.settles else writer.completed()
-    mark = usage_mark(job.llm, job.cache_dir)
+    # a served model's usage is counted where its requests are sent: in this process
+    mark = usage_mark(job.llm, job.cache_dir) if executor.in_process else None
     if done:
         info(f"{writer.llm}: resuming {writer.staging.name}, {len(done)} of {len(shards)} "
              f"shards already {'labelled' if task.settles else 'written'}")

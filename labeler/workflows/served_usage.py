@@ -1,6 +1,7 @@
 """What a build asked a served model: the requests and tokens its answers reported between
 two marks, its cost at the prices given, and the ways the server answered, for the manifest's
-`served` section and one closing line. Counted in this process (the local executor's)."""
+`served` section and one closing line. Counted in this process: an executor whose workers
+run elsewhere (Ray) records none."""
 
 from __future__ import annotations
 

@@ -19,9 +19,12 @@ from support.nq2 import NQ2_OPTIONS, cut_run
 from support.served import API_KEY
 
 from labeler.cli import cli
+from labeler.errors import InputError
 from labeler.llm import Sampling, chat, load_backend
 from labeler.llm.cache import CachedBackend
 from labeler.llm.call_store import cache_stats
+from labeler.llm.models import resolve_model
+from labeler.llm.openai_api import OpenAIBackend
 from labeler.llm.served import ServerError
 from labeler.schemas import check
 
@@ -133,11 +136,14 @@ def hosted_build(proxy, root: Path, *args: str) -> str:
     return result.output
 
 
-def test_a_hosted_api_shaped_server_builds_utility_and_rubric_labels(vllm_server, tmp_path):
+def test_a_hosted_api_shaped_server_builds_utility_and_rubric_labels(vllm_server, tmp_path,
+                                                                     monkeypatch):
     """Chat completions only, top_logprobs their only scores, /version and completions
     hidden, no tokenizer here: the messages key the cache, P(yes) is read from the first
-    answer token's top_logprobs, and the manifest says so with the tokens used."""
+    answer token's top_logprobs, and the manifest says so with the tokens used. A prompt
+    over the window is the server's to refuse: one line, not retried."""
     _, proxy = vllm_server
+    monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
     proxy.hidden = {"/version", "/v1/completions"}
     try:
         before = proxy.total()
@@ -168,6 +174,14 @@ def test_a_hosted_api_shaped_server_builds_utility_and_rubric_labels(vllm_server
         .glob("candidates-*.jsonl")) for line in f.read_text().splitlines()]
     p_yes = [p for c in candidates for p in c["p_yes"]]
     assert p_yes and all(0 <= p <= 1 for p in p_yes) and len(set(p_yes)) > 1
+
+    hosted = OpenAIBackend(resolve_model("hosted/smollm2-135m"), base_url=proxy.base_url,
+                           served_model="smollm2-135m")
+    before = len(proxy.asked)
+    with pytest.raises(InputError, match=r"^field 'prompt': .* refused a prompt as too long "
+                                         r"for the model: .*8192"):
+        hosted.generate([chat("word " * 9000)], Sampling(max_tokens=4))
+    assert len(proxy.asked) == before
 
 
 def test_judge_pvs_through_the_served_model_selects_as_the_in_process_judge(
