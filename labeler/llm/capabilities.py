@@ -58,8 +58,10 @@ class Capabilities:
         usable = ways if tokenizer else tuple(w for w in ways if w == "top_logprobs")
         if any(w in self.offers for w in usable):
             return None
-        needed = " or ".join(MEANING[w] for w in usable) if usable else "a local tokenizer"
-        return f"{needed}; the server at {url} offers none of them"
+        if not usable:
+            return "the model's tokenizer here (the prompt's tokens), and none loads"
+        return f"{' or '.join(MEANING[w] for w in usable)}; the server at {url} offers none " \
+               "of them"
 
     def describe(self) -> dict:
         """For the manifest: the version and what it offers, sorted."""

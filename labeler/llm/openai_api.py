@@ -37,6 +37,7 @@ from labeler.llm.base import (
     Chat,
     ChoiceRequest,
     Completion,
+    LoglikelihoodRequest,
     Prompt,
     Sampling,
     check_lengths,
@@ -156,6 +157,10 @@ class OpenAIBackend(PromptLogprobScoring, Backend):
             yield i, [Completion(cut_at_stop(_text(c), sampling.stop),
                                  c.get("finish_reason") == "length")
                       for c in sorted(answer["choices"], key=lambda c: c.get("index", 0))]
+
+    def loglikelihood(self, requests: list[LoglikelihoodRequest]) -> list[float]:
+        self._check("loglikelihood")  # before the prompts are tokenized
+        return super().loglikelihood(requests)
 
     def choice_probs(self, requests: list[ChoiceRequest]) -> list[dict[str, float]]:
         """From the prompt's log-probabilities where the server gives them, else from the
