@@ -26,7 +26,6 @@ from labeler.llm.call_store import cache_stats
 from labeler.llm.models import resolve_model
 from labeler.llm.openai_api import OpenAIBackend
 from labeler.llm.served import ServerError
-from labeler.schemas import check
 
 pytestmark = pytest.mark.vllm
 
@@ -57,8 +56,9 @@ def test_a_utility_build_through_transformers_serve_answers_as_in_process_hf(
         result.output.split())
     served, manifest = records(tmp_path / "out", "utility", "nq-sample", "smollm2-135m")
     local, _ = records(nq2_build / "out", "utility", "nq-sample", "smollm2-135m")
-    for record in served:
-        check(record, "utility")
+    validated = CliRunner().invoke(cli, ["validate", str(
+        tmp_path / "out/utility/nq-sample/smollm2-135m/v1")])
+    assert validated.exit_code == 0, validated.output
     assert [r["closed_book_answer"] for r in served] == [r["closed_book_answer"] for r in local]
     assert [[c["answer"] for c in r["candidates"]] for r in served] == \
         [[c["answer"] for c in r["candidates"]] for r in local]
@@ -226,4 +226,4 @@ def test_a_tiny_reproduce_runs_through_the_served_model(vllm_server, github, ses
     assert result.exit_code == 0, result.output
     report = Path(json.loads(result.stdout)["path"])
     assert (report / "results.json").stat().st_size > 0
-    assert proxy.total() - before == cache_stats(tmp_path / "calls").entries > 0
+    assert proxy.total() - before > cache_stats(tmp_path / "calls").entries > 0  # P(yes): 8
