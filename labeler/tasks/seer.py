@@ -194,7 +194,8 @@ class SeerTask(Task):
 
     def planned_calls(self, source: Source, candidates: int, gold: Sequence[int]
                       ) -> list[PlannedCall]:
-        """Extractions of the top-k, then the experts on each distinct one."""
+        """Extractions of the top-k, then the experts on each distinct one (conciseness's
+        full-length answer once a query)."""
         queries, per_query = len(source.queries), candidates / max(len(source.queries), 1)
         extractions = queries * self.config.samples
         calls = [PlannedCall("evidence extractions", extractions, per_query,
@@ -203,8 +204,10 @@ class SeerTask(Task):
             calls.append(PlannedCall("faithfulness judgements", extractions, per_query,
                                      "upper bound: duplicate extractions are dropped",
                                      extractions * len(FAITHFULNESS_CHOICES)))
-        return [*calls, PlannedCall("answer likelihoods (helpfulness)", extractions + queries,
-                                    0, "upper bound: with each extraction, and without")]
+        return [*calls, PlannedCall("full-length answers (conciseness)", queries, 0,
+                                    "upper bound: one a distinct (question, answer)"),
+                PlannedCall("answer likelihoods (helpfulness)", extractions + queries,
+                            0, "upper bound: with each extraction, and without")]
 
     def manifest(self, kind: str = "question") -> dict:
         """The base's part plus the experts, each by name."""
