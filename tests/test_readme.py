@@ -82,6 +82,24 @@ SKIPPED = {
     "http://gpu-node:8000/v1 --prompt-format text": "a vLLM server on GPUs: "
                                                     "tests/llm/test_openai_api.py builds "
                                                     "nq-sample against a real vllm serve",
+    "python -m vllm.entrypoints.openai.api_server --model "
+    "~/.cache/labeler/models/smollm2-135m-b179c9523d0e6a0f --served-model-name smollm2-135m "
+    "--dtype float32 --enforce-eager --max-model-len 8192 --port 8000 --api-key "
+    "\"$OPENAI_API_KEY\"": "a server: tests/conftest.py's vllm_server starts it so "
+                            "(tests/support/served.py)",
+    "transformers serve ~/.cache/labeler/models/smollm2-135m-b179c9523d0e6a0f --host "
+    "127.0.0.1 --port 8000 --device cpu --dtype float32": "a server: tests/conftest.py's "
+                                                          "transformers_server starts it so",
+    "labeler build --dataset nq-sample --llm smollm2-135m --backend openai --base-url "
+    "http://127.0.0.1:8000/v1 --served-model "
+    "~/.cache/labeler/models/smollm2-135m-b179c9523d0e6a0f --limit 2":
+        "needs the server above: tests/llm/test_served_servers.py builds through it",
+    "export OPENAI_API_KEY=sk-...": "the served tests set their server's key",
+    "labeler build --artifact rubric --dataset cisi-sample --llm openai/gpt-4o-mini "
+    "--served-model gpt-4o-mini --backend openai --base-url https://api.openai.com/v1 "
+    "--concurrency 8 --max-rps 5 --max-tpm 200000 --price-in 0.15 --price-out 0.6 --limit 10":
+        "a hosted API (network, a key): tests/llm/test_served_servers.py builds through a "
+        "proxy shaped as one",
     "labeler score judged/nq/lvr.jsonl judged/tq/lvr.jsonl --rag --against "
     "out/utility/nq/llama3.1-8b/v1 --baseline judged/nq/retrieval.jsonl --against "
     "out/utility/tq/llama3.1-8b/v1 --baseline judged/tq/retrieval.jsonl":

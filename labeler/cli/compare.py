@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from labeler.cli.options import cache_dir_option
+from labeler.cli.options import cache_dir_option, model_options, model_settings
 from labeler.cli.output import emit, json_option
 
 
@@ -21,17 +21,20 @@ from labeler.cli.output import emit, json_option
 @click.option("--llm", "llms", multiple=True, metavar="ALIAS=MODEL",
               help="Answer for the artifact of LLM ALIAS with MODEL instead of the model its "
                    "manifest names (repeat for several).")
+@model_options()
 @cache_dir_option
 @json_option
 def compare(artifacts: tuple[Path, ...], out: Path, llms: tuple[str, ...],
-            cache_dir: Path | None, as_json: bool) -> None:
+            cache_dir: Path | None, as_json: bool, **options) -> None:
     """Compare utility ARTIFACTS of one dataset by several LLMs (version folders).
 
     For every pair (A, B): the RAG accuracy of A answering with only B's gold utilitarian
     passages (the diagonal is A's own gold-utilitarian accuracy) and with the human gold ones,
     also on A's known and unknown queries; and how many passages their gold utilitarian sets
     share per query (over all queries), and with the human gold, beside the mean Jaccard
-    index. Writes the tables, heatmaps and a card as one version folder.
+    index. Writes the tables, heatmaps and a card as one version folder. Each LLM answers
+    as its manifest says it ran, or as --backend says (e.g. a served model: --backend openai
+    --base-url URL).
     """
     from labeler.report.heatmap import cell_text
     from labeler.workflows.compare import VIEWS
@@ -43,7 +46,8 @@ def compare(artifacts: tuple[Path, ...], out: Path, llms: tuple[str, ...],
         if not equals or not alias or not model:
             raise click.BadParameter(f"expected ALIAS=MODEL, got {item!r}", param_hint="--llm")
         overrides[alias] = model
-    compared = run_compare(list(artifacts), out=out, llms=overrides, cache_dir=cache_dir)
+    compared = run_compare(list(artifacts), out=out, llms=overrides, cache_dir=cache_dir,
+                           served=model_settings(options))
     emit({"path": compared.path} | {view.name: getattr(compared, view.name).to_dicts()
                                     for view in VIEWS},
          _tables(compared, VIEWS, cell_text), [str(compared.path)], as_json=as_json)

@@ -160,12 +160,14 @@ def data_options(*, pools: bool = False, qrels: bool = False,
 
 #: the options `model_options` adds, by the `LLMConfig` field each sets
 MODEL_SETTINGS = ("backend", "batch_size", "device", "dtype", "tensor_parallel", "base_url",
-                  "prompt_format", "concurrency")
+                  "prompt_format", "concurrency", "served_model", "max_rps", "max_tpm",
+                  "price_in", "price_out")
 
 
 def model_options(*, tensor_parallel: bool = False) -> Decorator:
     """--backend, --batch-size, --device, --dtype and the openai backend's --base-url,
-    --prompt-format and --concurrency, for every command that runs an LLM; with
+    --prompt-format, --concurrency, --served-model, its rate limits and prices, for every
+    command that runs an LLM; with
     `tensor_parallel` also --tensor-parallel. `model_settings` takes them out of a command's
     keyword arguments as `LLMConfig` takes them."""
     options = [
@@ -192,6 +194,19 @@ def model_options(*, tensor_parallel: bool = False) -> Decorator:
                           "or text (labeler's rendered prompt, byte-exact; vLLM only)."),
         click.option("--concurrency", type=click.IntRange(min=1),
                      help="openai: requests in flight [default: 64]."),
+        click.option("--served-model", metavar="NAME", help="openai: the model's name on "
+                     "the server, where it differs from --llm [default: the first of --llm's "
+                     "names the server lists]."),
+        click.option("--max-rps", type=click.FloatRange(min=0, min_open=True),
+                     help="openai: requests a second at most [default: no limit]."),
+        click.option("--max-tpm", type=click.IntRange(min=1),
+                     help="openai: tokens a minute at most, as answers report them "
+                          "[default: no limit]."),
+        click.option("--price-in", type=click.FloatRange(min=0), metavar="USD",
+                     help="openai: dollars per million prompt tokens, for the cost line."),
+        click.option("--price-out", type=click.FloatRange(min=0), metavar="USD",
+                     help="openai: dollars per million completion tokens, for the cost "
+                          "line."),
     ]
     return stacked(*options)
 

@@ -32,6 +32,11 @@ class LLMConfig:
     # (None: the backend's default) instead of `dtype`, as the utility paper's scripts each load
     # it in their own; empty: every call in `dtype`
     call_dtypes: tuple[tuple[str, str | None], ...] = ()
+    served_model: str | None = None  # openai: the model's name on the server; None: found
+    max_rps: float | None = None  # openai: requests a second at most; None: no limit
+    max_tpm: int | None = None  # openai: tokens a minute at most; None: no limit
+    price_in: float | None = None  # openai: dollars per million prompt tokens (the cost line)
+    price_out: float | None = None  # openai: dollars per million completion tokens
 
     def __post_init__(self) -> None:
         if self.batch_size is not None and self.batch_size < 1:
@@ -65,7 +70,12 @@ class LLMConfig:
                              field_name="concurrency")
         given = [name for name, value in (("--base-url", self.base_url),
                                           ("--concurrency", self.concurrency),
-                                          ("--prompt-format", self.prompt_format != "chat"))
+                                          ("--prompt-format", self.prompt_format != "chat"),
+                                          ("--served-model", self.served_model),
+                                          ("--max-rps", self.max_rps),
+                                          ("--max-tpm", self.max_tpm),
+                                          ("--price-in", self.price_in is not None),
+                                          ("--price-out", self.price_out is not None))
                  if value]
         if given and self.backend != "openai":
             raise InputError(f"{given[0]} is for a served model: the {self.backend} backend "
@@ -92,7 +102,8 @@ class LLMConfig:
         kinds = tuple((kind, d if d in taken else None) for kind, d in self.call_dtypes)
         return replace(self, backend="hf", batch_size=None, tensor_parallel=1, dtype=dtype,
                        base_url=None, prompt_format="chat", concurrency=None,
-                       call_dtypes=kinds)
+                       call_dtypes=kinds, served_model=None, max_rps=None, max_tpm=None,
+                       price_in=None, price_out=None)
 
     @property
     def gpus(self) -> int:
@@ -138,9 +149,13 @@ class LLMConfig:
         return route
 
     def served(self) -> dict:
-        """The openai backend's options that differ from its defaults."""
+        """The openai backend's options that differ from its defaults (the prices are
+        labeler's, for the cost line)."""
         return {k: v for k, v in (("base_url", self.base_url), ("concurrency", self.concurrency),
-                                  ("prompt_format", self.prompt_format)) if v not in (None, "chat")}
+                                  ("prompt_format", self.prompt_format),
+                                  ("served_model", self.served_model),
+                                  ("max_rps", self.max_rps), ("max_tpm", self.max_tpm))
+                if v not in (None, "chat")}
 
     def identify(self, cache_dir: str | Path | None = None, needs: tuple[str, ...] = (),
                  what: str = "") -> ModelIdentity:

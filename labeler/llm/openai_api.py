@@ -1,25 +1,31 @@
-"""The `openai` backend: a model served behind an OpenAI-compatible API (`vllm serve`, SGLang,
-a load balancer over many of them, a hosted API), labeler as its client.
+"""The `openai` backend: a model served behind an OpenAI-compatible API (`vllm serve`,
+`transformers serve`, SGLang, a gateway, a hosted API), labeler as its client.
 
-`--llm` names the model as the server serves it (`vllm serve ... --served-model-name`) and as
-labeler knows it (an alias, Hub id or local model), whose tokenizer renders and counts the
-prompts here, so that every prompt is checked against the served window before any request.
-The start-up probe (GET /models) turns a wrong key, URL or model into one line before a build
-starts. The key comes from OPENAI_API_KEY and goes only into the Authorization header.
+`--llm` names the model as labeler knows it (an alias, Hub id or local model) and
+`--served-model` as the server does (default: the first of labeler's names the server
+lists). Its tokenizer, where it loads here, renders and counts the prompts, so every prompt is
+checked against the served window before any request; where none loads (a hosted model) the
+chat's messages key the cache and the server checks lengths (a prompt it refuses as too long
+fails as one line). The start-up probe (`labeler.llm.capabilities`) turns a wrong key or URL
+into one line and learns which ways the server offers; the key comes from OPENAI_API_KEY and
+goes only into the Authorization header.
 
 `generate` sends chat completions (the server's chat template) or, with prompt format
 "text", completions with labeler's rendered prompt as token ids, byte-exact as the
-in-process vllm backend runs it; sampling seeds per prompt with `row_seed` as vllm does, and
-finish_reason "length" is `capped`. `loglikelihood` and `choice_probs` read vLLM's
-`prompt_logprobs` of completions, as the in-process backend does; a server that is not vLLM
-refuses them before any request. What names the model in the cache key: the served id, the
-model the server loaded (its `root`), the server's version and the prompt format.
+in-process vllm backend runs it (vLLM only); sampling seeds per prompt with `row_seed` as vllm
+does, and finish_reason "length" is `capped`. `loglikelihood` and `choice_probs` read the
+prompt's log-probabilities (vLLM's `prompt_logprobs`, else `echo` with `logprobs`), and
+`choice_probs` else the first answer token's chat `top_logprobs`; an operation the server
+offers no way to is refused before any request. What names the model in the cache key: the
+served id, the model the server loaded (its `root`), the server's version and the prompt
+format.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,27 +35,38 @@ from labeler.errors import InputError, ModelLoadError
 from labeler.llm.base import (
     Backend,
     Chat,
+    ChoiceRequest,
     Completion,
+    LoglikelihoodRequest,
     Prompt,
     Sampling,
     check_lengths,
 )
+from labeler.llm.capabilities import TOP_LOGPROBS, probe
 from labeler.llm.models import ModelSpec, model_revision
 from labeler.llm.prompt_logprobs import PromptLogprobScoring
 from labeler.llm.prompts import (
+    check_roles,
+    choice_ids,
     cut_at_stop,
     encode,
     render_chat,
     row_seed,
 )
-from labeler.llm.served import Server
+from labeler.llm.served import Refusal, Server
+from labeler.llm.served_limits import Limits
 from labeler.progress import info, progress_bar, transformers_quiet
 
 #: requests in flight by default: a vLLM server batches up to 256 sequences on a GPU
 CONCURRENCY = 64
+#: the window where neither the server nor a tokenizer says it: the server checks lengths
+UNKNOWN_WINDOW = 2**31 - 1
 
-# One forward pass that scores the prompt, as the vllm backend's _SCORE
-_SCORE = {"max_tokens": 1, "temperature": 0.0, "prompt_logprobs": 1}
+# One forward pass that scores the prompt, as the vllm backend's _SCORE; or lm-eval's echo
+_SCORE = {"prompt_logprobs": {"max_tokens": 1, "temperature": 0.0, "prompt_logprobs": 1},
+          "echo": {"max_tokens": 1, "temperature": 0.0, "echo": True, "logprobs": 1}}
+#: the first answer token's most likely tokens, for P(choice) from chat top_logprobs
+_TOP = {"max_tokens": 1, "temperature": 0.0, "logprobs": True, "top_logprobs": TOP_LOGPROBS}
 
 
 class OpenAIBackend(PromptLogprobScoring, Backend):
@@ -61,7 +78,8 @@ class OpenAIBackend(PromptLogprobScoring, Backend):
     def __init__(self, spec: ModelSpec, *, batch_size: int | None = None,
                  device: str | None = None, cache_dir: str | Path | None = None,
                  base_url: str | None = None, prompt_format: str = "chat",
-                 concurrency: int | None = None) -> None:
+                 concurrency: int | None = None, served_model: str | None = None,
+                 max_rps: float | None = None, max_tpm: int | None = None) -> None:
         if device is not None:
             raise InputError("the openai backend runs the model on its server: it takes no "
                              "--device", field_name="device")
@@ -72,31 +90,47 @@ class OpenAIBackend(PromptLogprobScoring, Backend):
                              "or set OPENAI_BASE_URL")
         self.spec, self.alias, self.prompt_format = spec, spec.alias, prompt_format
         self.server = Server(url, settings.openai_api_key(),
-                             concurrency=concurrency or CONCURRENCY)
-        served = _served(self.server.probe(spec.alias), spec)
-        self.served_id, self.model_id = served["id"], served["id"]
-        self.version = self.server.version()  # vLLM's; None: not a vLLM server
+                             concurrency=concurrency or CONCURRENCY,
+                             limits=Limits(max_rps, max_tpm))
+        names = (served_model,) if served_model else (spec.alias, spec.model_id, spec.identity)
+        self.served_id, self.capabilities = probe(self.server, names, spec.alias)
+        self.model_id = self.served_id
+        self.version = self.capabilities.version  # vLLM's; None: not a vLLM server
         if prompt_format == "text" and self.version is None:
             raise ModelLoadError(spec.alias, f"{url} is not a vLLM server: --prompt-format "
                                  "text sends token ids, which only vLLM takes",
                                  hint="leave out --prompt-format text")
-        self.tokenizer = _tokenizer(spec, cache_dir)
-        self.max_context = served.get("max_model_len") or _window(self.tokenizer, spec)
-        self.root = Path(str(served.get("root") or served["id"])).name
+        self.tokenizer = _tokenizer(spec, cache_dir, needed=prompt_format == "text")
+        served = self.capabilities.listed or {}
+        self.max_context = served.get("max_model_len") or (
+            _window(self.tokenizer) if self.tokenizer else UNKNOWN_WINDOW)
+        self.root = Path(str(served.get("root") or self.served_id)).name
         self.revision = hashlib.sha256(json.dumps(
             [self.served_id, self.root, self.version]).encode()).hexdigest()[:16]
         self.batch_size = batch_size or self.server.concurrency
         self.structured_output = self.version is not None  # vLLM's structured_outputs
+        self.used: set[str] = set()  # the ways this process served operations by
 
     def key(self) -> dict:
         return {"model_id": self.served_id, "root": self.root, "server": self.version,
                 "backend": "openai", "prompt_format": self.prompt_format}
 
+    def report(self) -> dict:
+        """For the manifest: what the server offers and the ways this process used."""
+        return {**self.capabilities.describe(), "used": sorted(self.used),
+                "tokenizer": self.tokenizer is not None}
+
     def render(self, prompt: Chat) -> str:
+        """The chat's text through the model's template; without a tokenizer its messages'
+        JSON (what keys a hosted model's answers)."""
+        if self.tokenizer is None:
+            check_roles(prompt)
+            return json.dumps([[m.role, m.content] for m in prompt], ensure_ascii=False)
         return render_chat(self.tokenizer, prompt)
 
     def tokenize(self, texts: list[str]) -> list[list[int]]:
-        return encode(self.tokenizer, texts)
+        """Token ids; without a tokenizer none (the server checks lengths)."""
+        return encode(self.tokenizer, texts) if self.tokenizer else [[] for _ in texts]
 
     def generate(self, prompts: list[Chat], sampling: Sampling) -> list[list[Completion]]:
         answers: list = [None] * len(prompts)
@@ -117,24 +151,60 @@ class OpenAIBackend(PromptLogprobScoring, Backend):
         bodies = [{**self._sampling(sampling, p.text),
                    **({"prompt": list(p.ids)} if text else self._messages(p.chat))}
                   for p in prompts]
+        self.used.add("completions" if text else "chat")
         for i, answer in self._answers("/completions" if text else "/chat/completions",
                                        bodies, "generate"):
             yield i, [Completion(cut_at_stop(_text(c), sampling.stop),
-                                 c["finish_reason"] == "length")
-                      for c in sorted(answer["choices"], key=lambda c: c["index"])]
+                                 c.get("finish_reason") == "length")
+                      for c in sorted(answer["choices"], key=lambda c: c.get("index", 0))]
+
+    def loglikelihood(self, requests: list[LoglikelihoodRequest]) -> list[float]:
+        self._check("loglikelihood")  # before the prompts are tokenized
+        return super().loglikelihood(requests)
+
+    def choice_probs(self, requests: list[ChoiceRequest]) -> list[dict[str, float]]:
+        """From the prompt's log-probabilities where the server gives them, else from the
+        first answer token's chat top_logprobs (a choice not among them: 0)."""
+        if self._check("choice_probs") != "top_logprobs" and self.tokenizer is not None:
+            return super().choice_probs(requests)
+        self.used.add("top_logprobs")
+        firsts = [self._first_tokens(r) for r in requests]
+        bodies = [{"model": self.served_id, **_TOP, **self._messages(r.prompt)}
+                  for r in requests]
+        out = []
+        for first, answer in zip(firsts, self._ask("/chat/completions", bodies,
+                                                   "choice_probs")):
+            top = _top_logprobs(answer)
+            out.append({c: math.exp(top[t]) if t in top else 0.0 for c, t in first.items()})
+        return out
+
+    def _first_tokens(self, request: ChoiceRequest) -> dict[str, str]:
+        """Each choice's first token as the server spells it in top_logprobs: decoded by the
+        tokenizer where there is one, else the choice itself."""
+        if self.tokenizer is None:
+            return {c: c for c in request.choices}
+        ids = choice_ids(self.tokenizer, self.render(request.prompt), request.choices)
+        return {c: self.tokenizer.decode([i]) for c, i in zip(request.choices, ids)}
 
     def _score_ids(self, prompts: list[list[int]], operation: str, groups: list) -> list:
-        self._needs_prompt_logprobs(operation)
-        return self._ask("/completions", [self._score(ids) for ids in prompts], operation)
+        way = self._check(operation)
+        self.used.add(way)
+        return self._ask("/completions", [{"model": self.served_id, "prompt": ids,
+                                           **_SCORE[way]} for ids in prompts], operation)
 
     @staticmethod
     def _prompt_logprob(output: dict, position: int, token: int) -> float:
-        return output["choices"][0]["prompt_logprobs"][position][str(token)]["logprob"]
+        choice = output["choices"][0]
+        if choice.get("prompt_logprobs") is not None:
+            return choice["prompt_logprobs"][position][str(token)]["logprob"]
+        return choice["logprobs"]["token_logprobs"][position]  # echo: the prompt's own tokens
 
     def _sampling(self, sampling: Sampling, rendered: str) -> dict:
         """The request's sampling fields: OpenAI's, and vLLM's top_k and structured outputs."""
-        body = {"model": self.served_id, "n": sampling.n, "temperature": sampling.temperature,
+        body = {"model": self.served_id, "temperature": sampling.temperature,
                 "top_p": sampling.top_p, "max_tokens": sampling.max_tokens}
+        if sampling.n > 1:  # a server that takes no n (transformers serve) takes the rest
+            body["n"] = sampling.n
         if sampling.stop:
             body["stop"] = list(sampling.stop)
         if not sampling.greedy:  # per prompt, as the vllm backend seeds it
@@ -151,26 +221,23 @@ class OpenAIBackend(PromptLogprobScoring, Backend):
     def _messages(self, prompt: Chat) -> dict:
         """A chat's messages; a final assistant message is a reply the server continues
         (vLLM's continue_final_message)."""
-        render_chat(self.tokenizer, prompt)  # the same checks of roles as every backend
+        self.render(prompt)  # the same checks of roles as every backend
         body = {"messages": [{"role": m.role, "content": m.content} for m in prompt]}
         if prompt[-1].role == "assistant":
             body |= {"continue_final_message": True, "add_generation_prompt": False}
         return body
 
-    def _score(self, ids: list[int]) -> dict:
-        return {"model": self.served_id, "prompt": ids, **_SCORE}
-
     def refusal(self, operation: str) -> str | None:
-        """The scoring operations read vLLM's prompt_logprobs, which no other server gives."""
-        if operation in ("loglikelihood", "choice_probs") and self.version is None:
-            return (f"a vLLM server's prompt_logprobs; the server at {self.server.base_url} "
-                    "is not one")
-        return None
+        """The scoring operations need a way the server offers (`Capabilities.refusal`)."""
+        return self.capabilities.refusal(operation, self.server.base_url,
+                                         tokenizer=self.tokenizer is not None)
 
-    def _needs_prompt_logprobs(self, operation: str) -> None:
+    def _check(self, operation: str) -> str | None:
+        """The way `operation` is served; InputError, before any request, where none is."""
         if why := self.refusal(operation):
             raise InputError(f"{operation} needs {why}", field_name="backend",
                              hint="serve the model with vLLM, or use --backend hf or vllm")
+        return self.capabilities.way(operation)
 
     def _ask(self, path: str, bodies: list[dict], operation: str) -> list[dict]:
         """Every body's answer, in order."""
@@ -185,31 +252,28 @@ class OpenAIBackend(PromptLogprobScoring, Backend):
         and a closing line of requests/s and tokens/s."""
         tokens, start = 0, time.perf_counter()
         with progress_bar(f"{operation} {self.alias} (served)", len(bodies)) as advance:
-            for i, answer in self.server.post_all(path, bodies):
-                tokens += (answer.get("usage") or {}).get("total_tokens", 0)
-                advance(1)
-                yield i, answer
+            try:
+                for i, answer in self.server.post_all(path, bodies, operation):
+                    tokens += (answer.get("usage") or {}).get("total_tokens", 0)
+                    advance(1)
+                    yield i, answer
+            except Refusal as refused:
+                if _too_long(refused):
+                    raise InputError(f"{refused.url} refused a prompt as too long for the "
+                                     f"model: {refused.message}", field_name="prompt",
+                                     hint="shorten the prompts (fewer or shorter passages) "
+                                          "or serve a model with a longer window") from None
+                raise
         seconds = max(time.perf_counter() - start, 1e-9)
         if bodies:
             info(f"{operation} {self.alias}: {len(bodies)} requests, "
                  f"{len(bodies) / seconds:.1f} requests/s, {tokens / seconds:.0f} tokens/s")
 
 
-def _served(models: list[dict], spec: ModelSpec) -> dict:
-    """The served model `spec` names: by its alias, its id or its file's name."""
-    names = {spec.alias, spec.model_id, spec.identity}
-    for model in models:
-        if model.get("id") in names:
-            return model
-    served = ", ".join(sorted(str(m.get("id")) for m in models)) or "none"
-    raise ModelLoadError(spec.alias, f"the server does not serve it (it serves: {served})",
-                         hint="name the model as the server does (vllm serve "
-                              "--served-model-name)")
-
-
-def _tokenizer(spec: ModelSpec, cache_dir: str | Path | None):
+def _tokenizer(spec: ModelSpec, cache_dir: str | Path | None, *, needed: bool):
     """The model's own tokenizer (a bundled GGUF's from its converted folder), for rendering
-    and counting prompts here."""
+    and counting prompts here; None, with a line saying so, where none loads and it is not
+    `needed` (a hosted model: the server renders and counts)."""
     from transformers import AutoTokenizer
 
     import labeler.llm.lean_transformers  # noqa: F401  (first: keeps scikit-learn unimported)
@@ -221,22 +285,50 @@ def _tokenizer(spec: ModelSpec, cache_dir: str | Path | None):
         with transformers_quiet():
             tokenizer = AutoTokenizer.from_pretrained(source)
     except (OSError, ValueError) as exc:
+        if not needed:
+            info(f"{spec.alias}: no tokenizer here ({str(exc).splitlines()[0][:120]}); its "
+                 "chats' messages key the cache and the server checks their lengths")
+            return None
         raise ModelLoadError(spec.alias, f"its tokenizer does not load here: "
-                             f"{str(exc).splitlines()[0]}", hint="the openai backend renders "
-                             "and counts prompts with the model's own tokenizer") from exc
+                             f"{str(exc).splitlines()[0]}", hint="--prompt-format text "
+                             "renders prompts with the model's own tokenizer") from exc
     if not tokenizer.chat_template:
         raise ModelLoadError(spec.alias, "the tokenizer has no chat template")
     return tokenizer
 
 
-def _window(tokenizer, spec: ModelSpec) -> int:
-    """The context window where the server does not say it: the tokenizer's model_max_length."""
+def _window(tokenizer) -> int:
+    """The context window where the server does not say it: the tokenizer's model_max_length,
+    else its model's max_position_embeddings; else UNKNOWN_WINDOW (the server checks)."""
     window = tokenizer.model_max_length
-    if not 0 < window < 10**8:
-        raise ModelLoadError(spec.alias, "neither the server nor the tokenizer gives the "
-                             "model's context window")
-    return window
+    if 0 < window < 10**8:
+        return window
+    from transformers import AutoConfig
+
+    try:
+        with transformers_quiet():
+            config = AutoConfig.from_pretrained(tokenizer.name_or_path)
+    except (OSError, ValueError):
+        return UNKNOWN_WINDOW
+    return getattr(config, "max_position_embeddings", None) or UNKNOWN_WINDOW
+
+
+def _top_logprobs(answer: dict) -> dict[str, float]:
+    """The first answer token's top_logprobs, {token: logprob}."""
+    content = (answer["choices"][0].get("logprobs") or {}).get("content") or [{}]
+    top: dict[str, float] = {}
+    for entry in content[0].get("top_logprobs") or []:
+        top.setdefault(entry["token"], entry["logprob"])
+    return top
+
+
+def _too_long(refused: Refusal) -> bool:
+    """Whether a refusal says the prompt does not fit the model's context window."""
+    said = refused.message.lower()
+    return refused.status in (400, 413, 422) and ("context" in said or "too long" in said
+                                                  or "maximum" in said and "token" in said)
 
 
 def _text(choice: dict) -> str:
-    return choice["text"] if "text" in choice else choice["message"]["content"] or ""
+    return choice["text"] if "text" in choice else (choice.get("message") or {}).get(
+        "content") or ""

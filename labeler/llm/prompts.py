@@ -24,18 +24,23 @@ def render_chat(tokenizer, prompt: Chat) -> str:
     The template always adds the assistant generation prompt; a chat that ends with an assistant
     message is a partial reply, appended verbatim for the model to continue.
     """
-    if not prompt:
-        raise InputError("a prompt needs at least one message", field_name="prompt")
-    for message in prompt:
-        if message.role not in ROLES:
-            raise InputError(f"unknown role '{message.role}' (use one of {', '.join(ROLES)})",
-                             field_name="role")
+    check_roles(prompt)
     turns, prefix = (prompt[:-1], prompt[-1].content) if prompt[-1].role == "assistant" else (
         prompt, "")
     messages = [{"role": m.role, "content": m.content} for m in turns]
     text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
                                          **template_kwargs(tokenizer))
     return text + prefix
+
+
+def check_roles(prompt: Chat) -> None:
+    """InputError for an empty chat or a turn whose role is not one of ROLES."""
+    if not prompt:
+        raise InputError("a prompt needs at least one message", field_name="prompt")
+    for message in prompt:
+        if message.role not in ROLES:
+            raise InputError(f"unknown role '{message.role}' (use one of {', '.join(ROLES)})",
+                             field_name="role")
 
 
 def template_kwargs(tokenizer) -> dict:

@@ -3,9 +3,12 @@
 httpx (already a dependency through huggingface_hub) with a thread pool: `post_all` sends
 every body at once, at most `concurrency` in flight, and yields each answer as it arrives.
 A 429, a 5xx, a timeout or a refused connection (a server restarting) is retried with
-exponential backoff, waiting what the server's `Retry-After` says where it says it; any other
-refusal is one error line. The API key travels only in the Authorization header: no message
-here holds it.
+exponential backoff, waiting what the server's `Retry-After` says where it says it; so is a
+200 whose body is no usable answer (malformed, truncated or empty JSON, an error object, no
+`choices` or fewer than the `n` asked). Any other refusal, or the last try's failure, is one
+error line naming the server and the request. Requests go out no faster than `Limits` allow,
+and each answer's `usage` is added up (`Usage`). The API key travels only in the
+Authorization header: no message here holds it.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from dataclasses import dataclass
 from labeler import settings
 from labeler.errors import LabelerError, ModelLoadError
 from labeler.lazy import LazyModule
+from labeler.llm.served_limits import Limits, Usage
 
 httpx = LazyModule("httpx")  # imported when a client starts: naming the backend stays cheap
 
@@ -33,8 +37,9 @@ MAX_WAIT = 60.0
 TIMEOUT = 600.0
 #: what a refusal of the start-up probe means
 REFUSED = {401: "the server refused the API key (401 Unauthorized)",
-           403: "the API key may not use this server (403 Forbidden)",
-           404: "no OpenAI-compatible API there (404 Not Found)"}
+           403: "the API key may not use this server (403 Forbidden)"}
+#: the header marking the start-up probe's requests (a proxy or a log can tell them apart)
+PROBE_HEADER = "X-Labeler-Probe"
 
 
 @dataclass
@@ -49,12 +54,24 @@ class ServerError(LabelerError):
         return f"{self.url}: {self.reason}"
 
 
+@dataclass
+class Refusal(ServerError):
+    """The server refused a request outright (a status not retried): its status and its own
+    message, so that a caller may tell a prompt too long for the model from other refusals."""
+
+    status: int = 0
+    message: str = ""
+
+
 class Server:
     """An OpenAI-compatible API at `base_url` (…/v1), `concurrency` requests in flight."""
 
-    def __init__(self, base_url: str, api_key: str | None, *, concurrency: int) -> None:
+    def __init__(self, base_url: str, api_key: str | None, *, concurrency: int,
+                 limits: Limits | None = None) -> None:
         self.base_url = base_url.rstrip("/")
         self.concurrency = concurrency
+        self.limits = limits or Limits()
+        self.usage = Usage()
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.client = httpx.Client(headers=headers, timeout=TIMEOUT, limits=httpx.Limits(
             max_connections=concurrency, max_keepalive_connections=concurrency))
@@ -62,25 +79,40 @@ class Server:
         self.sent = 0  # requests answered, this process
         self._lock = threading.Lock()
 
-    def probe(self, model: str) -> list[dict]:
-        """The served models (GET /models): the one request at start-up that a wrong key, a
-        wrong URL or a server that is down fails, as one line naming `model`."""
+    def models(self, model: str) -> list[dict] | str:
+        """The served models (GET /models), or why the server lists none (a server that
+        lists no models may still serve one). A server that cannot be reached, or refuses
+        the key, fails here as one line naming `model`: the first request at start-up."""
         try:
             response = self.client.get(f"{self.base_url}/models", timeout=30)
         except httpx.HTTPError as error:
             raise ModelLoadError(model, f"cannot reach the server at {self.base_url}: "
                                  f"{_said(error)}", hint="start the server, or check "
                                  "--base-url / OPENAI_BASE_URL") from None
-        if response.status_code in REFUSED:
+        if response.status_code in (401, 403):
             raise ModelLoadError(model, f"{self.base_url}: {REFUSED[response.status_code]}",
-                                 hint="set OPENAI_API_KEY to the server's key"
-                                 if response.status_code in (401, 403)
-                                 else "--base-url ends in the API's root, e.g. "
-                                      "http://host:8000/v1")
+                                 hint="set OPENAI_API_KEY to the server's key")
         if response.status_code != 200:
-            raise ModelLoadError(model, f"{self.base_url}/models answered "
-                                 f"{response.status_code}: {_message(response)}")
-        return response.json().get("data", [])
+            return f"GET /models answered {response.status_code}: {_message(response)}"
+        try:
+            listed = response.json().get("data")
+        except (ValueError, AttributeError):
+            return "GET /models answered no JSON list"
+        return listed if isinstance(listed, list) else "GET /models answered no list"
+
+    def try_post(self, path: str, body: dict) -> tuple[int, dict | None]:
+        """One POST, not retried, its answer not counted: the probe's (status, JSON body or
+        None); status 0 where the server could not be reached."""
+        try:
+            response = self.client.post(f"{self.base_url}{path}", json=body, timeout=120,
+                                        headers={PROBE_HEADER: "1"})
+        except httpx.HTTPError:
+            return 0, None
+        try:
+            answer = response.json()
+        except ValueError:
+            answer = None
+        return response.status_code, answer if isinstance(answer, dict) else None
 
     def version(self) -> str | None:
         """The server's reported version (vLLM's GET /version at the server's root), or
@@ -92,14 +124,17 @@ class Server:
         except (httpx.HTTPError, ValueError, KeyError, TypeError):
             return None
 
-    def post_all(self, path: str, bodies: list[dict]) -> Iterator[tuple[int, dict]]:
+    def post_all(self, path: str, bodies: list[dict], what: str = "request"
+                 ) -> Iterator[tuple[int, dict]]:
         """(index, answer) for each body POSTed to `path`, as each arrives; at most
-        `concurrency` in flight. A failure stops the rest and is raised."""
+        `concurrency` in flight. A failure stops the rest and is raised, naming the request
+        as `what` and its number."""
         pending, started = {}, iter(enumerate(bodies))
         try:
             while True:
                 for i, body in started:
-                    pending[self.pool.submit(self.post, path, body)] = i
+                    pending[self.pool.submit(self.post, path, body,
+                                             f"{what} {i + 1} of {len(bodies)}")] = i
                     if len(pending) >= self.concurrency:
                         break
                 if not pending:
@@ -111,11 +146,13 @@ class Server:
             for future in pending:
                 future.cancel()
 
-    def post(self, path: str, body: dict) -> dict:
-        """One POST, retried on 429, 5xx, timeouts and refused connections."""
+    def post(self, path: str, body: dict, what: str = "a request") -> dict:
+        """One POST's answer, retried on 429, 5xx, timeouts, refused connections and a 200
+        that holds no usable answer (`unusable`); a refusal is a `Refusal` naming `what`."""
         url = f"{self.base_url}{path}"
         for attempt in range(1, ATTEMPTS + 1):
             wait_for = None
+            self.limits.wait()
             try:
                 response = self.client.post(url, json=body)
             except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError
@@ -123,22 +160,49 @@ class Server:
                 reason = _said(error)
             else:
                 if response.status_code == 200:
-                    with self._lock:
-                        self.sent += 1
-                    return response.json()
-                reason = f"{response.status_code}: {_message(response)}"
-                if response.status_code not in RETRIED:
-                    raise ServerError(url, f"refused the request ({reason})")
-                wait_for = _retry_after(response)
+                    answer, reason = _answer(response, body.get("n", 1))
+                    if answer is not None:
+                        with self._lock:
+                            self.sent += 1
+                        self.limits.spent(self.usage.add(answer.get("usage")))
+                        return answer
+                else:
+                    reason = f"{response.status_code}: {_message(response)}"
+                    if response.status_code not in RETRIED:
+                        raise Refusal(url, f"refused {what} ({reason})",
+                                      status=response.status_code, message=_message(response))
+                    wait_for = _retry_after(response)
             if attempt == ATTEMPTS:
                 break
             time.sleep(wait_for if wait_for is not None else _backoff(attempt))
-        raise ServerError(url, f"no answer after {ATTEMPTS} tries (last: {reason})",
+        raise ServerError(url, f"no usable answer to {what} after {ATTEMPTS} tries "
+                          f"(last: {reason})",
                           hint="the build resumes where it stopped: run it again")
 
     def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)
         self.client.close()
+
+
+def _answer(response: httpx.Response, n: int) -> tuple[dict | None, str]:
+    """A 200's answer, or None and why it is no usable answer (retried as a 5xx is)."""
+    try:
+        answer = response.json()
+    except ValueError:
+        return None, f"200 with a malformed body ({len(response.content)} bytes)"
+    if not isinstance(answer, dict):
+        return None, "200 with a body that is no JSON object"
+    if answer.get("error"):
+        error = answer["error"]
+        said = error.get("message", error) if isinstance(error, dict) else error
+        return None, f"200 with an error: {' '.join(str(said).split())[:300]}"
+    choices = answer.get("choices")
+    if not isinstance(choices, list) or not choices or \
+            not all(isinstance(c, dict) for c in choices):
+        return None, "200 without choices"
+    if len(choices) < n:
+        return None, f"200 with {len(choices)} choices of the {n} asked"
+    return answer, ""
 
 
 def _backoff(attempt: int) -> float:

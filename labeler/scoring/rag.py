@@ -29,11 +29,11 @@ from labeler.tasks.utility import PROMPT_VERSION, TEMPLATES_BY_KIND, evidence_pr
 
 
 def load_reader(manifest: dict, name: str | None = None, *,
-                cache_dir: str | Path | None = None) -> Backend:
+                cache_dir: str | Path | None = None, served: dict | None = None) -> Backend:
     """Load the LLM that labelled the artifact (`reader_config`), behind the call cache. A
     model the manifest names that does not load here is an InputError that says to pass
     --llm."""
-    config = reader_config(manifest, name)
+    config = reader_config(manifest, name, served)
     try:
         return config.load(cache_dir)
     except (UnknownNameError, ModelLoadError) as error:
@@ -47,10 +47,12 @@ def load_reader(manifest: dict, name: str | None = None, *,
 SELECTION_ANSWERS = "answers with a selection"
 
 
-def reader_config(manifest: dict, name: str | None = None) -> LLMConfig:
+def reader_config(manifest: dict, name: str | None = None, served: dict | None = None
+                  ) -> LLMConfig:
     """The LLM that labelled the artifact: `name` (--llm) if given, else its alias when that
     is a known alias, else its model id; with the backend settings it ran with (the dtype of
-    `SELECTION_ANSWERS` where the artifact names one). Without
+    `SELECTION_ANSWERS` where the artifact names one), or with `served` (a command's model
+    options) where they name a backend other than hf. Without
     `name`, a model the manifest names that cannot be found here (an unknown name, a missing
     file, a Hub model not in the cache while offline) is an InputError that says to pass
     --llm, before anything loads."""
@@ -67,11 +69,14 @@ def reader_config(manifest: dict, name: str | None = None) -> LLMConfig:
         if offline() and model_availability(spec) == "Hub download":
             raise _not_found(model, "offline, and not in the Hugging Face cache")
         name = model
+    if served and served.get("backend", "hf") != "hf":
+        return LLMConfig(name, **served)
     dtypes = settings.get("call_dtypes") or {}
     return LLMConfig(name, backend=settings.get("backend", "hf"),
                      batch_size=settings.get("batch_size"), device=settings.get("device"),
                      tensor_parallel=settings.get("tensor_parallel", 1),
-                     dtype=dtypes.get(SELECTION_ANSWERS, settings.get("dtype")))
+                     dtype=dtypes.get(SELECTION_ANSWERS, settings.get("dtype")),
+                     prompt_format=settings.get("prompt_format", "chat"))
 
 
 def _not_found(name: str, why: object) -> InputError:

@@ -153,12 +153,16 @@ def make_shards(queries: Sequence[Query], pools: dict[str, list[Candidate]],
 
 class PlannedCall(NamedTuple):
     """One kind of LLM call of a planned build: what is asked, how many calls, passages in
-    each prompt (a mean), and how the count is known (exact, an upper bound, an estimate)."""
+    each prompt (a mean), how the count is known (exact, an upper bound, an estimate), and
+    the requests a served model receives for them where that is not one a call (several
+    samples of a prompt in one request; a P(yes) of k choices scored from prompt
+    log-probabilities: one request per choice's first token, which all differ)."""
 
     what: str
     calls: int
     passages: float
     how: str
+    requests: int | None = None  # None: one request a call
 
 
 class Task(ArtifactKind):

@@ -192,7 +192,8 @@ class RubricTask(Task):
         return [PlannedCall("rubric questions", queries, 0,
                             "exact (asked again where a reply has none)"),
                 PlannedCall("P(yes)", int(queries * scored * asked), 1,
-                            "upper bound: every query's full rubric on each of its candidates")]
+                            "upper bound: every query's full rubric on each of its candidates",
+                            int(queries * scored * asked) * len(YES + NO))]
 
     def check(self, source: Source) -> None:
         if source.corpus is None and self.config.run is None:

@@ -1,18 +1,16 @@
 """SEER evidence-extraction preference pairs (Zhao et al., "SEER: Self-Aligned Evidence
 Extraction for Retrieval-Augmented Generation", EMNLP 2024).
 
-For each query q with gold answer a and its top-k passages P, the extractor samples M
-extractions of P; blank ones are dropped, and near-duplicates (Kondrak's character n-gram
-similarity ≥ a threshold, labeler.metrics.seer.duplicates) too unless de-duplication is off
-(SEER's "w/o Dup" ablation), keeping the first. Three experts score each kept extraction e:
-faithfulness s_f (P entails e),
-helpfulness s_h = σ(log P(a | q ⊕ e) − log P(a | q)) with the generator, and conciseness
-s_c = cos(SBERT(t), SBERT(e)) with t the generator's full-length answer. Once every shard is
-scored, the build settles the smoothing CoV weights α = softmax(CoV/τ) (CoV = σ/μ of each
-expert over all the build's extractions), or uniform weights α = 1/3 (SEER's "w/o CoV"
-ablation); s = α_f·s_f + α_h·s_h + α_c·s_c ranks each query's
-extractions, and every pair with s_w > s_l becomes a preference pair weighted by
-λ = |s_w·ΔMRR_{w,l} + s_l·ΔMRR_{l,w}|, ΔMRR_{w,l} = 1/r_w − 1/r_l.
+For each query q with gold answer a and its top-k passages P, the extractor samples M extractions of
+P; blank ones are dropped, and near-duplicates (Kondrak's character n-gram similarity ≥ a threshold,
+labeler.metrics.seer.duplicates) too unless de-duplication is off (SEER's "w/o Dup" ablation),
+keeping the first. Three experts score each kept extraction e: faithfulness s_f (P entails e),
+helpfulness s_h = σ(log P(a | q ⊕ e) − log P(a | q)) with the generator, and conciseness s_c =
+cos(SBERT(t), SBERT(e)) with t the generator's full-length answer. Once every shard is scored, the
+build settles the smoothing CoV weights α = softmax(CoV/τ) (CoV = σ/μ of each expert over all the
+build's extractions), or uniform weights α = 1/3 (SEER's "w/o CoV" ablation); s = α_f·s_f + α_h·s_h
++ α_c·s_c ranks each query's extractions, and every pair with s_w > s_l becomes a preference pair
+weighted by λ = |s_w·ΔMRR_{w,l} + s_l·ΔMRR_{l,w}|, ΔMRR_{w,l} = 1/r_w − 1/r_l.
 
 Tables: "data" (one record per query, every kept extraction ranked and scored) and "pairs"
 (TRL's preference layout: prompt, chosen, rejected, plus SEER's fields).
@@ -29,7 +27,7 @@ from typing import ClassVar
 from labeler.errors import InputError, LabelerError
 from labeler.llm.base import Chat, Sampling, chat
 from labeler.llm.calls import Calls
-from labeler.metrics.seer import experts
+from labeler.metrics.seer import experts, faithfulness
 from labeler.metrics.seer.conciseness import REWRITE, full_answers
 from labeler.metrics.seer.duplicates import DUPLICATE_AT, NGRAM, deduplicate
 from labeler.metrics.seer.experts import EXPERTS, cov_weights
@@ -193,13 +191,15 @@ class SeerTask(Task):
         """Extractions of the top-k, then the experts on each distinct one."""
         queries, per_query = len(source.queries), candidates / max(len(source.queries), 1)
         extractions = queries * self.config.samples
-        calls = [PlannedCall("evidence extractions", extractions, per_query,
-                             "exact: queries × samples, one prompt a query")]
-        if self.config.faithfulness == "llm":
-            calls.append(PlannedCall("faithfulness judgements", extractions, per_query,
-                                     "upper bound: duplicate extractions are dropped"))
-        return [*calls, PlannedCall("answer likelihoods (helpfulness)", extractions + queries,
-                                    0, "upper bound: with each extraction, and without")]
+        judged = "upper bound: duplicate extractions are dropped"
+        return [PlannedCall("evidence extractions", extractions, per_query,
+                            "exact: queries × samples, one prompt a query", queries),
+                *([PlannedCall("faithfulness judgements", extractions, per_query, judged,
+                               extractions * len(faithfulness.FAITHFULNESS_CHOICES))]
+                  if self.config.faithfulness == "llm" else []),
+                PlannedCall("conciseness rewrites", queries, 0, "exact: one a query"),
+                PlannedCall("answer likelihoods (helpfulness)", extractions + queries,
+                            0, "upper bound: with each extraction, and without")]
 
     def manifest(self, kind: str = "question") -> dict:
         """The base's part plus the experts, each by name."""

@@ -37,6 +37,7 @@ from labeler.tasks import load_task
 from labeler.tasks.base import NO_LLM, Shard, Task, TaskConfig, make_shards
 from labeler.tasks.shard_plan import plan_shards
 from labeler.workflows.labelling import Job, label_shards
+from labeler.workflows.served_usage import served_section, usage_mark
 from labeler.workflows.steps import (
     config_pools,
     config_source,
@@ -155,6 +156,8 @@ def _write_version(task: Task, writer: VersionWriter, manifest: dict, job: Job,
     """Label the shards `writer` has not written with `job` and finish its version; a task
     that settles stages every shard's records first and derives its tables from all."""
     done = writer.labelled() if task.settles else writer.completed()
+    # a served model's usage is counted where its requests are sent: in this process
+    mark = usage_mark(job.llm, job.cache_dir) if executor.in_process else None
     if done:
         info(f"{writer.llm}: resuming {writer.staging.name}, {len(done)} of {len(shards)} "
              f"shards already {'labelled' if task.settles else 'written'}")
@@ -169,7 +172,8 @@ def _write_version(task: Task, writer: VersionWriter, manifest: dict, job: Job,
         for index in track(sorted(writer.labelled()), f"{task.name} tables for {writer.llm}"):
             writer.write_shard(index, task.derive(list(writer.staged(index)),
                                                   settled["settled"]))
-    path = writer.finish({**manifest, **settled})
+    path = writer.finish({**manifest, **settled,
+                          **served_section(job.llm, job.cache_dir, mark)})
     return Built(writer.llm, path, read_manifest(path)["stats"])
 
 
@@ -194,7 +198,8 @@ def check_build(artifact: str, config: TaskConfig, llms: Sequence[LLMConfig], *,
         for operation in task.operations:
             check_operation(llm.backend, operation, f"--artifact {task.name}")
         spec = resolve_model(llm.name)  # an unknown name or a missing file fails now
-        check_access(spec)  # so does a gated model whose licence this user has not accepted
+        if llm.backend != "openai":  # a served model's weights are the server's
+            check_access(spec)  # so does a gated model whose licence this user has not accepted
         alias = spec.alias
         if alias in named:
             raise InputError(f"--llm {named[alias]!r} and --llm {llm.name!r} are both "

@@ -74,12 +74,13 @@ class Compared:
 
 def compare(paths: Sequence[str | Path], *, out: str | Path = "out",
             backends: Mapping[str, Backend] | None = None, llms: Mapping[str, str] | None = None,
-            cache_dir: str | Path | None = None) -> Compared:
+            cache_dir: str | Path | None = None, served: dict | None = None) -> Compared:
     """Compare the utility artifacts at `paths` (version folders of one dataset, each LLM
     once, labelling the same pools) and write the comparison under `out`.
 
     Each reader is the LLM its manifest names (`llms[alias]` overrides the model name; a
-    loaded backend in `backends[alias]` is used as it is). Everything is read and checked
+    loaded backend in `backends[alias]` is used as it is), run as its manifest says or as
+    `served` (the command's model options, e.g. a served model's) says. Everything is read and checked
     before any model is loaded, and every model is loaded before any is asked.
     """
     artifacts = _read(paths)
@@ -88,7 +89,8 @@ def compare(paths: Sequence[str | Path], *, out: str | Path = "out",
     qids = [r["qid"] for r in artifacts[0].records]
     by_llm = {alias: {r["qid"]: r for r in a.records} for alias, a in zip(aliases, artifacts)}
     models = {alias: (backends or {}).get(alias)
-              or load_reader(a.manifest, (llms or {}).get(alias), cache_dir=cache_dir)
+              or load_reader(a.manifest, (llms or {}).get(alias), cache_dir=cache_dir,
+                             served=served)
               for alias, a in zip(aliases, artifacts)}  # all loaded before any is asked
     rows = []
     for reader, (kind, sampling) in track(list(zip(aliases, settings)), "readers"):

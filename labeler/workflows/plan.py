@@ -27,9 +27,6 @@ from labeler.tasks.base import TaskConfig
 
 #: characters per token of the estimate (English prose under a BPE vocabulary)
 CHARS_PER_TOKEN = 4
-#: requests a served model (--backend openai) gets per call of a kind; others 1: a P(yes)
-#: scores " yes" and " no", one request each
-REQUESTS_PER_CALL = {"P(yes)": 2}
 
 
 def plan(artifact: str, config: TaskConfig, llms: Sequence[LLMConfig], *,
@@ -89,17 +86,19 @@ def _call_rows(task, source: Source, llms: Sequence[LLMConfig], candidates: floa
     passage_chars = mean_chars(source)
     question_chars = sum(len(q.question) for q in source.queries) / max(len(source.queries), 1)
     rows, requests = [], 0
-    for what, calls, passages, how in task.planned_calls(source, int(candidates), gold):
+    for what, calls, passages, how, asked in task.planned_calls(source, int(candidates), gold):
         tokens = calls * scale * (question_chars + passages * passage_chars) / CHARS_PER_TOKEN
         rows.append((f"LLM calls: {what}", f"{round(calls * scale):,}",
                      _scaled(how, source, scale)))
         rows.append((f"  prompt tokens: {what}", f"~{int(tokens):,}",
                      "estimate from characters (no tokenizer loaded), templates excluded"))
-        requests += calls * REQUESTS_PER_CALL.get(what, 1)
+        requests += calls if asked is None else asked
     if any(llm.backend == "openai" for llm in llms):
         rows.append(("requests to the server, per served LLM", f"{round(requests * scale):,}",
-                     _scaled("upper bound: one per call, one per choice of a P(yes); none for "
-                             "an answer the call cache holds", source, scale)))
+                     _scaled("upper bound: one per prompt (its samples in one request), one "
+                             "per choice of a P(yes) scored from prompt log-probabilities "
+                             "(one a P(yes) where the server gives only top_logprobs); none "
+                             "for an answer the call cache holds", source, scale)))
     return rows
 
 

@@ -1,5 +1,5 @@
 """Every command that runs an LLM takes the openai backend's options (--base-url,
---prompt-format, --concurrency) as `build` does, from the one declaration in
+--prompt-format, --concurrency, --served-model, the rate limits and prices) as `build` does, from the one declaration in
 labeler/cli/options.py, and passes them on to the model."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from support.nq2 import TOP3_RUN
 
 from labeler.cli import cli
 
-SERVED = ("base_url", "prompt_format", "concurrency")
+SERVED = ("base_url", "prompt_format", "concurrency", "served_model", "max_rps", "max_tpm",
+          "price_in", "price_out")
 #: a port nothing listens on: the openai backend's start-up probe fails at once
 CLOSED = "http://127.0.0.1:9/v1"
 
@@ -33,8 +34,8 @@ def test_every_command_with_a_backend_takes_the_served_options_as_build_does():
             continue
         assert all(option in params for option in SERVED), name
         helps[name] = tuple(params[option].help for option in SERVED)
-    assert {"build", "judge", "score", "reproduce utility-paper",
-            "reproduce rubric-experiment"} <= set(helps)
+    assert {"build", "judge", "score", "compare", "reproduce utility-paper",
+            "reproduce seer-paper", "reproduce rubric-experiment"} <= set(helps)
     assert len(set(helps.values())) == 1, helps  # one declaration, not copies
 
 

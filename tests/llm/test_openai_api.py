@@ -3,7 +3,7 @@
 rubric build's P(yes) within the contract's tolerance of it, the key written nowhere, a build
 killed mid-way asking nothing committed again, an operation the server cannot answer refused
 before any request, and the faults a served model meets (a 429 storm, a server that goes away
-mid-build and comes back, a wrong key, a server that is not vLLM), counted at the proxy in
+mid-build and comes back, a wrong key, a server that gives no scores), counted at the proxy in
 front of the server (tests/support/served.py)."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,17 @@ pytestmark = pytest.mark.vllm
 
 #: a probability: the contract's for the served backend (tests/llm/test_contract.py)
 P_YES_TOLERANCE = 2e-4
+
+
+@contextmanager
+def chat_only(proxy):
+    """The proxy hiding all but chat completions without log-probabilities (no /version, no
+    completions, no logprobs fields): a server that is not vLLM and gives no scores."""
+    proxy.hidden, proxy.refused_fields = {"/version", "/v1/completions"}, {"logprobs"}
+    try:
+        yield
+    finally:
+        proxy.hidden, proxy.refused_fields = set(), set()
 
 
 def build(root: Path, session_cache: str, *backend: str) -> tuple[list[dict], dict, str]:
@@ -216,15 +228,14 @@ def test_an_operation_the_server_cannot_answer_fails_before_any_request(
         vllm_server, session_cache, monkeypatch):
     _, proxy = vllm_server
     monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
-    proxy.plain = True  # no /version: not a vLLM server, so no prompt_logprobs
-    try:
+    with chat_only(proxy):  # no /version, no completions, no logprobs: only chat
         backend = OpenAIBackend(resolve_model("smollm2-135m"), base_url=proxy.base_url,
                                 cache_dir=session_cache)
-    finally:
-        proxy.plain = False
     before = proxy.total()
-    with pytest.raises(InputError, match=r"^field 'backend': choice_probs needs a vLLM "
-                                         r"server's prompt_logprobs"):
+    with pytest.raises(InputError, match=r"^field 'backend': choice_probs needs "
+                                         r"prompt_logprobs \(vLLM\) or echo with logprobs on "
+                                         r"completions or top_logprobs on chat completions; "
+                                         r"the server at .* offers none of them"):
         backend.choice_probs([ChoiceRequest(chat("Is water wet?"))])
     assert proxy.total() == before
     [[answer]] = backend.generate([chat("What is the capital of France?")],
@@ -234,14 +245,14 @@ def test_an_operation_the_server_cannot_answer_fails_before_any_request(
 
 def test_a_rubric_build_on_a_server_without_prompt_logprobs_fails_before_any_request(
         vllm_server, session_cache, tmp_path):
-    """The rubric's P(yes) needs choice_probs: a server that is not vLLM is refused once
-    the model loads, in one line naming the artifact and the operation, before retrieval or
-    any POST."""
+    """The rubric's P(yes) needs choice_probs: a server that gives no log-probabilities is
+    refused once the model loads, in one line naming the artifact, the operation and what
+    the server lacks, before retrieval or any POST."""
     _, proxy = vllm_server
     (tmp_path / "calls").mkdir()
     (tmp_path / "calls/models").symlink_to(Path(session_cache) / "models")
-    before, proxy.plain = proxy.total(), True
-    try:
+    before = proxy.total()
+    with chat_only(proxy):
         run = subprocess.run([
             sys.executable, "-m", "labeler", "build", "--artifact", "rubric", "--dataset",
             "cisi-sample", "--llm", "smollm2-135m", "--backend", "openai", "--base-url",
@@ -249,11 +260,10 @@ def test_a_rubric_build_on_a_server_without_prompt_logprobs_fails_before_any_req
             str(tmp_path / "calls"), "--out", str(tmp_path / "out")],
             env={**os.environ, "OPENAI_API_KEY": API_KEY}, capture_output=True, text=True,
             timeout=600, check=False)
-    finally:
-        proxy.plain = False
     assert run.returncode == 1, run.stderr[-2000:]
     [line] = run.stderr.splitlines()
     assert line.startswith(
-        "error: field 'backend': --artifact rubric needs choice_probs, which needs a vLLM "
-        f"server's prompt_logprobs; the server at {proxy.base_url} is not one"), line
+        "error: field 'backend': --artifact rubric needs choice_probs, which needs "
+        "prompt_logprobs (vLLM) or echo with logprobs on completions or top_logprobs on chat "
+        f"completions; the server at {proxy.base_url} offers none of them"), line
     assert proxy.total() == before and not (tmp_path / "out").exists()

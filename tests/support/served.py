@@ -1,12 +1,15 @@
-"""A real `vllm serve` of the bundled SmolLM2 for the openai backend's tests, and a small
-stdlib proxy in front of it that counts the answers it passes and injects faults (a 429
-storm, a server that goes away and comes back): the only double, and only for faults.
+"""A real `vllm serve` of the bundled SmolLM2 for the openai backend's tests, a real
+`transformers serve` of it (a second server, not vLLM), and a small stdlib proxy in front of
+each that counts the answers it passes and injects faults (a 429 storm, a server that goes
+away and comes back, unusable 200s, endpoints and fields hidden as a hosted API hides them):
+the only double, and only for faults.
 """
 
 from __future__ import annotations
 
 import hashlib
 import http.client
+import json
 import os
 import subprocess
 import sys
@@ -62,21 +65,54 @@ class VLLMServer:
             self.process.wait()
 
 
+class TransformersServer(VLLMServer):
+    """`transformers serve FOLDER` on 127.0.0.1: transformers' own OpenAI-compatible server,
+    float32 on the CPU, pinned to the folder (it answers only to that name, and its
+    /v1/models scans the Hub cache, not the pinned model)."""
+
+    def __init__(self, model_folder: Path, log: Path, *, port: int) -> None:
+        self.port, self.log = port, log
+        self.base_url = f"http://127.0.0.1:{port}/v1"
+        self.served_name = str(model_folder)  # the name it answers to
+        env = {**os.environ, "OMP_NUM_THREADS": "1"}
+        with open(log, "wb") as handle:
+            self.process = subprocess.Popen(
+                [str(Path(sys.executable).with_name("transformers")), "serve",
+                 str(model_folder), "--host", "127.0.0.1", "--port", str(port), "--device",
+                 "cpu", "--dtype", "float32", "--log-level", "warning"],
+                stdout=handle, stderr=subprocess.STDOUT, env=env)
+
+
+#: what each fault of `FaultProxy.fault` does to an answer it passes: a body cut short, a 200
+#: holding an error object, one choice fewer than the n asked
+FAULTS = {"truncated": lambda data: b'{"id": "x", "choices": [',
+          "error": lambda data: b'{"error": {"message": "upstream overloaded", "code": 500}}',
+          "fewer": lambda data: _fewer_choices(data)}
+#: the header of the start-up probe's requests (labeler.llm.served.PROBE_HEADER)
+PROBE = "X-Labeler-Probe"
+
+
 class FaultProxy:
     """A proxy on 127.0.0.1 to `upstream` (host:port) that counts the POSTs it answered 200
-    (by path) and injects faults: `storm(n, retry_after)` answers the next n POSTs 429, and
-    `outage(after)` drops every connection, as a killed server, from the `after`-th answered
-    POST on until `restore()`; with `plain` set it answers GET /version 404, as a server
-    that is not vLLM. `delay` holds each POST that long before forwarding it (a slow
-    server); `asked` is the sha256 of each answered POST's body, `in_flight` the POSTs
-    being answered now."""
+    (by path; the start-up probe's are not counted) and injects faults: `storm(n,
+    retry_after)` answers the next n POSTs 429, `outage(after)` drops every connection, as a
+    killed server, from the `after`-th answered POST on until `restore()`, and `fault(kind)`
+    spoils the next answer with a kind of FAULTS. Paths in `hidden` (e.g. "/version",
+    "/v1/completions") are answered 404 and POSTs holding a field of `refused` (e.g.
+    "prompt_logprobs") 400, as a server without them. `delay` holds each POST that long before
+    forwarding it (a slow server); `asked` is the sha256 of each answered POST's body,
+    `in_flight` the POSTs being answered now, `spoiled` the faults sent."""
 
     def __init__(self, upstream: str) -> None:
         self.upstream = upstream
         self.answered: dict[str, int] = {}
         self.refused: list[float] = []  # when each 429 went out
         self._storm, self._retry_after, self._down_after = 0, "0", None
-        self.plain, self.delay = False, 0.0
+        self.hidden: set[str] = set()
+        self.refused_fields: set[str] = set()
+        self.faults: list[str] = []
+        self.spoiled: list[str] = []
+        self.delay = 0.0
         self.asked: list[str] = []
         self.in_flight = 0
         self._lock = threading.Lock()
@@ -99,6 +135,11 @@ class FaultProxy:
         self.server.daemon_threads = True
         self.base_url = f"http://127.0.0.1:{self.server.server_port}/v1"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def fault(self, *kinds: str) -> None:
+        """Spoil the next answered POSTs, one kind of FAULTS each."""
+        with self._lock:
+            self.faults.extend(kinds)
 
     def storm(self, n: int, retry_after: str = "0") -> None:
         with self._lock:
@@ -126,8 +167,12 @@ class FaultProxy:
 
     def _forward(self, handler: BaseHTTPRequestHandler, body: bytes) -> None:
         post = handler.command == "POST"
-        if self.plain and handler.path == "/version":
+        if handler.path in self.hidden:
             return _reply(handler, 404, b'{"detail": "Not Found"}', {})
+        if post and self.refused_fields & set(json.loads(body or b"{}")):
+            return _reply(handler, 400, b'{"error": {"message": "unsupported field"}}', {})
+        probe = handler.headers.get(PROBE) is not None
+        post = post and not probe  # the probe's answers are not counted
         if post and self.down():
             handler.close_connection = True  # a killed server: the connection just ends
             return
@@ -162,9 +207,21 @@ class FaultProxy:
             return
         if post and response.status == 200:
             with self._lock:
-                self.answered[handler.path] = self.answered.get(handler.path, 0) + 1
-                self.asked.append(hashlib.sha256(body).hexdigest())
+                spoil = self.faults.pop(0) if self.faults else None
+                if spoil:
+                    self.spoiled.append(spoil)
+                else:
+                    self.answered[handler.path] = self.answered.get(handler.path, 0) + 1
+                    self.asked.append(hashlib.sha256(body).hexdigest())
+            if spoil:
+                data = FAULTS[spoil](data)
         _reply(handler, response.status, data, {})
+
+
+def _fewer_choices(data: bytes) -> bytes:
+    answer = json.loads(data)
+    answer["choices"] = answer["choices"][:-1]
+    return json.dumps(answer).encode()
 
 
 def _reply(handler: BaseHTTPRequestHandler, status: int, data: bytes, headers: dict) -> None:

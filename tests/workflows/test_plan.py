@@ -39,8 +39,9 @@ def test_a_dry_run_itemises_the_seer_and_rubric_calls(tmp_path, no_loads):
     assert rubric["LLM calls: rubric questions"] == "3"
     assert rubric["LLM calls: P(yes)"] == "600"  # 3 queries × 20 candidates × 10 questions
     assert "requests to the server, per served LLM" not in rubric
-    # a served model: one request per call, one per choice of a P(yes); no server asked
+    # a served model: one request per call, one per choice (8 spellings) of a P(yes); no
+    # server asked
     served = rows("--artifact", "rubric", "--dataset", "cisi-sample", "--backend", "openai",
                   "--base-url", "http://127.0.0.1:9/v1")
-    assert served["requests to the server, per served LLM"] == "1,203"  # 3 + 600 × 2
+    assert served["requests to the server, per served LLM"] == "4,803"  # 3 + 600 × 8
     assert no_loads == [] and not (tmp_path / "out").exists()

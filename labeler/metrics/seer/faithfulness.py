@@ -29,6 +29,8 @@ FAITHFULNESS = (
 )
 #: The assistant turn starts with this; the next token is " yes" or " no".
 ANSWER_PREFIX = "Answer:"
+#: the choices whose first tokens P(yes) is read from
+FAITHFULNESS_CHOICES = (" yes", " no")
 
 #: faithfulness scorer kind -> "module:class", imported only when asked for; a class takes
 #: the part of the spec after the colon (None when there is none)
@@ -74,7 +76,7 @@ class LLMJudge:
             ChoiceRequest(
                 chat(FAITHFULNESS.format(passages="\n".join(x.passages), evidence=x.evidence))
                 + (Message("assistant", ANSWER_PREFIX),),
-                (" yes", " no"),
+                FAITHFULNESS_CHOICES,
             )
             for x in items
         ]
