@@ -9,7 +9,9 @@ command that does not ask for it.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib.metadata import entry_points
@@ -41,7 +43,8 @@ def load_plugin(group: str, name: str, value: str, package: str, base: type | No
     try:
         if not colon or not module or not attribute:
             raise ValueError(f"'{value}' is not 'module:attribute'")
-        found = getattr(importlib.import_module(module.strip()), attribute.strip())
+        with contextlib.redirect_stdout(sys.stderr):  # stdout is the command's (--json)
+            found = getattr(importlib.import_module(module.strip()), attribute.strip())
     except (Exception, SystemExit) as exc:  # a plugin's import may do anything but Ctrl-C
         raise PluginError(group, name, package, _said(exc)) from exc
     if base is not None and not (isinstance(found, type) and issubclass(found, base)):
@@ -68,16 +71,27 @@ def installed(registries: Mapping[str, Any]) -> list[Plugin]:
     found = []
     for group, registry in registries.items():
         for point in entry_points(group=group):
+            package = point.dist.name if point.dist else "?"
+            error = _taken(registry, point.name, package)
             try:
-                registry.plugin(point.name)
-                error = None
+                if error is None:
+                    registry.plugin(point.name)
             except PluginError as exc:
                 error = exc.reason
-            found.append(Plugin(point.dist.name if point.dist else "?",
-                                point.dist.version if point.dist else "?", group, point.name,
-                                point.value, error))
+            found.append(Plugin(package, point.dist.version if point.dist else "?", group,
+                                point.name, point.value, error))
     order = list(registries)
     return sorted(found, key=lambda p: (p.package.lower(), order.index(p.group), p.name))
+
+
+def _taken(registry: Any, name: str, package: str) -> str | None:
+    """Why entry point `name` of `package` is not the one `registry` uses (a built-in name, or
+    one an earlier package took), None where it is."""
+    owner = registry.packages.get(name)
+    if owner == package:
+        return None
+    return (f"the name '{name}' is " + ("labeler's own" if owner is None else
+                                         f"taken by package {owner}") + "; this one is not used")
 
 
 def _said(exc: BaseException) -> str:

@@ -110,3 +110,23 @@ def test_labeler_plugins_names_each_and_its_error(broken):
                                        "error": error}
     shown = CliRunner().invoke(cli, ["plugins"]).output
     assert "8 plugin(s) in 1 package(s); 8 fail to load" in shown
+
+
+def test_a_plugin_taking_a_built_in_name_is_listed_unused_and_its_prints_leave_stdout(
+        tmp_path, monkeypatch):
+    package = tmp_path / "src" / "labeler_loud"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "task.py").write_text('print("hello from a plugin")\n'
+                                     "from labeler.tasks.base import Task\n\n\n"
+                                     "class Loud(Task):\n    pass\n")
+    monkeypatch.syspath_prepend(str(package.parent))
+    install(tmp_path / "site", {"name": "labeler-loud", "version": "0.1", "entry-points": {
+        "labeler.tasks": {"utility": "labeler_loud.task:Loud", "loud": "labeler_loud.task:Loud"}}},
+        monkeypatch)
+    result = CliRunner().invoke(cli, ["plugins", "--json"])
+    assert result.exit_code == 0, result.output
+    listed = {p["name"]: p["error"] for p in json.loads(result.stdout)["plugins"]}
+    assert listed == {"loud": None,
+                      "utility": "the name 'utility' is labeler's own; this one is not used"}
+    assert "hello from a plugin" in result.stderr
