@@ -67,3 +67,13 @@ def test_a_closing_line_naming_a_users_folder_is_escaped(tmp_path, monkeypatch, 
 
     out = capsys.readouterr().out
     assert "\x1b" not in out and r"out\x1b]0;owned\x07" in out and "\nsecond line" in out
+
+
+def test_a_usage_error_quoting_a_value_shows_its_escape_sequence_escaped(tmp_path):
+    import click
+
+    from labeler.cli import usage_line
+
+    error = click.BadParameter(f"{tmp_path}/a{TITLE}b is not a folder", param_hint="'--out'")
+
+    assert usage_line(error).endswith(r"a\x1b]0;owned\x07b is not a folder")
