@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import signal
 import sys
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any
@@ -38,19 +40,45 @@ class Plugin:
 def load_plugin(group: str, name: str, value: str, package: str, base: type | None = None):
     """The object entry point `name` = `value` of `package` names, its module imported now;
     PluginError with one line when that fails in any way (`sys.exit` at import included) or
-    when it is not a subclass of `base`."""
+    when it is not a subclass of `base`. A KeyboardInterrupt the plugin raises is such a
+    failure; one a Ctrl-C pressed meanwhile raises goes on."""
     module, colon, attribute = value.partition(":")
     try:
         if not colon or not module or not attribute:
             raise ValueError(f"'{value}' is not 'module:attribute'")
-        with contextlib.redirect_stdout(sys.stderr):  # stdout is the command's (--json)
+        with contextlib.redirect_stdout(sys.stderr), _ctrl_c() as pressed:  # stdout: --json's
             found = getattr(importlib.import_module(module.strip()), attribute.strip())
-    except (Exception, SystemExit) as exc:  # a plugin's import may do anything but Ctrl-C
+    except (Exception, SystemExit, KeyboardInterrupt) as exc:  # a plugin may do anything
+        if isinstance(exc, KeyboardInterrupt) and pressed:
+            raise
         raise PluginError(group, name, package, _said(exc)) from exc
     if base is not None and not (isinstance(found, type) and issubclass(found, base)):
         raise PluginError(group, name, package, f"'{value}' is {_a(found)}, not a subclass of "
                           f"{base.__module__}.{base.__qualname__}")
     return found
+
+
+@contextlib.contextmanager
+def _ctrl_c() -> Iterator[list]:
+    """A list that holds the signal if Ctrl-C is pressed in the block (a SIGINT handler that
+    notes it, then raises KeyboardInterrupt as Python's does); off the main thread, or under
+    another handler, where a press cannot be told from a raise, it holds None from the start."""
+    pressed: list = []
+
+    def noted(signum, frame):
+        pressed.append(signum)
+        raise KeyboardInterrupt
+
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        pressed.append(None)
+        yield pressed
+        return
+    signal.signal(signal.SIGINT, noted)
+    try:
+        yield pressed
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def warn_skipped(error: PluginError) -> None:

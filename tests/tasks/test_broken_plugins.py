@@ -130,3 +130,24 @@ def test_a_plugin_taking_a_built_in_name_is_listed_unused_and_its_prints_leave_s
     assert listed == {"loud": None,
                       "utility": "the name 'utility' is labeler's own; this one is not used"}
     assert "hello from a plugin" in result.stderr
+
+
+def test_a_keyboardinterrupt_a_plugin_raises_is_skipped_but_a_pressed_ctrl_c_stops(
+        tmp_path, monkeypatch):
+    package = tmp_path / "src" / "labeler_interrupts"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "raises.py").write_text("raise KeyboardInterrupt\n")
+    (package / "pressed.py").write_text("import os\nimport signal\nimport time\n\n"
+                                        "os.kill(os.getpid(), signal.SIGINT)\ntime.sleep(5)\n")
+    monkeypatch.syspath_prepend(str(package.parent))
+    install(tmp_path / "site", {"name": "labeler-interrupts", "version": "0.1", "entry-points": {
+        "labeler.tasks": {"raises": "labeler_interrupts.raises:Task"}}}, monkeypatch)
+    monkeypatch.setattr(labeler.plugins, "_WARNED", set())
+
+    result = CliRunner().invoke(cli, ["plugins", "--json"])
+    assert result.exit_code == 0, result.output
+    assert [p["error"] for p in json.loads(result.stdout)["plugins"]] == ["KeyboardInterrupt"]
+    with pytest.raises(KeyboardInterrupt):
+        labeler.plugins.load_plugin("labeler.tasks", "pressed", "labeler_interrupts.pressed:Task",
+                                    "labeler-interrupts")
