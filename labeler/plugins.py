@@ -86,10 +86,11 @@ def warn_skipped(error: PluginError) -> None:
     key = (error.group, error.name, error.package)
     if key not in _WARNED:
         from labeler.progress import warning
+        from labeler.terminal import markup_safe  # a plugin's error may say anything
 
         _WARNED.add(key)
-        warning(f"skipping the {error.group} plugin '{error.name}' of package {error.package}: "
-                f"{error.reason}")
+        warning(f"skipping the {error.group} plugin '{markup_safe(error.name)}' of package "
+                f"{markup_safe(error.package)}: {markup_safe(error.reason)}")
 
 
 def installed(registries: Mapping[str, Any]) -> list[Plugin]:

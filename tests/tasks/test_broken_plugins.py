@@ -151,3 +151,20 @@ def test_a_keyboardinterrupt_a_plugin_raises_is_skipped_but_a_pressed_ctrl_c_sto
     with pytest.raises(KeyboardInterrupt):
         labeler.plugins.load_plugin("labeler.tasks", "pressed", "labeler_interrupts.pressed:Task",
                                     "labeler-interrupts")
+
+
+def test_a_plugins_error_is_warned_with_its_escape_sequence_escaped(tmp_path, monkeypatch):
+    package = tmp_path / "src" / "labeler_ansi"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "boom.py").write_text('raise ImportError("\\x1b]0;owned\\x07 [red]x")\n')
+    monkeypatch.syspath_prepend(str(package.parent))
+    install(tmp_path / "site", {"name": "labeler-ansi", "version": "0.1", "entry-points": {
+        "labeler.backends": {"ansi": "labeler_ansi.boom:Backend"}}}, monkeypatch)
+    monkeypatch.setattr(labeler.plugins, "_WARNED", set())
+
+    result = CliRunner().invoke(cli, ["judge", "--help"])
+
+    assert result.exit_code == 0, result.output
+    assert "\x1b" not in result.output
+    assert r"of package labeler-ansi: ImportError: \x1b]0;owned\x07 [red]x" in result.output
