@@ -113,6 +113,16 @@ def installed(registries: Mapping[str, Any]) -> list[Plugin]:
     return sorted(found, key=lambda p: (p.package.lower(), order.index(p.group), p.name))
 
 
+def unused(registry: Any) -> Iterator[PluginError]:
+    """A PluginError for each entry point of `registry`'s group that it does not use: its name
+    is built in, or an earlier package took it."""
+    for point in entry_points(group=registry.group) if registry.group else ():
+        package = point.dist.name if point.dist else "?"
+        reason = _taken(registry, point.name, package)
+        if reason is not None:
+            yield PluginError(registry.group, point.name, package, reason)
+
+
 def _taken(registry: Any, name: str, package: str) -> str | None:
     """Why entry point `name` of `package` is not the one `registry` uses (a built-in name, or
     one an earlier package took), None where it is."""

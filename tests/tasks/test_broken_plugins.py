@@ -122,14 +122,19 @@ def test_a_plugin_taking_a_built_in_name_is_listed_unused_and_its_prints_leave_s
                                      "class Loud(Task):\n    pass\n")
     monkeypatch.syspath_prepend(str(package.parent))
     install(tmp_path / "site", {"name": "labeler-loud", "version": "0.1", "entry-points": {
-        "labeler.tasks": {"utility": "labeler_loud.task:Loud", "loud": "labeler_loud.task:Loud"}}},
-        monkeypatch)
+        "labeler.tasks": {"utility": "labeler_loud.task:Loud", "loud": "labeler_loud.task:Loud"},
+        "labeler.backends": {"hf": "labeler_loud.task:Loud"}}}, monkeypatch)
+    monkeypatch.setattr(labeler.plugins, "_WARNED", set())
     result = CliRunner().invoke(cli, ["plugins", "--json"])
     assert result.exit_code == 0, result.output
     listed = {p["name"]: p["error"] for p in json.loads(result.stdout)["plugins"]}
     assert listed == {"loud": None,
-                      "utility": "the name 'utility' is labeler's own; this one is not used"}
+                      "utility": "the name 'utility' is labeler's own; this one is not used",
+                      "hf": "the name 'hf' is labeler's own; this one is not used"}
     assert "hello from a plugin" in result.stderr
+    helped = CliRunner().invoke(cli, ["judge", "--help"])  # its --dtype help reads backends
+    assert "warning: skipping the labeler.backends plugin 'hf' of package labeler-loud: the " \
+           "name 'hf' is labeler's own; this one is not used" in helped.output
 
 
 def test_a_keyboardinterrupt_a_plugin_raises_is_skipped_but_a_pressed_ctrl_c_stops(
