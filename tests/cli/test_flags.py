@@ -19,8 +19,8 @@ FIXTURES = Path(__file__).parent.parent / "fixtures"
 UNKNOWN = ("error: unknown corpus 'nope'. Available: kilt-w100, wiki-dpr, msmarco-passage, "
            "kilt-wikipedia, FILE (name one of the corpora or pass a FlashRAG corpus file)")
 DATASETS = ("nq-sample, nq, tq, msmarco-fqa, hotpotqa, fever, 2wiki, nq-tevatron, "
-            "tq-tevatron-distant, hotpotqa-distractor, nq-open-train, tq-train, hotpotqa-train, "
-            "cisi-sample, wands, esci, jsonl:PATH, search:PATH")
+            "tq-tevatron-distant, hotpotqa-distractor, nq-open-train, nq-open-test, tq-train, "
+            "tq-test, hotpotqa-train, cisi-sample, wands, esci, jsonl:PATH, search:PATH")
 
 
 def _main(monkeypatch, capsys, *args) -> tuple[int, str]:
