@@ -99,10 +99,11 @@ class Registry(Mapping):
         return load_plugin(self.group, name, self.entries[name], self.packages[name], base)
 
     def loaded(self) -> dict[str, object]:
-        """Name -> object of every entry that loads, in order; a plugin that cannot be loaded is
-        left out, with one warning naming its package and the error."""
+        """Name -> object of every entry that loads, in order; a plugin that cannot be loaded, or
+        that takes a name already taken, is left out, with one warning naming its package and
+        the error."""
         from labeler.errors import PluginError
-        from labeler.plugins import warn_skipped
+        from labeler.plugins import unused, warn_skipped
 
         found = {}
         for name in self.entries:
@@ -110,6 +111,8 @@ class Registry(Mapping):
                 found[name] = self[name]
             except PluginError as error:
                 warn_skipped(error)
+        for error in unused(self):
+            warn_skipped(error)
         return found
 
     def __getitem__(self, name: str):

@@ -9,8 +9,12 @@ command that does not ask for it.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
-from collections.abc import Mapping
+import signal
+import sys
+import threading
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any
@@ -36,13 +40,17 @@ class Plugin:
 def load_plugin(group: str, name: str, value: str, package: str, base: type | None = None):
     """The object entry point `name` = `value` of `package` names, its module imported now;
     PluginError with one line when that fails in any way (`sys.exit` at import included) or
-    when it is not a subclass of `base`."""
+    when it is not a subclass of `base`. A KeyboardInterrupt the plugin raises is such a
+    failure; one a Ctrl-C pressed meanwhile raises goes on."""
     module, colon, attribute = value.partition(":")
     try:
         if not colon or not module or not attribute:
             raise ValueError(f"'{value}' is not 'module:attribute'")
-        found = getattr(importlib.import_module(module.strip()), attribute.strip())
-    except (Exception, SystemExit) as exc:  # a plugin's import may do anything but Ctrl-C
+        with contextlib.redirect_stdout(sys.stderr), _ctrl_c() as pressed:  # stdout: --json's
+            found = getattr(importlib.import_module(module.strip()), attribute.strip())
+    except (Exception, SystemExit, KeyboardInterrupt) as exc:  # a plugin may do anything
+        if isinstance(exc, KeyboardInterrupt) and pressed:
+            raise
         raise PluginError(group, name, package, _said(exc)) from exc
     if base is not None and not (isinstance(found, type) and issubclass(found, base)):
         raise PluginError(group, name, package, f"'{value}' is {_a(found)}, not a subclass of "
@@ -50,15 +58,39 @@ def load_plugin(group: str, name: str, value: str, package: str, base: type | No
     return found
 
 
+@contextlib.contextmanager
+def _ctrl_c() -> Iterator[list]:
+    """A list that holds the signal if Ctrl-C is pressed in the block (a SIGINT handler that
+    notes it, then raises KeyboardInterrupt as Python's does); off the main thread, or under
+    another handler, where a press cannot be told from a raise, it holds None from the start."""
+    pressed: list = []
+
+    def noted(signum, frame):
+        pressed.append(signum)
+        raise KeyboardInterrupt
+
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        pressed.append(None)
+        yield pressed
+        return
+    signal.signal(signal.SIGINT, noted)
+    try:
+        yield pressed
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def warn_skipped(error: PluginError) -> None:
     """One warning line, once a process, saying a plugin is skipped and why."""
     key = (error.group, error.name, error.package)
     if key not in _WARNED:
         from labeler.progress import warning
+        from labeler.terminal import markup_safe  # a plugin's error may say anything
 
         _WARNED.add(key)
-        warning(f"skipping the {error.group} plugin '{error.name}' of package {error.package}: "
-                f"{error.reason}")
+        warning(f"skipping the {error.group} plugin '{markup_safe(error.name)}' of package "
+                f"{markup_safe(error.package)}: {markup_safe(error.reason)}")
 
 
 def installed(registries: Mapping[str, Any]) -> list[Plugin]:
@@ -68,16 +100,37 @@ def installed(registries: Mapping[str, Any]) -> list[Plugin]:
     found = []
     for group, registry in registries.items():
         for point in entry_points(group=group):
+            package = point.dist.name if point.dist else "?"
+            error = _taken(registry, point.name, package)
             try:
-                registry.plugin(point.name)
-                error = None
+                if error is None:
+                    registry.plugin(point.name)
             except PluginError as exc:
                 error = exc.reason
-            found.append(Plugin(point.dist.name if point.dist else "?",
-                                point.dist.version if point.dist else "?", group, point.name,
-                                point.value, error))
+            found.append(Plugin(package, point.dist.version if point.dist else "?", group,
+                                point.name, point.value, error))
     order = list(registries)
     return sorted(found, key=lambda p: (p.package.lower(), order.index(p.group), p.name))
+
+
+def unused(registry: Any) -> Iterator[PluginError]:
+    """A PluginError for each entry point of `registry`'s group that it does not use: its name
+    is built in, or an earlier package took it."""
+    for point in entry_points(group=registry.group) if registry.group else ():
+        package = point.dist.name if point.dist else "?"
+        reason = _taken(registry, point.name, package)
+        if reason is not None:
+            yield PluginError(registry.group, point.name, package, reason)
+
+
+def _taken(registry: Any, name: str, package: str) -> str | None:
+    """Why entry point `name` of `package` is not the one `registry` uses (a built-in name, or
+    one an earlier package took), None where it is."""
+    owner = registry.packages.get(name)
+    if owner == package:
+        return None
+    return (f"the name '{name}' is " + ("labeler's own" if owner is None else
+                                         f"taken by package {owner}") + "; this one is not used")
 
 
 def _said(exc: BaseException) -> str:

@@ -11,6 +11,7 @@ from functools import cache
 from typing import TYPE_CHECKING, TypeVar
 
 from labeler import settings
+from labeler.terminal import escape
 
 if TYPE_CHECKING:  # rich is imported when something is first shown (`labeler score --json`
     from rich.console import Console  # shows nothing)
@@ -163,16 +164,18 @@ def track(items: Iterable[T], description: str, total: int | None = None) -> Ite
 
 def info(message: str) -> None:
     """A hint or status line on stderr (suppressed by --quiet): wrapped at words on a
-    terminal, one line however long off one (a log reads and greps it whole)."""
+    terminal, one line however long off one (a log reads and greps it whole); a control
+    character in it (a path's, a name's) shown as its escape."""
     if not settings.quiet():
         console = stderr()
-        console.print(message, soft_wrap=not console.is_terminal)
+        console.print(escape(message), soft_wrap=not console.is_terminal)
 
 
 def warning(message: str) -> None:
     """A line on stderr about something the user did not ask for and should know (e.g. a
     fallback model); shown even with --quiet."""
-    stderr().print(f"[yellow]warning:[/yellow] {message}", highlight=False, soft_wrap=True)
+    stderr().print(f"[yellow]warning:[/yellow] {escape(message)}", highlight=False,
+                   soft_wrap=True)
 
 
 @contextmanager

@@ -87,3 +87,14 @@ def test_the_call_caches_bar_counts_what_it_computes_and_covers_the_backends(mon
     assert lines == ["generate smollm2-135m (3 cached): 1/2 (50%), Ns elapsed, eta Ns",
                      "generate smollm2-135m (3 cached): 2/2 (100%), Ns elapsed",
                      "encoding corpus: 1/1 (100%), Ns elapsed"]
+
+
+def test_a_hint_or_warning_naming_a_users_path_shows_its_escape_sequence_escaped(capsys):
+    from labeler.progress import info, warning
+
+    info("storing the corpus in /data/cache\x1b]0;owned\x07")
+    warning("the call cache /data/cache\x1b[2J is damaged")
+
+    err = capsys.readouterr().err
+    assert "\x1b" not in err
+    assert r"/data/cache\x1b]0;owned\x07" in err and r"/data/cache\x1b[2J is damaged" in err

@@ -158,7 +158,9 @@ def _fail_if_network(exc: Exception) -> None:
 def usage_line(error: click.ClickException) -> str:
     """Click's message as one line, with where to read the command's options for a usage
     error: `invalid value for '--k': 0 is not in the range x>=1. (see 'labeler judge --help')`."""
-    text = " ".join(error.format_message().split())
+    from labeler.terminal import escape
+
+    text = escape(" ".join(error.format_message().split()))  # a value given may be any text
     if text[:2].istitle():  # click's sentences start capitalised: "Invalid value", "No such"
         text = text[0].lower() + text[1:]
     ctx = getattr(error, "ctx", None)

@@ -51,13 +51,15 @@ def validate(ctx: click.Context, path: Path, schema: str | None, as_json: bool) 
 
 
 def _table(path: Path, checks: list) -> Table:
-    table = Table(title=f"validate {path}")
+    from labeler.terminal import markup_safe
+
+    table = Table(title=f"validate {markup_safe(path)}")
     table.add_column("file")
     table.add_column("schema")
     table.add_column("lines", justify="right")
     table.add_column("problems", justify="right")
     for check in checks:
-        table.add_row(check.name, check.schema or "-",
+        table.add_row(markup_safe(check.name), check.schema or "-",
                       "-" if check.lines is None else str(check.lines),
                       f"[red]{check.count}[/red]" if check.count else "[green]0[/green]")
     return table

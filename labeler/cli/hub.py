@@ -8,6 +8,7 @@ import click
 from rich.table import Table
 
 from labeler.cli.output import emit, json_option
+from labeler.terminal import markup_safe
 
 
 @click.command()
@@ -66,7 +67,8 @@ def _push_tables(result, dry_run: bool):
     for column in ("version folder", "tag (config.vN)", "status", "commit"):
         table.add_column(column, overflow="fold")
     for p in result.versions:
-        table.add_row(p.version.prefix, p.version.tag, p.status, (p.commit or "")[:8])
+        table.add_row(markup_safe(p.version.prefix), markup_safe(p.version.tag), p.status,
+                      (p.commit or "")[:8])
     yield table
     if dry_run:
         ops = Table(title="operations (not sent)")

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from labeler.terminal import escape
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -35,8 +37,9 @@ def emit(data: Any, tables: Iterable = (), lines: Iterable[str] = (), *,
     console = results_console()
     for table in tables:
         console.print(table)
-    for line in lines:
-        console.print(line, soft_wrap=True, highlight=False, markup=False)
+    for line in lines:  # a path or a name in them may be the user's: its controls escaped
+        console.print("\n".join(escape(part) for part in line.split("\n")), soft_wrap=True,
+                      highlight=False, markup=False)
 
 
 def results_console() -> Console:

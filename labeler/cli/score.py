@@ -162,7 +162,8 @@ def _agreement(review: Path, labels: Path, as_json: bool) -> None:
     from labeler.scoring.agreement import review_agreement
 
     found = review_agreement(review, labels)
-    tables = (_agreement_table(f"Agreement of {review} with {labels}", found["reviewers"]),
+    tables = (_agreement_table(f"Agreement of {markup_safe(review)} with {markup_safe(labels)}",
+                               found["reviewers"]),
               _agreement_table("Agreement with the labels per thing judged", found["about"]),
               _agreement_table("Agreement between reviewers, over the items both judged "
                                "(Cohen's kappa)", found["between"]))
@@ -206,7 +207,7 @@ def _datasets_table(reports: list[Report], pooled: Report) -> Table:
 
     columns = [name for name in pooled.summary if not name.startswith(("rag_all", "rag_util"))]
     table = Table(title=f"{pooled.kind} per dataset and Overall (%), all queries pooled",
-                  title_justify="left")
+                  title_justify="left", caption=_datasets_caption(reports, pooled))
     for column in ("dataset", "queries", *columns):
         table.add_column(column, justify="left" if column == "dataset" else "right")
     for i, run in enumerate([*reports, pooled]):
@@ -215,6 +216,19 @@ def _datasets_table(reports: list[Report], pooled: Report) -> Table:
         table.add_row(markup_safe(run.dataset or run.reference), str(run.counts["queries"]),
                       *(_fmt(100 * run.summary.get(name, math.nan), 2) for name in columns))
     return table
+
+
+def _datasets_caption(reports: list[Report], pooled: Report) -> str:
+    """Which queries each row's means are over: the --missing rule in force on each dataset
+    (an artifact's default is zero, qrels' skip) and how many absent queries it counted."""
+    rules = []
+    for rule, how in (("zero", "scored 0"), ("skip", "left out")):
+        runs = [run for run in reports if run.missing_rule == rule]
+        if runs:
+            names = ", ".join(markup_safe(run.dataset or run.reference) for run in runs)
+            absent = sum(len(run.missing) for run in runs)
+            rules.append(f"--missing {rule} on {names}: {absent} not in the submission {how}")
+    return f"Overall over {pooled.counts['queries']} queries; " + "; ".join(rules)
 
 
 def _rag_table(report: Report) -> Table:

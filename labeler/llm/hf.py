@@ -45,7 +45,7 @@ from labeler.llm.prompts import (
     render_chat,
     row_seed,
 )
-from labeler.network import cause_line
+from labeler.network import cause_line, quiet_retries
 from labeler.progress import progress_bar, transformers_quiet
 
 # imported when a model loads, so that naming the backend (its declarations, `--help`) is cheap
@@ -124,7 +124,7 @@ class HFBackend(Backend):
             if spec.gguf:
                 source = gguf_snapshot(spec, model_revision(spec), cache_dir)
             # a local folder's loading bar is noise; a Hub model's download bars are not
-            with transformers_quiet() if spec.local else nullcontext():
+            with quiet_retries(), transformers_quiet() if spec.local else nullcontext():
                 tokenizer = transformers.AutoTokenizer.from_pretrained(source)
                 model = transformers.AutoModelForCausalLM.from_pretrained(
                     source, dtype=dtype, device_map={"": place})

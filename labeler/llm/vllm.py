@@ -57,7 +57,7 @@ from labeler.llm.prompts import (
     render_chat,
     row_seed,
 )
-from labeler.network import cause_line
+from labeler.network import cause_line, quiet_retries
 from labeler.paths import cache_root
 from labeler.progress import info, progress_bar
 
@@ -113,8 +113,9 @@ class VLLMBackend(PromptLogprobScoring, Backend):
             if spec.local:
                 source = _named_by_revision(Path(source), compile_cache / "models" /
                                             f"{spec.alias}-{revision[:16]}")
-            self.llm = vllm.LLM(model=source, seed=0, tensor_parallel_size=tensor_parallel,
-                           **self._engine_options(source, compile_cache))
+            with quiet_retries():
+                self.llm = vllm.LLM(model=source, seed=0, tensor_parallel_size=tensor_parallel,
+                                    **self._engine_options(source, compile_cache))
         except Exception as exc:  # vllm raises many types; all of them mean "cannot load"
             raise ModelLoadError(spec.model_id, cause_line(exc)) from exc
         self.tokenizer = self.llm.get_tokenizer()

@@ -21,7 +21,7 @@ import numpy as np
 from labeler import settings
 from labeler.errors import MissingDependencyError, ModelLoadError
 from labeler.formats import Run
-from labeler.network import cause_line
+from labeler.network import cause_line, quiet_retries
 from labeler.paths import published_file
 from labeler.progress import progress_bar, transformers_quiet, warning
 from labeler.retrieval.ann import AnnIndex, IndexSpec
@@ -259,7 +259,7 @@ def _load(name: str, device: str | None = None) -> Encoder:
                      "trust_remote_code": False, "query_instruction_format": "{}{}"}
     try:
         # a local folder's loading bar is noise; a Hub model's download bars are not
-        with transformers_quiet() if Path(path).exists() else nullcontext():
+        with quiet_retries(), transformers_quiet() if Path(path).exists() else nullcontext():
             embedder = FlagAutoModel.from_finetuned(
                 path, use_fp16=False, devices=device, **({} if known else options)
             )

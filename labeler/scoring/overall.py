@@ -55,11 +55,18 @@ def overall(reports: Sequence[Report], *, name: str = OVERALL) -> Report:
         [f"{where}/{q}" for where, r in zip(label, reports) for q in r.missing],
         per_query, summarize(first.kind, per_query) | summarize(first.kind, given), counts,
         [e for r in reports for e in r.skipped], reference_per_query=given, dataset=name,
-        missing_rule=first.missing_rule)
+        missing_rule=_rule(reports))
     if all(r.baseline is not None for r in reports):
         pooled.baseline = overall([r.baseline for r in reports], name=name)
         pooled.tests = paired_tests(pooled, pooled.baseline)
     return pooled
+
+
+def _rule(reports: Sequence[Report]) -> str:
+    """The --missing rule the pooled queries followed: each report's, "mixed" where they
+    differ (an artifact's default zero beside qrels' skip)."""
+    rules = {r.missing_rule for r in reports}
+    return rules.pop() if len(rules) == 1 else "mixed"
 
 
 def _check(reports: Sequence[Report]) -> None:

@@ -51,7 +51,9 @@ class Report:
     #: against a baseline's (--rag: the artifact's `rag_all_accuracy`, ...)
     reference_per_query: dict[str, np.ndarray] = field(default_factory=dict)
     dataset: str | None = None  # the reference artifact's dataset, when it names one
-    missing_rule: str = "zero"  # how `missing` counted: "zero" (scored 0) or "skip" (left out)
+    #: how `missing` counted: "zero" (scored 0), "skip" (left out), or, for an Overall over
+    #: datasets that differ, "mixed"
+    missing_rule: str = "zero"
 
     def as_dict(self) -> dict:
         """JSON-ready: NaN becomes null."""

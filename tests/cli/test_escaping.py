@@ -46,3 +46,34 @@ def test_an_escape_sequence_in_a_submission_name_is_printed_escaped(write, recor
     assert "\x1b" not in out + err and "\x07" not in out + err
     shown = r"sub\x1b]0;owned\x07[red]x.jsonl"
     assert shown in "".join(out.split()) and shown in err  # the table's title, the skip line
+
+
+def test_validate_shows_a_file_name_with_an_escape_sequence_escaped(tmp_path, monkeypatch,
+                                                                     capsys):
+    bad = tmp_path / f"labels{TITLE}[red]x.jsonl"
+    bad.write_text("{}\n")
+
+    code, out, err = _main(monkeypatch, capsys, "validate", bad, "--schema", "utility")
+
+    assert code == 1
+    assert "\x1b" not in out + err and "\x07" not in out + err
+    assert r"labels\x1b]0;owned\x07[red]x.jsonl" in "".join(out.split())  # the table's title
+
+
+def test_a_closing_line_naming_a_users_folder_is_escaped(tmp_path, monkeypatch, capsys):
+    from labeler.cli.output import emit
+
+    emit({}, (), [f"wrote {tmp_path}/out{TITLE}\nsecond line"], as_json=False)
+
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and r"out\x1b]0;owned\x07" in out and "\nsecond line" in out
+
+
+def test_a_usage_error_quoting_a_value_shows_its_escape_sequence_escaped(tmp_path):
+    import click
+
+    from labeler.cli import usage_line
+
+    error = click.BadParameter(f"{tmp_path}/a{TITLE}b is not a folder", param_hint="'--out'")
+
+    assert usage_line(error).endswith(r"a\x1b]0;owned\x07b is not a folder")

@@ -180,3 +180,22 @@ def test_a_gated_repo_is_named(hub):
         hf_hub_download("lab/gated", "a.jsonl", repo_type="dataset", revision="a" * 40)
     assert failed.value.line().startswith("lab/gated: the repo is gated and this user has not "
                                           "been granted access (accept its conditions")
+
+
+@pytest.mark.parametrize("load", ["hf model", "alignscore checkpoint"])
+def test_a_model_download_with_no_route_logs_no_retries(load, monkeypatch, caplog):
+    import huggingface_hub.utils._http
+
+    from labeler.errors import ModelLoadError
+    from labeler.llm.hf import HFBackend
+    from labeler.llm.models import resolve_model
+    from labeler.metrics.seer.alignscore import _checkpoint_file
+
+    _cut(f"http://{_closed_port()}", monkeypatch)
+    monkeypatch.setattr(huggingface_hub.utils._http.time, "sleep", lambda seconds: None)
+    with pytest.raises(ModelLoadError, match="the Hub cannot be reached"):
+        if load == "hf model":
+            HFBackend(resolve_model("labeler-tests/no-such-model"))
+        else:
+            _checkpoint_file("labeler-tests/no-such/model.ckpt")
+    assert not [r for r in caplog.records if r.name.startswith("huggingface_hub")], caplog.text

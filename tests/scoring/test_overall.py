@@ -148,3 +148,20 @@ def test_bad_combinations_are_one_error(artifacts):
         overall([reports[0], rag])
     with pytest.raises(InputError, match="none given"):
         overall([])
+
+
+def test_the_datasets_table_says_the_missing_rule_in_force(artifacts):
+    root, folders, records = artifacts
+    subs = _submissions(root, records, "ranking", "flip", flip=True)
+    subs[0].write_text("".join(subs[0].read_text().splitlines(keepends=True)[1:]))  # 1 absent
+    args = ["score", *map(str, subs)]
+    for folder in folders:
+        args += ["--against", str(folder)]
+
+    for rule, how in (("skip", "left out"), ("zero", "scored 0")):
+        shown = CliRunner().invoke(cli, [*args, "--missing", rule])
+        assert shown.exit_code == 0, shown.output
+        assert f"--missing {rule} on " in shown.stdout, shown.stdout
+        assert f"1 not in the submission {how}" in " ".join(shown.stdout.split())
+    pooled = overall([score(s, f, missing=m) for s, f, m in zip(subs, folders, ("skip", "zero"))])
+    assert pooled.missing_rule == "mixed"

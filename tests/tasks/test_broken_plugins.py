@@ -110,3 +110,66 @@ def test_labeler_plugins_names_each_and_its_error(broken):
                                        "error": error}
     shown = CliRunner().invoke(cli, ["plugins"]).output
     assert "8 plugin(s) in 1 package(s); 8 fail to load" in shown
+
+
+def test_a_plugin_taking_a_built_in_name_is_listed_unused_and_its_prints_leave_stdout(
+        tmp_path, monkeypatch):
+    package = tmp_path / "src" / "labeler_loud"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "task.py").write_text('print("hello from a plugin")\n'
+                                     "from labeler.tasks.base import Task\n\n\n"
+                                     "class Loud(Task):\n    pass\n")
+    monkeypatch.syspath_prepend(str(package.parent))
+    install(tmp_path / "site", {"name": "labeler-loud", "version": "0.1", "entry-points": {
+        "labeler.tasks": {"utility": "labeler_loud.task:Loud", "loud": "labeler_loud.task:Loud"},
+        "labeler.backends": {"hf": "labeler_loud.task:Loud"}}}, monkeypatch)
+    monkeypatch.setattr(labeler.plugins, "_WARNED", set())
+    result = CliRunner().invoke(cli, ["plugins", "--json"])
+    assert result.exit_code == 0, result.output
+    listed = {p["name"]: p["error"] for p in json.loads(result.stdout)["plugins"]}
+    assert listed == {"loud": None,
+                      "utility": "the name 'utility' is labeler's own; this one is not used",
+                      "hf": "the name 'hf' is labeler's own; this one is not used"}
+    assert "hello from a plugin" in result.stderr
+    helped = CliRunner().invoke(cli, ["judge", "--help"])  # its --dtype help reads backends
+    assert "warning: skipping the labeler.backends plugin 'hf' of package labeler-loud: the " \
+           "name 'hf' is labeler's own; this one is not used" in helped.output
+
+
+def test_a_keyboardinterrupt_a_plugin_raises_is_skipped_but_a_pressed_ctrl_c_stops(
+        tmp_path, monkeypatch):
+    package = tmp_path / "src" / "labeler_interrupts"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "raises.py").write_text("raise KeyboardInterrupt\n")
+    (package / "pressed.py").write_text("import os\nimport signal\nimport time\n\n"
+                                        "os.kill(os.getpid(), signal.SIGINT)\ntime.sleep(5)\n")
+    monkeypatch.syspath_prepend(str(package.parent))
+    install(tmp_path / "site", {"name": "labeler-interrupts", "version": "0.1", "entry-points": {
+        "labeler.tasks": {"raises": "labeler_interrupts.raises:Task"}}}, monkeypatch)
+    monkeypatch.setattr(labeler.plugins, "_WARNED", set())
+
+    result = CliRunner().invoke(cli, ["plugins", "--json"])
+    assert result.exit_code == 0, result.output
+    assert [p["error"] for p in json.loads(result.stdout)["plugins"]] == ["KeyboardInterrupt"]
+    with pytest.raises(KeyboardInterrupt):
+        labeler.plugins.load_plugin("labeler.tasks", "pressed", "labeler_interrupts.pressed:Task",
+                                    "labeler-interrupts")
+
+
+def test_a_plugins_error_is_warned_with_its_escape_sequence_escaped(tmp_path, monkeypatch):
+    package = tmp_path / "src" / "labeler_ansi"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "boom.py").write_text('raise ImportError("\\x1b]0;owned\\x07 [red]x")\n')
+    monkeypatch.syspath_prepend(str(package.parent))
+    install(tmp_path / "site", {"name": "labeler-ansi", "version": "0.1", "entry-points": {
+        "labeler.backends": {"ansi": "labeler_ansi.boom:Backend"}}}, monkeypatch)
+    monkeypatch.setattr(labeler.plugins, "_WARNED", set())
+
+    result = CliRunner().invoke(cli, ["judge", "--help"])
+
+    assert result.exit_code == 0, result.output
+    assert "\x1b" not in result.output
+    assert r"of package labeler-ansi: ImportError: \x1b]0;owned\x07 [red]x" in result.output

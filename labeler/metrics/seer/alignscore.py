@@ -30,7 +30,7 @@ import numpy as np
 from labeler import settings
 from labeler.errors import InputError, ModelLoadError, first_line
 from labeler.llm.batching import Collator
-from labeler.network import cause_line
+from labeler.network import cause_line, quiet_retries
 from labeler.progress import progress_bar
 
 if TYPE_CHECKING:
@@ -295,7 +295,8 @@ def _download(repo: str, file: str) -> Path:
     from huggingface_hub import hf_hub_download
 
     try:
-        return Path(hf_hub_download(repo, file))
+        with quiet_retries():
+            return Path(hf_hub_download(repo, file))
     except Exception as exc:  # offline and not cached, no such repo or file, network errors
         raise ModelLoadError(f"{repo}/{file}", cause_line(exc)) from exc
 
