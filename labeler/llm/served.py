@@ -72,6 +72,7 @@ class Server:
         self.concurrency = concurrency
         self.limits = limits or Limits()
         self.usage = Usage()
+        self._key = api_key  # only to blank it out of the server's own messages
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.client = httpx.Client(headers=headers, timeout=TIMEOUT, limits=httpx.Limits(
             max_connections=concurrency, max_keepalive_connections=concurrency))
@@ -93,7 +94,8 @@ class Server:
             raise ModelLoadError(model, f"{self.base_url}: {REFUSED[response.status_code]}",
                                  hint="set OPENAI_API_KEY to the server's key")
         if response.status_code != 200:
-            return f"GET /models answered {response.status_code}: {_message(response)}"
+            said = self.blanked(_message(response))
+            return f"GET /models answered {response.status_code}: {said}"
         try:
             listed = response.json().get("data")
         except (ValueError, AttributeError):
@@ -155,22 +157,24 @@ class Server:
             self.limits.wait()
             try:
                 response = self.client.post(url, json=body)
-            except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError
-                    ) as error:
+            except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError,
+                    httpx.DecodingError) as error:  # DecodingError: a body not as encoded
                 reason = _said(error)
             else:
                 if response.status_code == 200:
                     answer, reason = _answer(response, body.get("n", 1))
+                    reason = self.blanked(reason)
                     if answer is not None:
                         with self._lock:
                             self.sent += 1
                         self.limits.spent(self.usage.add(answer.get("usage")))
                         return answer
                 else:
-                    reason = f"{response.status_code}: {_message(response)}"
+                    message = self.blanked(_message(response))
+                    reason = f"{response.status_code}: {message}"
                     if response.status_code not in RETRIED:
                         raise Refusal(url, f"refused {what} ({reason})",
-                                      status=response.status_code, message=_message(response))
+                                      status=response.status_code, message=message)
                     wait_for = _retry_after(response)
             if attempt == ATTEMPTS:
                 break
@@ -178,6 +182,10 @@ class Server:
         raise ServerError(url, f"no usable answer to {what} after {ATTEMPTS} tries "
                           f"(last: {reason})",
                           hint="the build resumes where it stopped: run it again")
+
+    def blanked(self, said: str) -> str:
+        """The server's words without the API key (a server may echo it in an error)."""
+        return said.replace(self._key, "***") if self._key else said
 
     def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,72 @@
+"""What a hostile or broken OpenAI-compatible server answers, read as one line and never as a
+traceback or a label: a body not as its Content-Encoding says (retried, then one line), an
+error that echoes the API key (the key blanked), a reply with null text (empty), and scores
+that are no log-probabilities (NaN, infinite, positive) or do not cover the prompt (one line
+naming the request). A stdlib server on 127.0.0.1 injects the faults (the only double); the
+answers' parsing is read from the dicts a server sends."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from labeler.llm.served import Refusal, Server, ServerError
+
+KEY = "sk-faults-7c3e9b1a"
+
+
+class _Faults(BaseHTTPRequestHandler):
+    """POST /v1/<fault>: the fault named by the path."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        fault = self.path.rsplit("/", 1)[-1]
+        if fault == "bad-gzip":
+            self._send(200, b"not gzip at all", ("Content-Encoding", "gzip"))
+        elif fault == "echoed-key":
+            said = {"error": {"message": f"Incorrect API key provided: {KEY}"}}
+            self._send(401, json.dumps(said).encode())
+
+    def _send(self, status: int, data: bytes, header: tuple = ()) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        if header:
+            self.send_header(*header)
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture(scope="module")
+def server():
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Faults)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    client = Server(f"http://127.0.0.1:{httpd.server_address[1]}/v1", KEY, concurrency=2)
+    yield client
+    client.close()
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_a_body_not_as_encoded_is_retried_then_one_line(server, monkeypatch):
+    monkeypatch.setenv("LABELER_SERVER_BACKOFF", "0.001")
+    with pytest.raises(ServerError) as raised:
+        server.post("/bad-gzip", {"model": "m"}, "generate 1 of 1")
+    assert "no usable answer to generate 1 of 1 after 10 tries" in str(raised.value)
+    assert "decompressing" in str(raised.value)
+
+
+def test_an_error_that_echoes_the_key_is_reported_without_it(server):
+    with pytest.raises(Refusal) as raised:
+        server.post("/echoed-key", {"model": "m"})
+    assert raised.value.status == 401
+    assert KEY not in str(raised.value) and KEY not in raised.value.message
+    assert "Incorrect API key provided: ***" in str(raised.value)
