@@ -13,6 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from labeler.llm.openai_api import _text, _top_logprobs, _unscored, _unusable
 from labeler.llm.served import Refusal, Server, ServerError
 
 KEY = "sk-faults-7c3e9b1a"
@@ -70,3 +71,39 @@ def test_an_error_that_echoes_the_key_is_reported_without_it(server):
     assert raised.value.status == 401
     assert KEY not in str(raised.value) and KEY not in raised.value.message
     assert "Incorrect API key provided: ***" in str(raised.value)
+
+
+def test_a_reply_with_null_text_is_empty():
+    assert _text({"text": None}) == ""
+    assert _text({"message": {"role": "assistant", "content": None}}) == ""
+    assert _text({"message": {"content": "Paris"}}) == "Paris"
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("-inf"), float("inf"), 3.5, None, "x"])
+def test_a_score_that_is_no_log_probability_is_named(value):
+    ids = [7, 8, 9]
+    vllm = {"prompt_logprobs": [None, {"8": {"logprob": -1.0}}, {"9": {"logprob": value}}]}
+    echo = {"logprobs": {"token_logprobs": [None, -1.0, value]}}
+    assert _unscored(vllm, ids, "prompt_logprobs") == f"a log-probability of {value!r}"
+    assert _unscored(echo, ids, "echo") == f"a log-probability of {value!r}"
+    assert _unusable([-0.5, value]) == f"a log-probability of {value!r}"
+
+
+def test_scores_that_do_not_cover_the_prompt_are_named():
+    ids = [7, 8, 9]
+    assert _unscored({"prompt_logprobs": [None, {"999": {"logprob": -1}}]}, ids,
+                     "prompt_logprobs") == "no prompt_logprobs of the prompt's tokens"
+    assert _unscored({"logprobs": {"token_logprobs": [None, -1.0]}}, ids, "echo") == \
+        "echo of 2 of the prompt's 3 tokens"
+    assert _unscored({"logprobs": None}, ids, "echo") == "no echo of the prompt's tokens"
+    assert _unscored({"prompt_logprobs": [None, {"8": {"logprob": -1.0}},
+                                          {"9": {"logprob": -0.0}}]}, ids,
+                     "prompt_logprobs") is None
+
+
+def test_top_logprobs_entries_without_a_token_or_logprob_are_caught():
+    answer = {"choices": [{"logprobs": {"content": [{"top_logprobs": [
+        {"token": " yes", "logprob": -0.2}, {"logprob": -1.0}, "junk", {"token": " no"}]}]}}]}
+    top = _top_logprobs(answer)
+    assert top == {" yes": -0.2, " no": None}
+    assert _unusable(list(top.values())) == "a log-probability of None"
