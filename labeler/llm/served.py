@@ -176,9 +176,14 @@ class Server:
                         raise Refusal(url, f"refused {what} ({reason})",
                                       status=response.status_code, message=message)
                     wait_for = _retry_after(response)
+                    if wait_for is not None and wait_for > MAX_WAIT * ATTEMPTS:
+                        raise ServerError(url, f"{what} answered {reason}, asking to wait "
+                                          f"{wait_for:.0f} s (Retry-After): longer than a "
+                                          "build waits", hint="run it again when the server "
+                                          "takes requests (a spent quota?)")
             if attempt == ATTEMPTS:
                 break
-            time.sleep(wait_for if wait_for is not None else _backoff(attempt))
+            time.sleep(min(MAX_WAIT, wait_for) if wait_for is not None else _backoff(attempt))
         raise ServerError(url, f"no usable answer to {what} after {ATTEMPTS} tries "
                           f"(last: {reason})",
                           hint="the build resumes where it stopped: run it again")
@@ -219,9 +224,10 @@ def _backoff(attempt: int) -> float:
 
 
 def _retry_after(response: httpx.Response) -> float | None:
-    """The server's Retry-After in seconds (a number of seconds; a date is not honoured)."""
+    """The server's Retry-After in seconds (a number of seconds; a date is not honoured);
+    `post` waits at most MAX_WAIT of it."""
     try:
-        return min(MAX_WAIT, max(0.0, float(response.headers["retry-after"])))
+        return max(0.0, float(response.headers["retry-after"]))
     except (KeyError, ValueError):
         return None
 

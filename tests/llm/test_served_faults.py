@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -35,6 +36,8 @@ class _Faults(BaseHTTPRequestHandler):
         elif fault == "echoed-key":
             said = {"error": {"message": f"Incorrect API key provided: {KEY}"}}
             self._send(401, json.dumps(said).encode())
+        elif fault == "spent-quota":
+            self._send(429, b'{"error": "quota"}', ("Retry-After", "1000000000"))
 
     def _send(self, status: int, data: bytes, header: tuple = ()) -> None:
         self.send_response(status)
@@ -63,6 +66,14 @@ def test_a_body_not_as_encoded_is_retried_then_one_line(server, monkeypatch):
         server.post("/bad-gzip", {"model": "m"}, "generate 1 of 1")
     assert "no usable answer to generate 1 of 1 after 10 tries" in str(raised.value)
     assert "decompressing" in str(raised.value)
+
+
+def test_a_retry_after_longer_than_a_build_waits_stops_at_once(server):
+    started = time.monotonic()
+    with pytest.raises(ServerError) as raised:
+        server.post("/spent-quota", {"model": "m"}, "generate 2 of 3")
+    assert time.monotonic() - started < 30
+    assert "generate 2 of 3 answered 429: quota, asking to wait 1000000000 s" in str(raised.value)
 
 
 def test_an_error_that_echoes_the_key_is_reported_without_it(server):
