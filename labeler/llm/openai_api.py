@@ -114,8 +114,14 @@ class OpenAIBackend(PromptLogprobScoring, Backend):
         self.used: set[str] = set()  # the ways this process served operations by
 
     def key(self) -> dict:
+        """What names the served model; where the server reports no version (a hosted API,
+        transformers serve) nothing but its URL tells one provider's model of a name from
+        another's, so the URL's hash is in the key too (never the URL, which may hold a
+        password or an internal host, nor the API key)."""
+        where = {} if self.version else {"url_sha256": hashlib.sha256(
+            self.server.base_url.encode()).hexdigest()[:16]}
         return {"model_id": self.served_id, "root": self.root, "server": self.version,
-                "backend": "openai", "prompt_format": self.prompt_format}
+                "backend": "openai", "prompt_format": self.prompt_format, **where}
 
     def report(self) -> dict:
         """For the manifest: what the server offers and the ways this process used."""

@@ -14,7 +14,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from labeler.llm.openai_api import _text, _top_logprobs, _unscored, _unusable
+from labeler.llm.models import resolve_model
+from labeler.llm.openai_api import OpenAIBackend, _text, _top_logprobs, _unscored, _unusable
 from labeler.llm.served import Refusal, Server, ServerError
 
 KEY = "sk-faults-7c3e9b1a"
@@ -36,6 +37,9 @@ class _Faults(BaseHTTPRequestHandler):
         elif fault == "echoed-key":
             said = {"error": {"message": f"Incorrect API key provided: {KEY}"}}
             self._send(401, json.dumps(said).encode())
+        elif fault == "completions":  # a hosted chat API's answer to the start-up probe
+            self._send(200, json.dumps({"choices": [{"index": 0, "finish_reason": "length",
+                "message": {"role": "assistant", "content": "Hi"}}]}).encode())
         elif fault == "spent-quota":
             self._send(429, b'{"error": "quota"}', ("Retry-After", "1000000000"))
 
@@ -118,3 +122,15 @@ def test_top_logprobs_entries_without_a_token_or_logprob_are_caught():
     top = _top_logprobs(answer)
     assert top == {" yes": -0.2, " no": None}
     assert _unusable(list(top.values())) == "a log-probability of None"
+
+
+def test_two_hosted_servers_of_one_model_name_share_no_cache_entry(server, monkeypatch):
+    """No /version, no tokenizer here: the URL tells the two apart; the API key keys nothing."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    spec = resolve_model("acme/hosted-model")
+    first = OpenAIBackend(spec, base_url=server.base_url, concurrency=1)
+    other = OpenAIBackend(spec, base_url=server.base_url.replace("127.0.0.1", "localhost"),
+                          concurrency=1)
+    assert first.tokenizer is None and first.version is None
+    assert first.key() != other.key()
+    assert KEY not in json.dumps([first.key(), other.key()])
