@@ -104,7 +104,8 @@ class OpenAIBackend(PromptLogprobScoring, Backend):
                                  hint="leave out --prompt-format text")
         self.tokenizer = _tokenizer(spec, cache_dir, needed=prompt_format == "text")
         served = self.capabilities.listed or {}
-        self.max_context = served.get("max_model_len") or (
+        window = served.get("max_model_len")  # a window that is no number: not said
+        self.max_context = window if isinstance(window, int) and window > 0 else (
             _window(self.tokenizer) if self.tokenizer else UNKNOWN_WINDOW)
         self.root = Path(str(served.get("root") or self.served_id)).name
         self.revision = hashlib.sha256(json.dumps(

@@ -100,7 +100,9 @@ class Server:
             listed = response.json().get("data")
         except (ValueError, AttributeError):
             return "GET /models answered no JSON list"
-        return listed if isinstance(listed, list) else "GET /models answered no list"
+        if not isinstance(listed, list):
+            return "GET /models answered no list"
+        return [m for m in listed if isinstance(m, dict)]  # an entry that is no object: none
 
     def try_post(self, path: str, body: dict) -> tuple[int, dict | None]:
         """One POST, not retried, its answer not counted: the probe's (status, JSON body or
