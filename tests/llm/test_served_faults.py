@@ -15,7 +15,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from labeler.llm.models import resolve_model
-from labeler.llm.openai_api import OpenAIBackend, _text, _top_logprobs, _unscored, _unusable
+from labeler.llm.openai_api import (
+    UNKNOWN_WINDOW,
+    OpenAIBackend,
+    _text,
+    _top_logprobs,
+    _unscored,
+    _unusable,
+)
 from labeler.llm.served import Refusal, Server, ServerError
 
 KEY = "sk-faults-7c3e9b1a"
@@ -28,6 +35,11 @@ class _Faults(BaseHTTPRequestHandler):
 
     def log_message(self, *args) -> None:
         pass
+
+    def do_GET(self) -> None:  # a listing with an entry that is no object, a window as text
+        listed = ["hosted-model", {"id": "hosted-model", "max_model_len": "8192"}]
+        self._send(200 if self.path.endswith("/models") else 404,
+                   json.dumps({"data": listed}).encode())
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
@@ -125,12 +137,14 @@ def test_top_logprobs_entries_without_a_token_or_logprob_are_caught():
 
 
 def test_two_hosted_servers_of_one_model_name_share_no_cache_entry(server, monkeypatch):
-    """No /version, no tokenizer here: the URL tells the two apart; the API key keys nothing."""
+    """No /version, no tokenizer here: the URL tells the two apart; the API key keys nothing.
+    Their listing holds an entry that is no object and a window as text: both ignored."""
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     spec = resolve_model("acme/hosted-model")
     first = OpenAIBackend(spec, base_url=server.base_url, concurrency=1)
     other = OpenAIBackend(spec, base_url=server.base_url.replace("127.0.0.1", "localhost"),
                           concurrency=1)
     assert first.tokenizer is None and first.version is None
+    assert first.max_context == UNKNOWN_WINDOW  # the listing's "8192" is no window
     assert first.key() != other.key()
     assert KEY not in json.dumps([first.key(), other.key()])
