@@ -17,7 +17,7 @@ import random
 import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass
 
 from labeler import settings
@@ -132,7 +132,7 @@ class Server:
                  ) -> Iterator[tuple[int, dict]]:
         """(index, answer) for each body POSTed to `path`, as each arrives; at most
         `concurrency` in flight. A failure stops the rest and is raised, naming the request
-        as `what` and its number."""
+        as `what` and its number, once the answers already in flight are yielded (`_kept`)."""
         pending, started = {}, iter(enumerate(bodies))
         try:
             while True:
@@ -144,11 +144,27 @@ class Server:
                 if not pending:
                     return
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for future in done:
+                failed = [future for future in done if future.exception() is not None]
+                for future in done - set(failed):
                     yield pending.pop(future), future.result()
+                if failed:
+                    yield from self._kept(pending)
+                    raise failed[0].exception()
         finally:
             for future in pending:
                 future.cancel()
+
+    @staticmethod
+    def _kept(pending: dict) -> Iterator[tuple[int, dict]]:
+        """After a failure: the requests not yet sent are dropped, and each answer of those in
+        flight is yielded as it arrives (it may be paid for; the call cache commits it)."""
+        for future in list(pending):
+            if future.cancel():
+                pending.pop(future)
+        for future in as_completed(list(pending)):
+            i = pending.pop(future)
+            if future.exception() is None:
+                yield i, future.result()
 
     def post(self, path: str, body: dict, what: str = "a request") -> dict:
         """One POST's answer, retried on 429, 5xx, timeouts, refused connections and a 200

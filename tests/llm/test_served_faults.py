@@ -42,7 +42,7 @@ class _Faults(BaseHTTPRequestHandler):
                    json.dumps({"data": listed}).encode())
 
     def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
         fault = self.path.rsplit("/", 1)[-1]
         if fault == "bad-gzip":
             self._send(200, b"not gzip at all", ("Content-Encoding", "gzip"))
@@ -52,6 +52,13 @@ class _Faults(BaseHTTPRequestHandler):
         elif fault == "completions":  # a hosted chat API's answer to the start-up probe
             self._send(200, json.dumps({"choices": [{"index": 0, "finish_reason": "length",
                 "message": {"role": "assistant", "content": "Hi"}}]}).encode())
+        elif fault == "by-body":  # too long at once; slow: answered after half a second
+            too_long = b'{"error": {"message": "maximum context length is 8192 tokens"}}'
+            if json.loads(body)["prompt"] == "slow":
+                time.sleep(0.5)
+                self._send(200, b'{"choices": [{"index": 0, "text": "kept"}]}')
+            else:
+                self._send(400, too_long)
         elif fault == "spent-quota":
             self._send(429, b'{"error": "quota"}', ("Retry-After", "1000000000"))
 
@@ -90,6 +97,18 @@ def test_a_retry_after_longer_than_a_build_waits_stops_at_once(server):
         server.post("/spent-quota", {"model": "m"}, "generate 2 of 3")
     assert time.monotonic() - started < 30
     assert "generate 2 of 3 answered 429: quota, asking to wait 1000000000 s" in str(raised.value)
+
+
+def test_a_refusal_keeps_the_answers_already_in_flight(server):
+    """A prompt refused as too long stops the call, but the request in flight beside it is
+    answered first (the call cache commits it: a hosted API's answer is paid for)."""
+    answers = []
+    with pytest.raises(Refusal) as raised:
+        for i, answer in server.post_all("/by-body", [{"prompt": "slow"}, {"prompt": "long"}],
+                                         "generate"):
+            answers.append((i, answer["choices"][0]["text"]))
+    assert raised.value.status == 400 and "generate 2 of 2" in str(raised.value)
+    assert answers == [(0, "kept")]
 
 
 def test_an_error_that_echoes_the_key_is_reported_without_it(server):
