@@ -108,7 +108,7 @@ def probe(server, names: tuple[str, ...], alias: str) -> tuple[str, Capabilities
         if content[0].get("top_logprobs"):
             offers.add("top_logprobs")
     if not offers & {"chat", "completions"}:
-        why = _message(answer) or f"it answered {status or 'nothing'}"
+        why = server.blanked(_message(answer)) or f"it answered {status or 'nothing'}"
         raise ModelLoadError(alias, f"{server.base_url} answers no completion for '{model}' "
                              f"({why})", hint="check --base-url (the API's root, e.g. "
                              "http://host:8000/v1) and name the model as the server does "

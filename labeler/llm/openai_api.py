@@ -53,7 +53,7 @@ from labeler.llm.prompts import (
     render_chat,
     row_seed,
 )
-from labeler.llm.served import Refusal, Server
+from labeler.llm.served import Refusal, Server, ServerError
 from labeler.llm.served_limits import Limits
 from labeler.progress import info, progress_bar, transformers_quiet
 
@@ -61,6 +61,8 @@ from labeler.progress import info, progress_bar, transformers_quiet
 CONCURRENCY = 64
 #: the window where neither the server nor a tokenizer says it: the server checks lengths
 UNKNOWN_WINDOW = 2**31 - 1
+#: how far above 0 a served log-probability may round (float32 sums) and still be one
+LOGPROB_SLACK = 1e-3
 
 # One forward pass that scores the prompt, as the vllm backend's _SCORE; or lm-eval's echo
 _SCORE = {"prompt_logprobs": {"max_tokens": 1, "temperature": 0.0, "prompt_logprobs": 1},
@@ -102,7 +104,8 @@ class OpenAIBackend(PromptLogprobScoring, Backend):
                                  hint="leave out --prompt-format text")
         self.tokenizer = _tokenizer(spec, cache_dir, needed=prompt_format == "text")
         served = self.capabilities.listed or {}
-        self.max_context = served.get("max_model_len") or (
+        window = served.get("max_model_len")  # a window that is no number: not said
+        self.max_context = window if isinstance(window, int) and window > 0 else (
             _window(self.tokenizer) if self.tokenizer else UNKNOWN_WINDOW)
         self.root = Path(str(served.get("root") or self.served_id)).name
         self.revision = hashlib.sha256(json.dumps(
@@ -112,8 +115,14 @@ class OpenAIBackend(PromptLogprobScoring, Backend):
         self.used: set[str] = set()  # the ways this process served operations by
 
     def key(self) -> dict:
+        """What names the served model; where the server reports no version (a hosted API,
+        transformers serve) nothing but its URL tells one provider's model of a name from
+        another's, so the URL's hash is in the key too (never the URL, which may hold a
+        password or an internal host, nor the API key)."""
+        where = {} if self.version else {"url_sha256": hashlib.sha256(
+            self.server.base_url.encode()).hexdigest()[:16]}
         return {"model_id": self.served_id, "root": self.root, "server": self.version,
-                "backend": "openai", "prompt_format": self.prompt_format}
+                "backend": "openai", "prompt_format": self.prompt_format, **where}
 
     def report(self) -> dict:
         """For the manifest: what the server offers and the ways this process used."""
@@ -172,9 +181,12 @@ class OpenAIBackend(PromptLogprobScoring, Backend):
         bodies = [{"model": self.served_id, **_TOP, **self._messages(r.prompt)}
                   for r in requests]
         out = []
-        for first, answer in zip(firsts, self._ask("/chat/completions", bodies,
-                                                   "choice_probs")):
+        for n, (first, answer) in enumerate(zip(firsts, self._ask(
+                "/chat/completions", bodies, "choice_probs")), 1):
             top = _top_logprobs(answer)
+            if why := _unusable(list(top.values())):
+                raise ServerError(f"{self.server.base_url}/chat/completions", f"unusable "
+                                  f"answer to choice_probs {n} of {len(bodies)}: {why}")
             out.append({c: math.exp(top[t]) if t in top else 0.0 for c, t in first.items()})
         return out
 
@@ -187,10 +199,17 @@ class OpenAIBackend(PromptLogprobScoring, Backend):
         return {c: self.tokenizer.decode([i]) for c, i in zip(request.choices, ids)}
 
     def _score_ids(self, prompts: list[list[int]], operation: str, groups: list) -> list:
+        """Each prompt's scored answer; one whose log-probabilities do not cover the prompt,
+        or are no log-probabilities (NaN, infinite, positive), stops the call in one line."""
         way = self._check(operation)
         self.used.add(way)
-        return self._ask("/completions", [{"model": self.served_id, "prompt": ids,
-                                           **_SCORE[way]} for ids in prompts], operation)
+        answers = self._ask("/completions", [{"model": self.served_id, "prompt": ids,
+                                              **_SCORE[way]} for ids in prompts], operation)
+        for n, (ids, answer) in enumerate(zip(prompts, answers), 1):
+            if why := _unscored(answer["choices"][0], ids, way):
+                raise ServerError(f"{self.server.base_url}/completions", f"unusable answer to "
+                                  f"{operation} {n} of {len(prompts)}: {why}")
+        return answers
 
     @staticmethod
     def _prompt_logprob(output: dict, position: int, token: int) -> float:
@@ -313,13 +332,43 @@ def _window(tokenizer) -> int:
     return getattr(config, "max_position_embeddings", None) or UNKNOWN_WINDOW
 
 
-def _top_logprobs(answer: dict) -> dict[str, float]:
-    """The first answer token's top_logprobs, {token: logprob}."""
+def _top_logprobs(answer: dict) -> dict:
+    """The first answer token's top_logprobs, {token: logprob}: an entry without a token is
+    none, one without a logprob has None (which `_unusable` names)."""
     content = (answer["choices"][0].get("logprobs") or {}).get("content") or [{}]
-    top: dict[str, float] = {}
-    for entry in content[0].get("top_logprobs") or []:
-        top.setdefault(entry["token"], entry["logprob"])
+    entries = content[0].get("top_logprobs") if isinstance(content[0], dict) else None
+    top: dict = {}
+    for entry in entries if isinstance(entries, list) else []:
+        if isinstance(entry, dict) and isinstance(entry.get("token"), str):
+            top.setdefault(entry["token"], entry.get("logprob"))
     return top
+
+
+def _unscored(choice: dict, ids: list[int], way: str) -> str | None:
+    """Why a scored answer's `way` log-probabilities do not score the prompt `ids`; None
+    where they do (one per token after the first, each a log-probability)."""
+    try:
+        if way == "prompt_logprobs":
+            scored = choice["prompt_logprobs"]
+            values = [entry[str(t)]["logprob"] for entry, t in zip(scored[1:], ids[1:])]
+        else:
+            scored = choice["logprobs"]["token_logprobs"]
+            values = list(scored[1:len(ids)])
+    except (KeyError, IndexError, TypeError):
+        return f"no {way} of the prompt's tokens"
+    if len(scored) < len(ids):
+        return f"{way} of {len(scored)} of the prompt's {len(ids)} tokens"
+    return _unusable(values)
+
+
+def _unusable(logprobs: list) -> str | None:
+    """The first value that is no log-probability (not a finite number at most 0, beyond
+    rounding), named; None where all are."""
+    for value in logprobs:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not math.isfinite(value) or value > LOGPROB_SLACK:
+            return f"a log-probability of {value!r}"
+    return None
 
 
 def _too_long(refused: Refusal) -> bool:
@@ -330,5 +379,6 @@ def _too_long(refused: Refusal) -> bool:
 
 
 def _text(choice: dict) -> str:
-    return choice["text"] if "text" in choice else (choice.get("message") or {}).get(
-        "content") or ""
+    """A choice's text; a null one (a reply with no content) is empty."""
+    text = choice["text"] if "text" in choice else (choice.get("message") or {}).get("content")
+    return text if isinstance(text, str) else ""

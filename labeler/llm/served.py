@@ -17,7 +17,7 @@ import random
 import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass
 
 from labeler import settings
@@ -72,6 +72,7 @@ class Server:
         self.concurrency = concurrency
         self.limits = limits or Limits()
         self.usage = Usage()
+        self._key = api_key  # only to blank it out of the server's own messages
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.client = httpx.Client(headers=headers, timeout=TIMEOUT, limits=httpx.Limits(
             max_connections=concurrency, max_keepalive_connections=concurrency))
@@ -93,12 +94,15 @@ class Server:
             raise ModelLoadError(model, f"{self.base_url}: {REFUSED[response.status_code]}",
                                  hint="set OPENAI_API_KEY to the server's key")
         if response.status_code != 200:
-            return f"GET /models answered {response.status_code}: {_message(response)}"
+            said = self.blanked(_message(response))
+            return f"GET /models answered {response.status_code}: {said}"
         try:
             listed = response.json().get("data")
         except (ValueError, AttributeError):
             return "GET /models answered no JSON list"
-        return listed if isinstance(listed, list) else "GET /models answered no list"
+        if not isinstance(listed, list):
+            return "GET /models answered no list"
+        return [m for m in listed if isinstance(m, dict)]  # an entry that is no object: none
 
     def try_post(self, path: str, body: dict) -> tuple[int, dict | None]:
         """One POST, not retried, its answer not counted: the probe's (status, JSON body or
@@ -128,7 +132,7 @@ class Server:
                  ) -> Iterator[tuple[int, dict]]:
         """(index, answer) for each body POSTed to `path`, as each arrives; at most
         `concurrency` in flight. A failure stops the rest and is raised, naming the request
-        as `what` and its number."""
+        as `what` and its number, once the answers already in flight are yielded (`_kept`)."""
         pending, started = {}, iter(enumerate(bodies))
         try:
             while True:
@@ -140,11 +144,27 @@ class Server:
                 if not pending:
                     return
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for future in done:
+                failed = [future for future in done if future.exception() is not None]
+                for future in done - set(failed):
                     yield pending.pop(future), future.result()
+                if failed:
+                    yield from self._kept(pending)
+                    raise failed[0].exception()
         finally:
             for future in pending:
                 future.cancel()
+
+    @staticmethod
+    def _kept(pending: dict) -> Iterator[tuple[int, dict]]:
+        """After a failure: the requests not yet sent are dropped, and each answer of those in
+        flight is yielded as it arrives (it may be paid for; the call cache commits it)."""
+        for future in list(pending):
+            if future.cancel():
+                pending.pop(future)
+        for future in as_completed(list(pending)):
+            i = pending.pop(future)
+            if future.exception() is None:
+                yield i, future.result()
 
     def post(self, path: str, body: dict, what: str = "a request") -> dict:
         """One POST's answer, retried on 429, 5xx, timeouts, refused connections and a 200
@@ -155,29 +175,40 @@ class Server:
             self.limits.wait()
             try:
                 response = self.client.post(url, json=body)
-            except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError
-                    ) as error:
+            except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError,
+                    httpx.DecodingError) as error:  # DecodingError: a body not as encoded
                 reason = _said(error)
             else:
                 if response.status_code == 200:
                     answer, reason = _answer(response, body.get("n", 1))
+                    reason = self.blanked(reason)
                     if answer is not None:
                         with self._lock:
                             self.sent += 1
                         self.limits.spent(self.usage.add(answer.get("usage")))
                         return answer
                 else:
-                    reason = f"{response.status_code}: {_message(response)}"
+                    message = self.blanked(_message(response))
+                    reason = f"{response.status_code}: {message}"
                     if response.status_code not in RETRIED:
                         raise Refusal(url, f"refused {what} ({reason})",
-                                      status=response.status_code, message=_message(response))
+                                      status=response.status_code, message=message)
                     wait_for = _retry_after(response)
+                    if wait_for is not None and wait_for > MAX_WAIT * ATTEMPTS:
+                        raise ServerError(url, f"{what} answered {reason}, asking to wait "
+                                          f"{wait_for:.0f} s (Retry-After): longer than a "
+                                          "build waits", hint="run it again when the server "
+                                          "takes requests (a spent quota?)")
             if attempt == ATTEMPTS:
                 break
-            time.sleep(wait_for if wait_for is not None else _backoff(attempt))
+            time.sleep(min(MAX_WAIT, wait_for) if wait_for is not None else _backoff(attempt))
         raise ServerError(url, f"no usable answer to {what} after {ATTEMPTS} tries "
                           f"(last: {reason})",
                           hint="the build resumes where it stopped: run it again")
+
+    def blanked(self, said: str) -> str:
+        """The server's words without the API key (a server may echo it in an error)."""
+        return said.replace(self._key, "***") if self._key else said
 
     def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)
@@ -211,9 +242,10 @@ def _backoff(attempt: int) -> float:
 
 
 def _retry_after(response: httpx.Response) -> float | None:
-    """The server's Retry-After in seconds (a number of seconds; a date is not honoured)."""
+    """The server's Retry-After in seconds (a number of seconds; a date is not honoured);
+    `post` waits at most MAX_WAIT of it."""
     try:
-        return min(MAX_WAIT, max(0.0, float(response.headers["retry-after"])))
+        return max(0.0, float(response.headers["retry-after"]))
     except (KeyError, ValueError):
         return None
 

@@ -97,8 +97,9 @@ def _call_rows(task, source: Source, llms: Sequence[LLMConfig], candidates: floa
         rows.append(("requests to the server, per served LLM", f"{round(requests * scale):,}",
                      _scaled("upper bound: one per prompt (its samples in one request), one "
                              "per choice of a P(yes) scored from prompt log-probabilities "
-                             "(one a P(yes) where the server gives only top_logprobs); none "
-                             "for an answer the call cache holds", source, scale)))
+                             "(one a P(yes) where the server gives only top_logprobs), as if "
+                             "the call cache were empty: an answer it holds (below) is not "
+                             "asked again", source, scale)))
     return rows
 
 
