@@ -22,6 +22,9 @@ os.environ.update(
     # session-wide cache root (the converted bundled model lands here once); tests override
     # it per test with their own temp folder
     LABELER_CACHE_DIR=SESSION_CACHE,
+    # every prompt of every test build is also encoded whole and compared with its ids by
+    # segments (labeler.llm.segments); worker processes inherit it (settings.WORKER_VARIABLES)
+    LABELER_CHECK_TOKENS="1",
 )
 # torch's OpenMP threads spin while idle by default; on 2 shared cores that starves the
 # other test processes (the kill-and-rerun subprocesses): a batch-8 decode step went from

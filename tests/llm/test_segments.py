@@ -117,9 +117,17 @@ def test_the_debug_switch_checks_every_prompt(smollm, chats, monkeypatch):
     tokenizer = copy.deepcopy(smollm.tokenizer)
     texts = [render_chat(tokenizer, c) for c in chats[:20]]
     monkeypatch.setattr(segments._of(tokenizer, _whole_encoder(tokenizer)), "cut", BEFORE)
+    monkeypatch.delenv("LABELER_CHECK_TOKENS")  # the session's setting (tests/conftest.py)
     assert encode(tokenizer, texts) != _whole_encoder(tokenizer)(texts)  # unchecked: wrong
 
     monkeypatch.setenv("LABELER_CHECK_TOKENS", "1")
     with pytest.raises(RuntimeError, match=r"LABELER_CHECK_TOKENS: prompt \d+'s ids by "
                                            r"segments differ from its whole encoding"):
         encode(tokenizer, texts)
+
+
+def test_the_test_session_checks_every_prompt_also_in_workers():
+    from labeler import settings
+
+    assert settings.check_tokens()  # tests/conftest.py: every test build's prompts checked
+    assert settings.passed_to_workers()[settings.CHECK_TOKENS] == "1"  # Ray's runtime_env
