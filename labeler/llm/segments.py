@@ -67,7 +67,8 @@ def encode_by_segments(tokenizer, texts: list[str], whole: Encoder) -> list[list
     for earlier in known.recent:
         ids_of.update((p, earlier[p]) for p in distinct.keys() & earlier.keys())
     new = [p for p in distinct if p not in ids_of]
-    ids_of.update(zip(new, whole(new)))
+    if new:  # a fast tokenizer of transformers 5 raises IndexError on no texts
+        ids_of.update(zip(new, whole(new)))
     ids = [list(chain.from_iterable(map(ids_of.__getitem__, row))) for row in pieces]
     if settings.check_tokens():
         _compare(texts, ids, whole(texts))

@@ -15,7 +15,7 @@ from tokenizers import Regex, normalizers, pre_tokenizers
 from transformers import AutoTokenizer
 
 from labeler.llm.prompts import _whole_encoder, encode, render_chat
-from labeler.llm.segments import AFTER, BEFORE, cut_of, split
+from labeler.llm.segments import AFTER, BEFORE, cut_of, encode_by_segments, split
 from labeler.sources import load_source
 from labeler.tasks.utility import closed_book_prompt, passage_prompt
 
@@ -98,6 +98,23 @@ def test_ids_by_segments_are_the_whole_prompts_ids(tokenizers, chats, name):
     # the passages are pieces: far fewer distinct pieces than whole prompts' text
     pieces = {p for t in texts for p in split(t, cut)}
     assert sum(map(len, pieces)) < 0.5 * sum(map(len, texts))
+
+
+def test_a_call_whose_every_piece_is_known_asks_the_tokenizer_nothing(smollm, chats):
+    tokenizer = copy.deepcopy(smollm.tokenizer)
+    whole = _whole_encoder(tokenizer)
+    texts = [render_chat(tokenizer, c) for c in chats[:5]]
+    asked = []
+
+    def counted(batch):
+        asked.append(len(batch))
+        return whole(batch)
+
+    first = encode_by_segments(tokenizer, texts, counted)
+    again = encode_by_segments(tokenizer, texts, counted)  # e.g. a rubric's P(yes) base prompt
+
+    assert first == again == whole(texts)
+    assert 0 not in asked  # transformers 5's fast tokenizers raise IndexError on no texts
 
 
 def test_a_normalizer_that_reads_the_whole_text_gets_whole_encoding(smollm, chats):
