@@ -157,7 +157,7 @@ def _write_version(task: Task, writer: VersionWriter, manifest: dict, job: Job,
     that settles stages every shard's records first and derives its tables from all."""
     done = writer.labelled() if task.settles else writer.completed()
     # a served model's usage is counted where its requests are sent: in this process
-    mark = usage_mark(job.llm, job.cache_dir) if executor.in_process else None
+    mark = usage_mark(job.llm, job.cache_dir) if executor.in_process and job.llm else None
     if done:
         info(f"{writer.llm}: resuming {writer.staging.name}, {len(done)} of {len(shards)} "
              f"shards already {'labelled' if task.settles else 'written'}")
