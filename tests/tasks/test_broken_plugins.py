@@ -33,22 +33,32 @@ BROKEN = [
 ]
 
 
+def _installed(tmp_path, monkeypatch, name: str, modules: dict[str, str],
+               points: dict[str, dict[str, str]]) -> None:
+    """The package `name` (labeler-x, importable as labeler_x) with `modules` ({file stem:
+    source}), installed with entry `points` ({group: {name: "module:attribute"}}); each
+    plugin failure warned anew."""
+    package = tmp_path / "src" / name.replace("-", "_")
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    for stem, source in modules.items():
+        (package / f"{stem}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(package.parent))
+    install(tmp_path / "site", {"name": name, "version": "0.1", "entry-points": points},
+            monkeypatch)
+    monkeypatch.setattr(labeler.plugins, "_WARNED", set())  # each failure said once a process
+
+
 @pytest.fixture
 def broken(tmp_path, monkeypatch):
     """The package labeler-broken, installed, declaring each of BROKEN."""
-    package = tmp_path / "src" / "labeler_broken"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text("")
-    (package / "boom.py").write_text('raise ImportError("boom at import")\n')
-    (package / "leave.py").write_text("import sys\n\nsys.exit(3)\n")
-    (package / "plain.py").write_text("def task():\n    pass\n\n\nclass Thing:\n    pass\n")
-    monkeypatch.syspath_prepend(str(package.parent))
     points: dict = {}
     for group, name, value, _ in BROKEN:
         points.setdefault(group, {})[name] = value
-    install(tmp_path / "site", {"name": "labeler-broken", "version": "0.1",
-                                "entry-points": points}, monkeypatch)
-    monkeypatch.setattr(labeler.plugins, "_WARNED", set())  # each failure said once a process
+    _installed(tmp_path, monkeypatch, "labeler-broken", {
+        "boom": 'raise ImportError("boom at import")\n',
+        "leave": "import sys\n\nsys.exit(3)\n",
+        "plain": "def task():\n    pass\n\n\nclass Thing:\n    pass\n"}, points)
 
 
 @pytest.mark.parametrize("command", [["build", "--help"], ["judge", "--help"],
@@ -114,17 +124,11 @@ def test_labeler_plugins_names_each_and_its_error(broken):
 
 def test_a_plugin_taking_a_built_in_name_is_listed_unused_and_its_prints_leave_stdout(
         tmp_path, monkeypatch):
-    package = tmp_path / "src" / "labeler_loud"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text("")
-    (package / "task.py").write_text('print("hello from a plugin")\n'
-                                     "from labeler.tasks.base import Task\n\n\n"
-                                     "class Loud(Task):\n    pass\n")
-    monkeypatch.syspath_prepend(str(package.parent))
-    install(tmp_path / "site", {"name": "labeler-loud", "version": "0.1", "entry-points": {
+    _installed(tmp_path, monkeypatch, "labeler-loud", {
+        "task": 'print("hello from a plugin")\nfrom labeler.tasks.base import Task\n\n\n'
+                "class Loud(Task):\n    pass\n"}, {
         "labeler.tasks": {"utility": "labeler_loud.task:Loud", "loud": "labeler_loud.task:Loud"},
-        "labeler.backends": {"hf": "labeler_loud.task:Loud"}}}, monkeypatch)
-    monkeypatch.setattr(labeler.plugins, "_WARNED", set())
+        "labeler.backends": {"hf": "labeler_loud.task:Loud"}})
     result = CliRunner().invoke(cli, ["plugins", "--json"])
     assert result.exit_code == 0, result.output
     listed = {p["name"]: p["error"] for p in json.loads(result.stdout)["plugins"]}
@@ -139,16 +143,11 @@ def test_a_plugin_taking_a_built_in_name_is_listed_unused_and_its_prints_leave_s
 
 def test_a_keyboardinterrupt_a_plugin_raises_is_skipped_but_a_pressed_ctrl_c_stops(
         tmp_path, monkeypatch):
-    package = tmp_path / "src" / "labeler_interrupts"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text("")
-    (package / "raises.py").write_text("raise KeyboardInterrupt\n")
-    (package / "pressed.py").write_text("import os\nimport signal\nimport time\n\n"
-                                        "os.kill(os.getpid(), signal.SIGINT)\ntime.sleep(5)\n")
-    monkeypatch.syspath_prepend(str(package.parent))
-    install(tmp_path / "site", {"name": "labeler-interrupts", "version": "0.1", "entry-points": {
-        "labeler.tasks": {"raises": "labeler_interrupts.raises:Task"}}}, monkeypatch)
-    monkeypatch.setattr(labeler.plugins, "_WARNED", set())
+    _installed(tmp_path, monkeypatch, "labeler-interrupts", {
+        "raises": "raise KeyboardInterrupt\n",
+        "pressed": "import os\nimport signal\nimport time\n\n"
+                   "os.kill(os.getpid(), signal.SIGINT)\ntime.sleep(5)\n"},
+        {"labeler.tasks": {"raises": "labeler_interrupts.raises:Task"}})
 
     result = CliRunner().invoke(cli, ["plugins", "--json"])
     assert result.exit_code == 0, result.output
@@ -159,14 +158,9 @@ def test_a_keyboardinterrupt_a_plugin_raises_is_skipped_but_a_pressed_ctrl_c_sto
 
 
 def test_a_plugins_error_is_warned_with_its_escape_sequence_escaped(tmp_path, monkeypatch):
-    package = tmp_path / "src" / "labeler_ansi"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text("")
-    (package / "boom.py").write_text('raise ImportError("\\x1b]0;owned\\x07 [red]x")\n')
-    monkeypatch.syspath_prepend(str(package.parent))
-    install(tmp_path / "site", {"name": "labeler-ansi", "version": "0.1", "entry-points": {
-        "labeler.backends": {"ansi": "labeler_ansi.boom:Backend"}}}, monkeypatch)
-    monkeypatch.setattr(labeler.plugins, "_WARNED", set())
+    _installed(tmp_path, monkeypatch, "labeler-ansi",
+               {"boom": 'raise ImportError("\\x1b]0;owned\\x07 [red]x")\n'},
+               {"labeler.backends": {"ansi": "labeler_ansi.boom:Backend"}})
 
     result = CliRunner().invoke(cli, ["judge", "--help"])
 
