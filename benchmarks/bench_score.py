@@ -116,12 +116,7 @@ def pytrec_compute(qrels: dict, run: dict) -> dict[str, np.ndarray]:
     }
 
 
-#: the standalone script a pytrec_eval user would write for what `labeler score` reports
-PYTREC_SCRIPT = """\
-import json, sys
-import pytrec_eval
-
-qrels, run = {}, {}
+_PYTREC_READ_JSONL = """\
 with open(sys.argv[1]) as f:
     for line in f:
         record = json.loads(line)
@@ -130,6 +125,24 @@ with open(sys.argv[2]) as f:
     for line in f:
         record = json.loads(line)
         run[record["qid"]] = record["scores"]
+"""
+_PYTREC_READ_TREC = """\
+with open(sys.argv[1]) as f:
+    for line in f:
+        qid, _, docid, label = line.split()
+        qrels.setdefault(qid, {})[docid] = int(label)
+with open(sys.argv[2]) as f:
+    for line in f:
+        qid, _, docid, _, score, _ = line.split()
+        run.setdefault(qid, {})[docid] = float(score)
+"""
+_PYTREC_HEAD = """\
+import json, sys
+import pytrec_eval
+
+qrels, run = {}, {}
+"""
+_PYTREC_MEANS = """\
 measures = {"ndcg_cut_5", "ndcg_cut_10", "recall_5", "recall_10"}
 per = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)
 means = {m: sum(per[q][m] for q in qrels) / len(qrels) for m in sorted(measures)}
@@ -140,28 +153,10 @@ for k in (5, 10):  # MRR@k: reciprocal rank over the run cut to its top k
     means[f"mrr_{k}"] = sum(rr[q]["recip_rank"] for q in qrels) / len(qrels)
 print(json.dumps(means))
 """
-
-
+#: the standalone script a pytrec_eval user would write for what `labeler score` reports
+PYTREC_SCRIPT = _PYTREC_HEAD + _PYTREC_READ_JSONL + _PYTREC_MEANS
 #: the standalone pytrec_eval script for a TREC run and TREC qrels
-PYTREC_TREC_SCRIPT = PYTREC_SCRIPT.replace("""\
-with open(sys.argv[1]) as f:
-    for line in f:
-        record = json.loads(line)
-        qrels[record["qid"]] = {c["pid"]: c["utility"] for c in record["candidates"]}
-with open(sys.argv[2]) as f:
-    for line in f:
-        record = json.loads(line)
-        run[record["qid"]] = record["scores"]
-""", """\
-with open(sys.argv[1]) as f:
-    for line in f:
-        qid, _, docid, label = line.split()
-        qrels.setdefault(qid, {})[docid] = int(label)
-with open(sys.argv[2]) as f:
-    for line in f:
-        qid, _, docid, _, score, _ = line.split()
-        run.setdefault(qid, {})[docid] = float(score)
-""")
+PYTREC_TREC_SCRIPT = _PYTREC_HEAD + _PYTREC_READ_TREC + _PYTREC_MEANS
 
 
 def whole_processes(folder: Path, ref: Path, ranking: Path, runs: int, *,
