@@ -67,11 +67,13 @@ def hub_errors(repo: str | None = None, *, what: str = "", kind: str = "dataset"
 @contextmanager
 def quiet_retries() -> Iterator[None]:
     """Within: huggingface_hub's own log lines of a request it retries ("Retrying in 1s")
-    stay off stderr unless --verbose: the failure, if it comes, is said once, by its error."""
+    stay off stderr unless --verbose: the failure, if it comes, is said once, by its error;
+    and a connection that cannot be made is not retried (`_no_retry_without_a_connection`)."""
     import logging
 
     from labeler import settings
 
+    _no_retry_without_a_connection()
     logger = logging.getLogger("huggingface_hub")
     level = logger.level
     if not settings.verbose():
@@ -80,6 +82,24 @@ def quiet_retries() -> Iterator[None]:
         yield
     finally:
         logger.setLevel(level)
+
+
+def _no_retry_without_a_connection() -> None:
+    """huggingface_hub retries a file download whose first request failed, five times over
+    23 s (1, 2, 4, 8 and 8 s apart), when the failure is one of its retried network errors:
+    offline, with no route or no DNS, a model load waited ~46 s for its one error line. A
+    connection refused or never made (`httpx.ConnectError`: refused, no route, a name that
+    does not resolve) is now final at once; a timeout, a dropped connection and a 5xx or 429
+    answer are still retried. Set once, for the process (huggingface_hub reads the tuple at
+    each download)."""
+    import httpx
+    from huggingface_hub import file_download
+
+    retried = getattr(file_download, "_DEFAULT_RETRY_ON_EXCEPTIONS", None)
+    if isinstance(retried, tuple) and httpx.NetworkError in retried:
+        file_download._DEFAULT_RETRY_ON_EXCEPTIONS = tuple(  # NetworkError less ConnectError
+            kind for kind in retried if kind is not httpx.NetworkError) + (
+            httpx.ReadError, httpx.WriteError, httpx.CloseError)
 
 
 def cause_line(exc: BaseException, *, kind: str = "model") -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -80,6 +81,37 @@ def _offline_and_isolated(tmp_path, monkeypatch):
     # stderr is no terminal under pytest, so long loops would write a progress line every 10 s
     # into outputs that tests compare exactly; tests of those lines set their own interval
     monkeypatch.setenv("LABELER_PROGRESS_SECONDS", "3600")
+
+
+#: a tmpfs page: the unit `disk`'s sizes are counted in
+TMPFS_PAGE = 4096
+
+
+@pytest.fixture
+def disk(tmp_path):
+    """make(pages, free=pages, read_only=False) -> the folder of a fresh tmpfs of `pages` 4 KiB
+    pages with only `free` of them left (a filler file takes the others); unmounted after."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    mounted: list[Path] = []
+
+    def make(pages: int, *, free: int | None = None, read_only: bool = False) -> Path:
+        where = tmp_path / f"disk{len(mounted)}"
+        where.mkdir()
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={pages * TMPFS_PAGE}", "tmpfs",
+                               str(where)], check=False, capture_output=True, text=True)
+        if done.returncode:
+            pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+        mounted.append(where)
+        if free is not None:
+            (where / "filler").write_bytes(bytes((pages - free) * TMPFS_PAGE))
+        if read_only:
+            subprocess.run(["mount", "-o", "remount,ro", str(where)], check=True)
+        return where
+
+    yield make
+    for where in reversed(mounted):
+        subprocess.run(["umount", str(where)], check=True)
 
 
 @pytest.fixture(scope="session")

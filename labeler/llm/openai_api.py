@@ -55,6 +55,7 @@ from labeler.llm.prompts import (
 )
 from labeler.llm.served import Refusal, Server, ServerError
 from labeler.llm.served_limits import Limits
+from labeler.network import quiet_retries
 from labeler.progress import info, progress_bar, transformers_quiet
 
 #: requests in flight by default: a vLLM server batches up to 256 sequences on a GPU
@@ -301,7 +302,7 @@ def _tokenizer(spec: ModelSpec, cache_dir: str | Path | None, *, needed: bool):
     try:
         source = gguf_snapshot(spec, model_revision(spec), cache_dir) if spec.gguf \
             else spec.model_id
-        with transformers_quiet():
+        with quiet_retries(), transformers_quiet():
             tokenizer = AutoTokenizer.from_pretrained(source)
     except (OSError, ValueError) as exc:
         if not needed:
@@ -325,7 +326,7 @@ def _window(tokenizer) -> int:
     from transformers import AutoConfig
 
     try:
-        with transformers_quiet():
+        with quiet_retries(), transformers_quiet():
             config = AutoConfig.from_pretrained(tokenizer.name_or_path)
     except (OSError, ValueError):
         return UNKNOWN_WINDOW

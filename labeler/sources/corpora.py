@@ -19,17 +19,19 @@ to pass a file instead.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Iterator
 
 from labeler import settings
-from labeler.sources.corpus import Corpus, in_batches
+from labeler.sources.corpus import COMPRESSED, Corpus, in_batches
 from labeler.sources.hub_files import (
     HUB_FILES,
+    KILT_SOURCE_GIB,
     KILT_SOURCE_PAGES,
     KILT_SOURCE_REPO,
     KILT_SOURCE_URL,
 )
-from labeler.sources.hubload import download, fetch_url
+from labeler.sources.hubload import download, download_path, fetch_url, listed_bytes
 
 #: The text's own licences: Wikipedia's text is CC BY-SA 3.0 (DPR's psgs_w100 and KILT's
 #: knowledge source are cuts of Wikipedia dumps); MS MARCO's terms allow non-commercial
@@ -63,13 +65,18 @@ def _tevatron_corpus(name: str) -> Corpus:
         for path in paths:
             yield from tevatron_batches(row for _, row in read_jsonl(path, skip_blank=True))
 
-    return _corpus(name, spec.revision, batches, spec.rows)
+    def size() -> int | None:  # gzip'd JSON lines
+        listed = listed_bytes(spec)
+        return None if listed is None else COMPRESSED * listed
+
+    return _corpus(name, spec.revision, batches, spec.rows, size)
 
 
 def load_kilt_wikipedia() -> Corpus:
     """The KILT knowledge source, one passage per paragraph, pids `<wikipedia_id>_<i>`."""
     return _corpus("kilt-wikipedia", kilt_revision(),
-                   lambda: kilt_paragraph_batches(kilt_pages("kilt-wikipedia")), None)
+                   lambda: kilt_paragraph_batches(kilt_pages("kilt-wikipedia")), None,
+                   kilt_source_bytes)
 
 
 def kilt_pages(corpus: str) -> Iterator[dict]:
@@ -100,6 +107,21 @@ def kilt_source() -> str:
     return settings.kilt_source(KILT_SOURCE_URL)
 
 
+def kilt_source_bytes() -> int | None:
+    """About the bytes a corpus cut from KILT's pages takes stored, with room to spare: its
+    source's (the cut keeps the pages' text, not their anchors and Wikidata fields), read from
+    a local copy or the one downloaded, else KILT's declared size for its own URL; None for
+    another URL not downloaded yet, or offline (the download says why)."""
+    source = kilt_source()
+    if not source.startswith(("http://", "https://")):
+        return os.path.getsize(source) if os.path.isfile(source) else None
+    if download_path(source).exists():
+        return download_path(source).stat().st_size
+    if source != KILT_SOURCE_URL or settings.offline():
+        return None
+    return round(KILT_SOURCE_GIB * 2**30)
+
+
 def tevatron_batches(rows: Iterable[dict]) -> Batches:
     """Tevatron corpus rows `{docid, title, text}` -> passage column batches, pid = docid."""
     return in_batches((str(row["docid"]), row.get("title") or "", row["text"]) for row in rows)
@@ -116,9 +138,10 @@ def kilt_paragraph_batches(pages: Iterable[dict]) -> Batches:
                                                     else page["text"]))
 
 
-def _corpus(name: str, revision: str, batches: Callable[[], Batches], total: int | None
-            ) -> Corpus:
+def _corpus(name: str, revision: str, batches: Callable[[], Batches], total: int | None,
+            size: Callable[[], int | None]) -> Corpus:
     """The named corpus at `revision`, stored once from its passage batches (an on-disk table
-    memory-mapped on later runs)."""
+    memory-mapped on later runs) where the cache's disk has about `size()` bytes free."""
     return Corpus.stored(f"{name}@{revision}", batches, name=name, revision=revision,
-                         license=LICENSE[name], what=f"corpus '{name}'", total=total)
+                         license=LICENSE[name], what=f"corpus '{name}'", total=total,
+                         size=size)

@@ -52,7 +52,7 @@ from labeler.sources.corpus_store import (
 )
 from labeler.sources.passage import Passage
 
-__all__ = ["SPAN_COLUMNS", "Corpus", "NotStored", "corpus_folder", "in_batches", "storing",
+__all__ = ["COMPRESSED", "SPAN_COLUMNS", "Corpus", "NotStored", "corpus_folder", "in_batches", "storing",
            "without_storing"]
 
 #: the columns every corpus has, in order
@@ -66,6 +66,9 @@ _META = "corpus.json"
 #: the files' last verified state (labeler.checksums), and the files a stored corpus holds
 _SEEN = "corpus.seen.json"
 _FILES = ("passages.arrow", "pid.u64", "pid-rows.i64", "text.u64", "text-rows.i64")
+#: about how many times its compressed source's bytes a corpus takes stored (gzip'd JSON lines,
+#: parquet), assumed: compression keeps English text at about a third of its size
+COMPRESSED = 3
 #: rows hashed and written per step while a corpus is stored: a batch's Python strings (up to
 #: ~3 KB a 100-word passage) are what a store holds in memory
 BATCH = 8_192
@@ -120,23 +123,24 @@ class Corpus:
                name: str | None = None, revision: str | None = None, license: str = "unknown",
                what: str = "corpus", total: int | None = None, cache_dir=None,
                duplicate: Callable[[int, str], Exception] | None = None,
-               size: int | None = None) -> Corpus:
+               size: Callable[[], int | None] | None = None) -> Corpus:
         """The corpus stored under `key`: read memory-mapped when the cache has it, else
         written first from `batches()` (column batches, in order) — once, under a lock that a
         concurrent run waits on. `what` names the corpus in progress lines and errors; a pid
         that occurs twice fails the write with `duplicate(row, pid)` (row: its second
         occurrence), by default an InputError naming it; `total`, the passages expected where
-        known (None: not known), sizes the progress bar; `size`, the bytes of its source file
-        where it has one, is about what the stored table takes: the disk is checked for that
-        room before the write starts."""
+        known (None: not known), sizes the progress bar; `size()` says about the bytes the stored
+        table takes (None: not known), asked only when the corpus is to be stored: the disk is
+        checked for that room before the source is read or downloaded."""
         folder = corpus_folder(key, cache_dir)
         corpus = cls._read(folder, what)
         if corpus is None and not storing():
             raise NotStored(what)
         if corpus is None:
             folder.parent.mkdir(parents=True, exist_ok=True)
-            if size is not None:
-                check_free(folder.parent, size, f"storing {what}")
+            needed = size() if size is not None else None
+            if needed is not None:
+                check_free(folder.parent, needed, f"storing {what}")
             with locked(folder.with_name(folder.name + ".lock")):
                 corpus = cls._read(folder) or cls._write(folder, batches, what, total, duplicate)
         corpus.name, corpus.revision, corpus.license = name, revision, license

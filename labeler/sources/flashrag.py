@@ -14,7 +14,7 @@ from pathlib import Path
 from labeler.errors import InputError
 from labeler.lines import read_jsonl
 from labeler.paths import file_sha256
-from labeler.sources.corpus import Corpus, in_batches
+from labeler.sources.corpus import COMPRESSED, Corpus, in_batches
 from labeler.sources.hub_files import HUB_FILES
 from labeler.sources.hubload import load_hub, read_from
 from labeler.sources.kilt import LICENSE as KILT_LICENSE
@@ -124,7 +124,8 @@ def read_corpus(path: str | Path) -> Corpus:
 
     key = f"flashrag-file:{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
     return Corpus.stored(key, lambda: in_batches(rows()), what=f"corpus {path.name}",
-                         duplicate=duplicate, size=stat.st_size)
+                         duplicate=duplicate,
+                         size=lambda: stat.st_size * (COMPRESSED if path.suffix == ".gz" else 1))
 
 
 def split_contents(contents: str) -> tuple[str, str]:

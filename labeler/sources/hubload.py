@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from labeler.errors import HubError
-from labeler.network import FIRST_USE, hub_error, quiet_retries
+from labeler.network import FIRST_USE, hub_error, hub_errors, quiet_retries
 from labeler.sources.hub_files import HubFiles
 from labeler.sources.types import Source
 
@@ -51,6 +53,30 @@ def download(spec: HubFiles, *, what: str = "dataset", hint: str = "") -> tuple[
     return paths, _commit(spec, paths[0])
 
 
+def listed_bytes(spec: HubFiles) -> int | None:
+    """The bytes of `spec`'s files before they are downloaded: the local Hub cache's copies
+    where it holds them, else the Hub's listing (one request); None where neither can say
+    (offline, unreachable: the download that follows says why)."""
+    from huggingface_hub import HfApi, try_to_load_from_cache
+
+    from labeler import settings
+
+    cached = [try_to_load_from_cache(spec.repo, name, revision=spec.revision,
+                                     repo_type="dataset") for name in spec.files]
+    if all(isinstance(path, str) for path in cached):
+        return sum(os.path.getsize(path) for path in cached)
+    if settings.offline():
+        return None
+    try:
+        with hub_errors(spec.repo):
+            listed = HfApi().get_paths_info(spec.repo, list(spec.files), revision=spec.revision,
+                                            repo_type="dataset")
+    except HubError:
+        return None
+    sizes = [getattr(entry, "size", None) for entry in listed]
+    return sum(sizes) if len(sizes) == len(spec.files) and None not in sizes else None
+
+
 @contextmanager
 def _mapped(spec: HubFiles, what: str, hint: str) -> Iterator[None]:
     """Within: a Hub or network failure reading `spec` is one HubError line
@@ -75,15 +101,12 @@ def fetch_url(url: str, *, what: str, repo: str, hint: str = "") -> str:
     """A file outside the Hub (a dataset's canonical download URL), downloaded once into the
     labeler cache and read from there after; a cut download resumes where it stopped (an HTTP
     range). HubError when it is not cached and cannot be had."""
-    import hashlib
-
     import httpx
 
     from labeler import settings
     from labeler.progress import progress_bar
 
-    path = settings.cache_dir() / "downloads" / (
-        f"{hashlib.sha256(url.encode()).hexdigest()[:16]}-{url.rsplit('/', 1)[-1]}")
+    path = download_path(url)
     if path.exists():
         return str(path)
     advice = f"{FIRST_USE}; {hint}" if hint else FIRST_USE
@@ -113,6 +136,16 @@ def fetch_url(url: str, *, what: str, repo: str, hint: str = "") -> str:
         raise HubError(error.message, repo, hint=f"{error.hint}; {advice}") from exc
     partial.replace(path)
     return str(path)
+
+
+def download_path(url: str) -> Path:
+    """Where `fetch_url` keeps its copy of `url` in the labeler cache."""
+    import hashlib
+
+    from labeler import settings
+
+    return settings.cache_dir() / "downloads" / (
+        f"{hashlib.sha256(url.encode()).hexdigest()[:16]}-{url.rsplit('/', 1)[-1]}")
 
 
 def _script(spec: HubFiles) -> str | None:

@@ -73,7 +73,13 @@ def cut(pages: Iterable[dict]) -> Iterator[Batch]:
 def load_kilt_w100() -> Corpus:
     """The corpus, cut from the KILT pages on first use; its revision names KILT's file and
     the cut."""
-    from labeler.sources.corpora import LICENSE, kilt_pages, kilt_revision, kilt_source
+    from labeler.sources.corpora import (
+        LICENSE,
+        kilt_pages,
+        kilt_revision,
+        kilt_source,
+        kilt_source_bytes,
+    )
 
     revision = f"{kilt_revision()}:cut{CUT}"
     key = f"{NAME}@{kilt_source()}:cut{CUT}"
@@ -81,7 +87,8 @@ def load_kilt_w100() -> Corpus:
     if first_use and storing() and not settings.offline():  # a dry run downloads nothing
         _first_use_notice(kilt_source())  # offline, the download's error says enough
     return Corpus.stored(key, lambda: cut(kilt_pages(NAME)), name=NAME, revision=revision,
-                         license=LICENSE[NAME], what=f"corpus '{NAME}'")
+                         license=LICENSE[NAME], what=f"corpus '{NAME}'",
+                         size=kilt_source_bytes)
 
 
 def _first_use_notice(source: str) -> None:

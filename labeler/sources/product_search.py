@@ -31,7 +31,7 @@ import pyarrow as pa
 
 from labeler import settings
 from labeler.errors import InputError
-from labeler.sources.corpus import Corpus
+from labeler.sources.corpus import COMPRESSED, Corpus
 from labeler.sources.hubload import fetch_url
 from labeler.sources.sampling import drawn
 from labeler.sources.search_experiments import DECISION_BM25
@@ -185,7 +185,7 @@ def _products(path: str) -> Corpus:
 
     return Corpus.stored(f"wands-products:{_download_key(path)}", batches, name="wands-products",
                          revision=WANDS_COMMIT, license="mit", what="WANDS products",
-                         total=len(table), size=os.path.getsize(path))
+                         total=len(table), size=lambda: os.path.getsize(path))
 
 
 def _parquet(path: str, columns: tuple[str, ...]) -> str:
@@ -223,4 +223,4 @@ def _esci_products(path: str) -> Corpus:
     return Corpus.stored(f"esci-products:{_download_key(path)}", batches,
                          name="esci-products", revision=ESCI_COMMIT, license="apache-2.0",
                          what="ESCI products", total=parquet.metadata.num_rows,
-                         size=3 * os.path.getsize(path))  # parquet: about 3x compressed
+                         size=lambda: COMPRESSED * os.path.getsize(path))

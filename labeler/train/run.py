@@ -18,6 +18,7 @@ from trl import DPOConfig
 from labeler.errors import ModelLoadError, first_line
 from labeler.llm.gguf import gguf_snapshot
 from labeler.llm.models import ModelSpec, model_revision
+from labeler.network import quiet_retries
 from labeler.progress import progress_bar, transformers_quiet
 from labeler.train.config import TrainConfig
 
@@ -77,7 +78,7 @@ def _load(spec: ModelSpec, cache_dir: str | Path | None):
     try:
         if spec.gguf:
             source = gguf_snapshot(spec, model_revision(spec), cache_dir)
-        with transformers_quiet():
+        with quiet_retries(), transformers_quiet():
             tokenizer = AutoTokenizer.from_pretrained(source)
             model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32)
     except (OSError, ValueError, KeyError, RuntimeError, ImportError) as exc:

@@ -2,13 +2,12 @@
 console script): one `error:` line each, exit 1, nothing left behind, and never a silently
 wrong number.
 
-Full and read-only disks are real: a tmpfs mounted for the test (root only; skipped elsewhere).
+Full and read-only disks are real: a tmpfs mounted for the test (`disk`, tests/conftest.py).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import sqlite3
@@ -29,36 +28,8 @@ DATASET = FIXTURES / "flashrag_nq_test.jsonl"  # 17 NQ questions, FlashRAG layou
 CORPUS = FIXTURES / "flashrag_corpus.jsonl"  # 40 DPR-wiki passages, FlashRAG layout
 # MiniLM top-3 over nq-sample (tests/workflows/test_build.py)
 RUN = FIXTURES / "nq_sample_minilm_top3.trec"
-PAGE = 4096  # a tmpfs page: the unit its size is counted in
 FULL = "No space left on device (free some space or write somewhere else, then run the same " \
        "command again)"
-
-
-@pytest.fixture
-def disk(tmp_path):
-    """make(pages, free=pages, read_only=False) -> the folder of a fresh tmpfs of `pages` 4 KiB
-    pages with only `free` of them left (a filler file takes the others); unmounted after."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    mounted: list[Path] = []
-
-    def make(pages: int, *, free: int | None = None, read_only: bool = False) -> Path:
-        where = tmp_path / f"disk{len(mounted)}"
-        where.mkdir()
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={pages * PAGE}", "tmpfs",
-                               str(where)], check=False, capture_output=True, text=True)
-        if done.returncode:
-            pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-        mounted.append(where)
-        if free is not None:
-            (where / "filler").write_bytes(bytes((pages - free) * PAGE))
-        if read_only:
-            subprocess.run(["mount", "-o", "remount,ro", str(where)], check=True)
-        return where
-
-    yield make
-    for where in reversed(mounted):
-        subprocess.run(["umount", str(where)], check=True)
 
 
 def _two_queries(tmp_path: Path) -> Path:

@@ -19,7 +19,7 @@ from huggingface_hub import HfApi, hf_hub_download
 
 from labeler.cli import main
 from labeler.errors import HubError
-from labeler.network import hub_errors
+from labeler.network import hub_errors, quiet_retries
 
 ROOT = Path(__file__).parents[2]
 #: the commands of README.md and docs/ that read or write the Hub (or GitHub's raw files), as
@@ -44,10 +44,6 @@ COMMANDS = [
 #: dry runs that plan from names alone, reading the Hub cache only to say what is missing
 #: offline: with a Hub that cannot be reached they succeed
 PLANS_ONLY = {"labeler reproduce seer-paper --dry-run"}
-#: commands that read the Hub as another of COMMANDS does, not run again with no route to it
-#: (huggingface_hub's own retries of a refused download take 15 s)
-SAME_PATH = {"labeler reproduce utility-paper --dataset nq --llm qwen3-8b --limit 500":
-             "downloads KILT NQ as `labeler build --dataset nq` does"}
 
 
 def _closed_port() -> str:
@@ -93,8 +89,6 @@ def test_each_command_is_in_the_readme_or_docs():
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c.removeprefix("labeler "))
 def test_a_hub_command_with_the_network_cut_says_one_line(command, cut, write, tmp_path,
                                                           monkeypatch, capsys):
-    if cut == "no route" and command in SAME_PATH:
-        pytest.skip(SAME_PATH[command])
     monkeypatch.chdir(tmp_path)
     write()  # out/utility/nq-sample/smollm2-135m/v1, for the push
     (tmp_path / "evidence.jsonl").write_text('{"qid": "q1", "evidence": "e"}\n')
@@ -183,19 +177,38 @@ def test_a_gated_repo_is_named(hub):
 
 
 @pytest.mark.parametrize("load", ["hf model", "alignscore checkpoint"])
-def test_a_model_download_with_no_route_logs_no_retries(load, monkeypatch, caplog):
-    import huggingface_hub.utils._http
-
+def test_a_model_download_with_no_route_fails_at_once_and_logs_no_retries(load, monkeypatch,
+                                                                         caplog):
     from labeler.errors import ModelLoadError
     from labeler.llm.hf import HFBackend
     from labeler.llm.models import resolve_model
     from labeler.metrics.seer.alignscore import _checkpoint_file
 
     _cut(f"http://{_closed_port()}", monkeypatch)
-    monkeypatch.setattr(huggingface_hub.utils._http.time, "sleep", lambda seconds: None)
+    waits = _waits(monkeypatch)
     with pytest.raises(ModelLoadError, match="the Hub cannot be reached"):
         if load == "hf model":
             HFBackend(resolve_model("labeler-tests/no-such-model"))
         else:
             _checkpoint_file("labeler-tests/no-such/model.ckpt")
     assert not [r for r in caplog.records if r.name.startswith("huggingface_hub")], caplog.text
+    # a refused connection is final: no retry (huggingface_hub's waited 1+2+4+8+8 s a file)
+    assert waits == []
+
+
+def test_a_refused_answer_is_still_retried(hub, monkeypatch):
+    hub.seed("lab/x", {"a.jsonl": b"{}\n"}, sha="c" * 40)
+    hub.inject(at=1, kind="503", times=2)  # the first request and the first retry
+    waits = _waits(monkeypatch)
+    with quiet_retries():  # what labeler's Hub reads run in
+        path = hf_hub_download("lab/x", "a.jsonl", repo_type="dataset", revision="c" * 40)
+    assert (Path(path).read_bytes(), waits) == (b"{}\n", [1])
+
+
+def _waits(monkeypatch) -> list[float]:
+    """The seconds huggingface_hub waits between its retries from now, recorded, not slept."""
+    import huggingface_hub.utils._http
+
+    waits: list[float] = []
+    monkeypatch.setattr(huggingface_hub.utils._http.time, "sleep", waits.append)
+    return waits

@@ -1,0 +1,60 @@
+"""A named corpus's first use checks the cache's disk for room before it downloads or stores
+anything (issue 49): one line naming the folder, what is needed and what is free; exit 1;
+nothing downloaded, nothing half-written. The disk is a real tmpfs (`disk`, tests/conftest.py),
+the corpora the real sources: the tests' Hub mirror and a local copy of KILT's pages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from support.console import run_main
+from support.hub_mirror import CONTENT, FIXTURES, seed_mirror
+
+from labeler.sources.corpus import COMPRESSED
+from labeler.sources.hub_files import HUB_FILES
+
+DATASET = FIXTURES / "flashrag_nq_test.jsonl"  # 17 NQ questions, FlashRAG layout
+KILT_PAGES = FIXTURES / "hub_mirror" / "kilt_knowledgesource.jsonl"
+ROOM = "(free some space, or point --cache-dir (or $LABELER_CACHE_DIR) at a disk with room, " \
+       "then run the same command again)"
+
+
+def _retrieve(monkeypatch, capsys, tmp_path: Path, corpus: str, cache: Path):
+    return run_main(monkeypatch, capsys, "retrieve", "--dataset", f"jsonl:{DATASET}",
+                    "--corpus", corpus, "--encoder", "bm25", "--k", 3,
+                    "--out", tmp_path / "run.trec", "--cache-dir", cache)
+
+
+def _kib(count: int) -> str:
+    return f"{count / 1024:.1f} KiB"
+
+
+def test_a_hub_corpus_is_sized_from_the_hub_listing_before_its_download(
+        hub, disk, tmp_path, monkeypatch, capsys):
+    seed_mirror(hub)
+    cache = disk(16, free=1) / "cache"  # 4 KiB free
+    needed = COMPRESSED * len(CONTENT["wiki-dpr"]())  # the served file, gzip'd JSON lines
+
+    code, _, err = _retrieve(monkeypatch, capsys, tmp_path, "wiki-dpr", cache)
+
+    assert (code, err) == (1, (f"error: cannot write {cache / 'corpora'}: storing corpus "
+                               f"'wiki-dpr' needs about {_kib(needed)} and the disk has 4.0 KiB "
+                               f"free {ROOM}\n"))
+    assert not [line for line in hub.log if HUB_FILES["wiki-dpr"].files[0] in line
+                and line.startswith("GET")]  # asked its size, never downloaded it
+    assert list((cache / "corpora").iterdir()) == []
+
+
+@pytest.mark.parametrize("corpus", ["kilt-w100", "kilt-wikipedia"])
+def test_a_corpus_cut_from_kilts_pages_is_sized_from_its_source(corpus, disk, tmp_path,
+                                                                monkeypatch, capsys):
+    monkeypatch.setenv("LABELER_KILT_SOURCE", str(KILT_PAGES))  # a local copy
+    cache = disk(16, free=0) / "cache"
+
+    code, _, err = _retrieve(monkeypatch, capsys, tmp_path, corpus, cache)
+
+    assert (code, err) == (1, (f"error: cannot write {cache / 'corpora'}: storing corpus "
+                               f"'{corpus}' needs about {_kib(KILT_PAGES.stat().st_size)} and "
+                               f"the disk has 0 B free {ROOM}\n"))
+    assert list((cache / "corpora").iterdir()) == []
