@@ -58,6 +58,18 @@ class InputError(LabelerError):
 
 
 @dataclass
+class PromptRefusedError(InputError):
+    """A prompt the model's server refused as too long for its window (where no tokenizer
+    here counts it first): that request's failure, raised once the call's other requests are
+    answered. A build leaves the query out and records why (`labeler.workflows.labelling`);
+    a rerun asks the prompt again (it is no answer, and is not cached)."""
+
+    field_name: str | None = "prompt"
+    hint: str = ("shorten the prompts (fewer or shorter passages) or serve a model with a "
+                 "longer window")
+
+
+@dataclass
 class PromptTooLongError(InputError):
     """A prompt that, with the tokens its answer needs, does not fit the model's context window.
 

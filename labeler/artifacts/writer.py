@@ -60,6 +60,8 @@ from labeler.schemas import check
 _DUMPS = partial(json.dumps, ensure_ascii=False, allow_nan=False)
 #: the folder inside a partial version holding the labelled shards of a settling task
 _LABELLED = ".labelled"
+#: the folder inside a partial version holding each shard's queries left out (`leave_out`)
+_LEFT_OUT = ".left-out"
 
 
 class VersionWriter:
@@ -125,6 +127,16 @@ class VersionWriter:
             for _, record in read_jsonl(self.staging / _LABELLED / f"{i:05d}.jsonl"):
                 yield record
 
+    def leave_out(self, index: int, unanswered: list[dict]) -> None:
+        """Record shard `index`'s queries left out ({qid, reason} each), before the shard
+        itself is written or staged (so a resumed build that finds the shard finds them)."""
+        self._write(self.staging / _LEFT_OUT / f"{index:05d}.jsonl", unanswered, None)
+
+    def left_out(self) -> list[dict]:
+        """Every shard's queries left out, in shard order."""
+        return [record for path in sorted((self.staging / _LEFT_OUT).glob("*.jsonl"))
+                for _, record in read_jsonl(path)]
+
     def write_shard(self, index: int, tables: Iterable[dict] | Mapping[str, Iterable[dict]]
                     ) -> int:
         """Check every record against its table's schema and write the shard's files; the count
@@ -188,6 +200,7 @@ class VersionWriter:
         for name, content in attached.items():
             _write_file(self.staging / name, content)
         shutil.rmtree(self.staging / _LABELLED, ignore_errors=True)
+        shutil.rmtree(self.staging / _LEFT_OUT, ignore_errors=True)
         listed = [*sorted(p for p in self.staging.iterdir() if table_of(p.name)),
                   *(self.staging / name for name in attached)]
         final = build_manifest({**manifest, "counts": {**manifest.get("counts", {}), **counts}},

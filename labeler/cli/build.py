@@ -85,8 +85,12 @@ def build(llms, executor, ray_address, workers, artifact, out, version, shard_si
         table.add_column(b.llm, justify="right")
     for key, label, kind in task.rows:
         table.add_row(label, *(_show(b.stats.get(key), kind) for b in built))
+    if any(b.unanswered for b in built):
+        table.add_row("queries left out (a prompt refused as too long)",
+                      *(f"{b.unanswered:,}" for b in built))
     emit({"artifact": artifact, "dataset": config.dataset, "pool": config.pool, "k": config.k,
-          "versions": [{"llm": b.llm, "path": b.path, "stats": b.stats} for b in built]},
+          "versions": [{"llm": b.llm, "path": b.path, "stats": b.stats,
+                        "unanswered": b.unanswered} for b in built]},
          [table], [f"{b.llm}: {b.path}" for b in built], as_json=as_json)
 
 

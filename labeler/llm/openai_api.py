@@ -5,8 +5,9 @@
 `--served-model` as the server does (default: the first of labeler's names the server
 lists). Its tokenizer, where it loads here, renders and counts the prompts, so every prompt is
 checked against the served window before any request; where none loads (a hosted model) the
-chat's messages key the cache and the server checks lengths (a prompt it refuses as too long
-fails as one line). The start-up probe (`labeler.llm.capabilities`) turns a wrong key or URL
+chat's messages key the cache and the server checks lengths: a prompt it refuses as too long
+fails that request alone (`PromptRefusedError`, raised once the call's other requests are
+answered), and is not sent again by this process. The start-up probe (`labeler.llm.capabilities`) turns a wrong key or URL
 into one line and learns which ways the server offers; the key comes from OPENAI_API_KEY and
 goes only into the Authorization header.
 
@@ -31,7 +32,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from labeler import settings
-from labeler.errors import InputError, ModelLoadError
+from labeler.errors import InputError, ModelLoadError, PromptRefusedError
 from labeler.llm.base import (
     Backend,
     Chat,
@@ -114,6 +115,7 @@ class OpenAIBackend(PromptLogprobScoring, Backend):
         self.batch_size = batch_size or self.server.concurrency
         self.structured_output = self.version is not None  # vLLM's structured_outputs
         self.used: set[str] = set()  # the ways this process served operations by
+        self.refused: dict[str, str] = {}  # request body's hash -> the server's "too long"
 
     def key(self) -> dict:
         """What names the served model; where the server reports no version (a hosted API,
@@ -269,25 +271,31 @@ class OpenAIBackend(PromptLogprobScoring, Backend):
     def _answers(self, path: str, bodies: list[dict], operation: str
                  ) -> Iterator[tuple[int, dict]]:
         """(index, answer) of each body as it arrives, many in flight, with a progress line
-        and a closing line of requests/s and tokens/s."""
+        and a closing line of requests/s and tokens/s. Bodies the server refused as too long
+        (this call or before: `refused`) are raised as one `PromptRefusedError` at the end."""
         tokens, start = 0, time.perf_counter()
-        with progress_bar(f"{operation} {self.alias} (served)", len(bodies)) as advance:
+        keys = [hashlib.sha256(json.dumps(b, sort_keys=True).encode()).hexdigest()
+                for b in bodies]
+        asked = [i for i, key in enumerate(keys) if key not in self.refused]
+        with progress_bar(f"{operation} {self.alias} (served)", len(asked)) as advance:
             try:
-                for i, answer in self.server.post_all(path, bodies, operation):
+                for j, answer in self.server.post_all(path, [bodies[i] for i in asked],
+                                                      operation):
                     tokens += (answer.get("usage") or {}).get("total_tokens", 0)
                     advance(1)
-                    yield i, answer
+                    yield asked[j], answer
             except Refusal as refused:
-                if _too_long(refused):
-                    raise InputError(f"{refused.url} refused a prompt as too long for the "
-                                     f"model: {refused.message}", field_name="prompt",
-                                     hint="shorten the prompts (fewer or shorter passages) "
-                                          "or serve a model with a longer window") from None
-                raise
+                if not refused.too_long:
+                    raise
+                self.refused.update({keys[asked[j]]: refused.message for j in refused.indices})
         seconds = max(time.perf_counter() - start, 1e-9)
-        if bodies:
-            info(f"{operation} {self.alias}: {len(bodies)} requests, "
-                 f"{len(bodies) / seconds:.1f} requests/s, {tokens / seconds:.0f} tokens/s")
+        if asked:
+            info(f"{operation} {self.alias}: {len(asked)} requests, "
+                 f"{len(asked) / seconds:.1f} requests/s, {tokens / seconds:.0f} tokens/s")
+        if failed := [key for key in keys if key in self.refused]:
+            raise PromptRefusedError(
+                f"{self.server.base_url}{path} refused {len(failed)} of {len(bodies)} "
+                f"{operation} prompts as too long for the model: {self.refused[failed[0]]}")
 
 
 def _tokenizer(spec: ModelSpec, cache_dir: str | Path | None, *, needed: bool):
@@ -370,13 +378,6 @@ def _unusable(logprobs: list) -> str | None:
                 or not math.isfinite(value) or value > LOGPROB_SLACK:
             return f"a log-probability of {value!r}"
     return None
-
-
-def _too_long(refused: Refusal) -> bool:
-    """Whether a refusal says the prompt does not fit the model's context window."""
-    said = refused.message.lower()
-    return refused.status in (400, 413, 422) and ("context" in said or "too long" in said
-                                                  or "maximum" in said and "token" in said)
 
 
 def _text(choice: dict) -> str:

@@ -5,7 +5,10 @@ every body at once, at most `concurrency` in flight, and yields each answer as i
 A 429, a 5xx, a timeout or a refused connection (a server restarting) is retried with
 exponential backoff, waiting what the server's `Retry-After` says where it says it; so is a
 200 whose body is no usable answer (malformed, truncated or empty JSON, an error object, no
-`choices` or fewer than the `n` asked). Any other refusal, or the last try's failure, is one
+`choices` or fewer than the `n` asked), and a reply over `MAX_REPLY` bytes or not whole within
+`DEADLINE` seconds (the per-read `TIMEOUT` alone lets a reply trickle for ever). A prompt the
+server refuses as too long for the model fails that request alone (`Refusal.too_long`): the
+others are answered, then it is raised. Any other refusal, or the last try's failure, is one
 error line naming the server and the request. Requests go out no faster than `Limits` allow,
 and each answer's `usage` is added up (`Usage`). The API key travels only in the
 Authorization header: no message here holds it.
@@ -13,12 +16,13 @@ Authorization header: no message here holds it.
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, as_completed, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from labeler import settings
 from labeler.errors import LabelerError, ModelLoadError
@@ -35,6 +39,11 @@ ATTEMPTS = 10
 MAX_WAIT = 60.0
 #: what reaches no answer in this many seconds is retried (a long generation on a busy server)
 TIMEOUT = 600.0
+#: a reply not whole this many seconds after it was sent is retried (checked at each chunk)
+DEADLINE = 2 * TIMEOUT
+#: the most bytes of a reply read (a prompt's log-probabilities over a 128k-token window are
+#: about 20 MB); a bigger one is retried
+MAX_REPLY = 64 * 2**20
 #: what a refusal of the start-up probe means
 REFUSED = {401: "the server refused the API key (401 Unauthorized)",
            403: "the API key may not use this server (403 Forbidden)"}
@@ -61,6 +70,18 @@ class Refusal(ServerError):
 
     status: int = 0
     message: str = ""
+    indices: tuple[int, ...] = ()  # post_all: every request of the call refused as too long
+
+    @property
+    def too_long(self) -> bool:
+        """Whether the server says the prompt does not fit the model's context window."""
+        said = self.message.lower()
+        return self.status in (400, 413, 422) and (
+            "context" in said or "too long" in said or "maximum" in said and "token" in said)
+
+
+class _Cut(Exception):
+    """A reply over `Server.max_reply` bytes or past `Server.deadline`: retried."""
 
 
 class Server:
@@ -78,6 +99,7 @@ class Server:
             max_connections=concurrency, max_keepalive_connections=concurrency))
         self.pool = ThreadPoolExecutor(concurrency, thread_name_prefix="labeler-openai")
         self.sent = 0  # requests answered, this process
+        self.max_reply, self.deadline = MAX_REPLY, DEADLINE
         self._lock = threading.Lock()
 
     def models(self, model: str) -> list[dict] | str:
@@ -94,7 +116,7 @@ class Server:
             raise ModelLoadError(model, f"{self.base_url}: {REFUSED[response.status_code]}",
                                  hint="set OPENAI_API_KEY to the server's key")
         if response.status_code != 200:
-            said = self.blanked(_message(response))
+            said = self.blanked(_message(response.content, response.reason_phrase))
             return f"GET /models answered {response.status_code}: {said}"
         try:
             listed = response.json().get("data")
@@ -131,9 +153,11 @@ class Server:
     def post_all(self, path: str, bodies: list[dict], what: str = "request"
                  ) -> Iterator[tuple[int, dict]]:
         """(index, answer) for each body POSTed to `path`, as each arrives; at most
-        `concurrency` in flight. A failure stops the rest and is raised, naming the request
-        as `what` and its number, once the answers already in flight are yielded (`_kept`)."""
-        pending, started = {}, iter(enumerate(bodies))
+        `concurrency` in flight. A prompt refused as too long is raised once every other body
+        is answered, as a `Refusal` listing every such body (`indices`); any other failure
+        stops the rest and is raised, naming the request as `what` and its number, once the
+        answers already in flight are yielded (`_kept`)."""
+        pending, started, too_long = {}, iter(enumerate(bodies)), []
         try:
             while True:
                 for i, body in started:
@@ -142,17 +166,22 @@ class Server:
                     if len(pending) >= self.concurrency:
                         break
                 if not pending:
-                    return
+                    break
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
                 failed = [future for future in done if future.exception() is not None]
                 for future in done - set(failed):
                     yield pending.pop(future), future.result()
-                if failed:
+                too_long += [(pending.pop(f), f.exception()) for f in failed
+                             if getattr(f.exception(), "too_long", False)]
+                if failed := [f for f in failed if f in pending]:
                     yield from self._kept(pending)
                     raise failed[0].exception()
         finally:
             for future in pending:
                 future.cancel()
+        if too_long:
+            too_long.sort(key=lambda pair: pair[0])
+            raise replace(too_long[0][1], indices=tuple(i for i, _ in too_long))
 
     @staticmethod
     def _kept(pending: dict) -> Iterator[tuple[int, dict]]:
@@ -174,13 +203,15 @@ class Server:
             wait_for = None
             self.limits.wait()
             try:
-                response = self.client.post(url, json=body)
+                response, data = self._read(url, body)
             except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError,
                     httpx.DecodingError) as error:  # DecodingError: a body not as encoded
                 reason = _said(error)
+            except _Cut as cut:
+                reason = str(cut)
             else:
                 if response.status_code == 200:
-                    answer, reason = _answer(response, body.get("n", 1))
+                    answer, reason = _answer(data, body.get("n", 1))
                     reason = self.blanked(reason)
                     if answer is not None:
                         with self._lock:
@@ -188,7 +219,7 @@ class Server:
                         self.limits.spent(self.usage.add(answer.get("usage")))
                         return answer
                 else:
-                    message = self.blanked(_message(response))
+                    message = self.blanked(_message(data, response.reason_phrase))
                     reason = f"{response.status_code}: {message}"
                     if response.status_code not in RETRIED:
                         raise Refusal(url, f"refused {what} ({reason})",
@@ -206,6 +237,21 @@ class Server:
                           f"(last: {reason})",
                           hint="the build resumes where it stopped: run it again")
 
+    def _read(self, url: str, body: dict) -> tuple[httpx.Response, bytes]:
+        """One POST's response and its whole body; `_Cut` where the body passes `max_reply`
+        bytes (decoded) or is not whole `deadline` seconds after the request went."""
+        ends = time.monotonic() + self.deadline
+        with self.client.stream("POST", url, json=body) as response:
+            chunks, size = [], 0
+            for chunk in response.iter_bytes():
+                size += len(chunk)
+                if size > self.max_reply:
+                    raise _Cut(f"a reply over {self.max_reply:,} bytes")
+                if time.monotonic() > ends:
+                    raise _Cut(f"a reply not whole within {self.deadline:g} s")
+                chunks.append(chunk)
+        return response, b"".join(chunks)
+
     def blanked(self, said: str) -> str:
         """The server's words without the API key (a server may echo it in an error)."""
         return said.replace(self._key, "***") if self._key else said
@@ -215,12 +261,13 @@ class Server:
         self.client.close()
 
 
-def _answer(response: httpx.Response, n: int) -> tuple[dict | None, str]:
-    """A 200's answer, or None and why it is no usable answer (retried as a 5xx is)."""
+def _answer(data: bytes, n: int) -> tuple[dict | None, str]:
+    """A 200's answer from its body, or None and why it is no usable answer (retried as a
+    5xx is)."""
     try:
-        answer = response.json()
+        answer = json.loads(data)
     except ValueError:
-        return None, f"200 with a malformed body ({len(response.content)} bytes)"
+        return None, f"200 with a malformed body ({len(data)} bytes)"
     if not isinstance(answer, dict):
         return None, "200 with a body that is no JSON object"
     if answer.get("error"):
@@ -250,15 +297,16 @@ def _retry_after(response: httpx.Response) -> float | None:
         return None
 
 
-def _message(response: httpx.Response) -> str:
-    """The server's own error message, on one line."""
+def _message(data: bytes, phrase: str) -> str:
+    """The server's own error message in a body `data`, on one line; else the status's
+    `phrase`."""
     try:
-        error = response.json()
+        error = json.loads(data)
         text = error.get("error", error) if isinstance(error, dict) else error
         text = text.get("message", text) if isinstance(text, dict) else text
     except ValueError:
-        text = response.text
-    return " ".join(str(text).split())[:300] or response.reason_phrase
+        text = data.decode("utf-8", "replace")
+    return " ".join(str(text).split())[:300] or phrase
 
 
 def _said(error: Exception) -> str:

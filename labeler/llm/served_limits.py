@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 #: the window a token-rate limit counts over, in seconds
@@ -17,10 +18,13 @@ MINUTE = 60.0
 @dataclass
 class Limits:
     """At most `max_rps` requests a second and `max_tpm` tokens (as answers report them) a
-    minute; None: no limit. `wait` holds a request until it may go."""
+    minute; None: no limit. `wait` holds a request until it may go, by `clock` and `sleep`
+    (a test's own clock in place of the monotonic one)."""
 
     max_rps: float | None = None
     max_tpm: int | None = None
+    clock: Callable[[], float] = field(default=time.monotonic, repr=False)
+    sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
     _next: float = 0.0  # when the next request may go (monotonic seconds)
     _spent: deque = field(default_factory=deque)  # (when, tokens) of the last minute's answers
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -28,18 +32,18 @@ class Limits:
     def wait(self) -> None:
         """Sleep until a request may go without passing either limit."""
         while (pause := self._reserve()) > 0:
-            time.sleep(pause)
+            self.sleep(pause)
 
     def spent(self, tokens: int) -> None:
         """Count an answer's tokens against the token-rate limit."""
         if self.max_tpm:
             with self._lock:
-                self._spent.append((time.monotonic(), tokens))
+                self._spent.append((self.clock(), tokens))
 
     def _reserve(self) -> float:
         """0 (and the request's slot taken) if a request may go now, else seconds to wait."""
         with self._lock:
-            now = time.monotonic()
+            now = self.clock()
             if self.max_tpm:
                 while self._spent and self._spent[0][0] <= now - MINUTE:
                     self._spent.popleft()

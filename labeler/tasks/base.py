@@ -18,9 +18,10 @@ those values in `settle`, which the build calls once every shard is labelled.
 from __future__ import annotations
 
 import copy
+import hashlib
 from abc import abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from itertools import accumulate, pairwise
 from typing import Any, ClassVar, NamedTuple
 
@@ -151,6 +152,17 @@ def make_shards(queries: Sequence[Query], pools: dict[str, list[Candidate]],
     ]
 
 
+def digest(request) -> bytes:
+    """A short digest of a request (a prompt, or a tuple of them): what a plan keeps to tell
+    repeated requests apart, so that a whole dataset's prompts need not be kept."""
+    return hashlib.blake2b(repr(request).encode(), digest_size=16).digest()
+
+
+def requests_of(calls: Iterable[PlannedCall]) -> int:
+    """The requests a served model receives for `calls`, as if none repeated another."""
+    return sum(call.calls if call.requests is None else call.requests for call in calls)
+
+
 class PlannedCall(NamedTuple):
     """One kind of LLM call of a planned build: what is asked, how many calls, passages in
     each prompt (a mean), how the count is known (exact, an upper bound, an estimate), and
@@ -212,6 +224,27 @@ class Task(ArtifactKind):
         """Each kind of LLM call a build of `source` would make (`labeler build --dry-run`),
         given its candidate pools' size (`candidates` over all queries, exact or a bound) and
         each query's human gold passages (`gold`, estimated for a corpus not stored)."""
+
+    def planned_requests(self, source: Source, pools: Mapping[str, list[Candidate]]
+                         ) -> tuple[int, str]:
+        """The requests a served model receives for a build of `source` over `pools` (known
+        before any model runs: the human gold, or a run file's), and how that is known; each
+        request once, as `Calls` and the call cache ask it. Here: `planned_calls`' over the
+        queries `label` asks (`asks`), one whose question and pool repeat another's once."""
+        asked: dict[bytes, Query] = {}
+        for q in source.queries:
+            if self.asks(q, pools.get(q.qid, [])):
+                asked.setdefault(digest((q.question, [c.passage.contents
+                                                      for c in pools.get(q.qid, [])])), q)
+        queries = list(asked.values())
+        calls = self.planned_calls(replace(source, queries=queries),
+                                   sum(len(pools.get(q.qid, [])) for q in queries),
+                                   [len(q.gold) for q in queries])
+        return requests_of(calls), "upper bound: as if no two of a query's requests agreed"
+
+    def asks(self, query: Query, pool: Sequence[Candidate]) -> bool:
+        """Whether `label` asks anything of its LLM for `query` over `pool`."""
+        return True
 
     def templates(self, kind: str = "question") -> dict[str, str]:
         """The prompt templates for queries of `kind`; InputError for a kind it cannot label."""

@@ -201,6 +201,9 @@ class SeerTask(Task):
                 PlannedCall("answer likelihoods (helpfulness)", extractions + queries,
                             0, "upper bound: with each extraction, and without")]
 
+    def asks(self, query: Query, pool: Sequence) -> bool:  # a skipped query asks nothing
+        return _skip_reason(query, pool[:self.config.k]) is None
+
     def manifest(self, kind: str = "question") -> dict:
         """The base's part plus the experts, each by name."""
         return {**super().manifest(kind), "experts": self.scorers.describe()}
@@ -393,8 +396,5 @@ def _per_query(queries: Sequence[Query], values: Sequence, runs: Mapping[str, Se
 
 
 def _skip_reason(q: Query, pool: Sequence) -> str | None:
-    if not q.answers or not any(a.strip() for a in q.answers):
-        return "no gold answer"
-    if not pool:
-        return "no passages"
-    return None
+    answered = any(a.strip() for a in q.answers)  # none, or blank: no gold answer
+    return ("no passages" if not pool else None) if answered else "no gold answer"

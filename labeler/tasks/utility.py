@@ -25,7 +25,7 @@ from labeler.metrics.answers import has_answer
 from labeler.retrieval import Candidate
 from labeler.sources.passage import Passage
 from labeler.sources.types import Query, Source
-from labeler.tasks.base import LLM, PlannedCall, Shard, Task, TaskConfig
+from labeler.tasks.base import LLM, PlannedCall, Shard, Task, TaskConfig, digest
 from labeler.tasks.utility_record import record_of, with_flags
 from labeler.tasks.utility_setting import PROMPT_VERSION, departures
 
@@ -176,6 +176,27 @@ class UtilityTask(Task):
                 PlannedCall("utilitarian-passage answers", queries, per_query, "upper bound"),
                 PlannedCall("human-gold answers", sum(map(bool, gold)),
                             sum(gold) / max(queries, 1), "exact")]
+
+    def planned_requests(self, source: Source, pools: Mapping[str, list[Candidate]]
+                         ) -> tuple[int, str]:
+        """The distinct answers `label` asks (a human-gold prompt may be a one-passage or the
+        all-passage one) and likelihoods. A utilitarian prompt is the closed-book (no
+        utilitarian passage), a one-passage (one) or the all-passage prompt (all) unless
+        2 <= |U| < |pool|: at most one more for a query of three or more candidates."""
+        kind, answers, likelihoods, more = source.kind, set(), set(), 0
+        for q in source.queries:
+            pool = [c.passage for c in pools.get(q.qid, [])]
+            answers.update(map(digest, [
+                closed_book_prompt(q.question, kind), evidence_prompt(q.question, pool, kind),
+                *(passage_prompt(q.question, [p], kind) for p in pool),
+                *([passage_prompt(q.question, q.gold, kind)] if q.gold else [])]))
+            if self.config.with_likelihood:
+                likelihoods.update(digest((passage_prompt(q.question, [p], kind), q.answers[0]))
+                                   for p in pool)
+            more += len(pool) >= 3
+        return len(answers) + len(likelihoods) + more, ("exact" if not more else
+                              f"upper bound: {more:,} utilitarian-passage answers may repeat "
+                              "another prompt")
 
     def label(self, calls: Mapping[str, Calls], shard: Shard) -> list[dict]:
         """Closed-book, one-passage, all-passage, utilitarian and human-gold answers; all but

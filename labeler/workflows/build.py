@@ -49,11 +49,13 @@ from labeler.workflows.steps import (
 
 @dataclass
 class Built:
-    """One written artifact: the LLM's short name, its version folder, its statistics."""
+    """One written artifact: the LLM's short name, its version folder, its statistics, and
+    how many queries it left out (a served model's server refused a prompt as too long)."""
 
     llm: str
     path: Path
     stats: dict
+    unanswered: int = 0
 
 
 def build(
@@ -161,20 +163,26 @@ def _write_version(task: Task, writer: VersionWriter, manifest: dict, job: Job,
     if done:
         info(f"{writer.llm}: resuming {writer.staging.name}, {len(done)} of {len(shards)} "
              f"shards already {'labelled' if task.settles else 'written'}")
-    for shard, records in label_shards(executor, job, [s for s in shards if s.index not in done]):
+    for shard, labelled in label_shards(executor, job, [s for s in shards if s.index not in done]):
+        if labelled.unanswered:
+            writer.leave_out(shard.index, labelled.unanswered)
         if task.settles:
-            writer.stage(shard.index, records)
+            writer.stage(shard.index, labelled.records)
         else:
-            writer.write_shard(shard.index, task.derive(records, {}))
+            writer.write_shard(shard.index, task.derive(labelled.records, {}))
     settled = {}
     if task.settles:  # the tables need what only the whole build decides
         settled = {"settled": task.settle(writer.staged())}
         for index in track(sorted(writer.labelled()), f"{task.name} tables for {writer.llm}"):
             writer.write_shard(index, task.derive(list(writer.staged(index)),
                                                   settled["settled"]))
-    path = writer.finish({**manifest, **settled,
+    if unanswered := writer.left_out():
+        info(f"{writer.llm}: {len(unanswered)} queries left out, the server refusing a prompt "
+             f"of each as too long (the manifest's `unanswered`): {unanswered[0]['reason']}")
+    path = writer.finish({**manifest, **settled, **({"unanswered": unanswered} if unanswered
+                                                    else {}),
                           **served_section(job.llm, job.cache_dir, mark)})
-    return Built(writer.llm, path, read_manifest(path)["stats"])
+    return Built(writer.llm, path, read_manifest(path)["stats"], len(unanswered))
 
 
 def check_build(artifact: str, config: TaskConfig, llms: Sequence[LLMConfig], *,

@@ -4,6 +4,11 @@ worker that labels its shards.
 A job is plain data (task name and config, LLM config, cache folder), so a worker in another
 process or on another machine rebuilds the task and loads the models itself, once.
 
+A prompt a served model's server refuses as too long (`PromptRefusedError`: no tokenizer here
+counted it first) fails its query alone: the shard is labelled again query by query (what was
+answered comes from the call cache, the refused prompt is not sent again) and each query that
+fails is left out of the records, with the server's reason (`Labelled.unanswered`).
+
 Ray Data's vLLM stage (`ray.data.llm.build_llm_processor`) does not fit here: it maps a
 dataset of independent prompts through an engine, one row in and one row out, while a task's
 `label` asks several dependent rounds per shard (utility: closed-book and one-passage
@@ -22,9 +27,11 @@ import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
+from labeler.errors import PromptRefusedError
 from labeler.executors.base import Executor
 from labeler.llm.base import Backend
 from labeler.llm.cache import CachedBackend
+from labeler.llm.calls import Calls
 from labeler.llm.config import LLMConfig
 from labeler.tasks import load_task
 from labeler.tasks.base import NO_LLM, Shard, Task, TaskConfig
@@ -53,9 +60,19 @@ class Job:
             for role, name in task.extra_models().items()}
 
 
+@dataclass(frozen=True)
+class Labelled:
+    """One labelled shard: its index, its records, and the queries left out because the
+    server refused one of their prompts as too long ({qid, reason} each)."""
+
+    index: int
+    records: list[dict]
+    unanswered: list[dict]
+
+
 class Labeller:
     """A job's worker: its task and models, loaded on the first shard and kept; a shard in,
-    (its index, its records) out. Shards labelled at once (`LABELLED_AHEAD`) take turns on
+    a `Labelled` out. Shards labelled at once (`LABELLED_AHEAD`) take turns on
     the engine: a cached model's calls prepare their requests first (`CachedBackend`), an
     uncached model's shard waits for its turn before its first call."""
 
@@ -63,7 +80,7 @@ class Labeller:
         self.job = job
         self._loaded: tuple[Task, Backend, dict[str, Backend]] | None = None
 
-    def __call__(self, shard: Shard) -> tuple[int, list[dict]]:
+    def __call__(self, shard: Shard) -> Labelled:
         with _LOADING:  # here, not when built: Ray loses an actor constructor's error
             if self._loaded is None:
                 task = self.job.make_task()
@@ -76,9 +93,25 @@ class Labeller:
         try:  # labelling sets off (~10% of bench_overhead's CPU when it was)
             route = self.job.llm.router(self.job.cache_dir) if self.job.llm else None
             calls = task.calls(model, models, route)
-            return shard.index, task.label(calls, shard)
+            try:
+                return Labelled(shard.index, task.label(calls, shard), [])
+            except PromptRefusedError:
+                return _label_apart(task, calls, shard)
         finally:  # collected again from here: a cycle dropped later is not kept for good
             gc.unfreeze()
+
+
+def _label_apart(task: Task, calls: dict[str, Calls], shard: Shard) -> Labelled:
+    """`shard` labelled query by query, each query a prompt of which the server refused as
+    too long left out with its reason."""
+    records, unanswered = [], []
+    for query in shard.queries:
+        alone = replace(shard, queries=(query,), pools={query.qid: shard.pools[query.qid]})
+        try:
+            records += task.label(calls, alone)
+        except PromptRefusedError as refused:
+            unanswered.append({"qid": query.qid, "reason": str(refused)})
+    return Labelled(shard.index, records, unanswered)
 
 
 #: shards a worker starts labelling while one is on its engine (their requests prepared)
@@ -88,12 +121,12 @@ _LOADING = threading.Lock()
 
 
 def label_shards(executor: Executor, job: Job, shards: Sequence[Shard]
-                 ) -> Iterator[tuple[Shard, list[dict]]]:
-    """(shard, its records) for every shard, labelled by `executor`'s workers, in any order."""
+                 ) -> Iterator[tuple[Shard, Labelled]]:
+    """(shard, its `Labelled`) for every shard, labelled by `executor`'s workers, in any
+    order."""
     by_index = {shard.index: shard for shard in shards}
-    for index, records in executor.map(Labeller(job), shards,
-                                       gpus=job.llm.gpus if job.llm else 0,
-                                       what=f"{job.task} shards for "
-                                            f"{job.llm.name if job.llm else NO_LLM}",
-                                       cache_dir=job.cache_dir, ahead=LABELLED_AHEAD):
-        yield by_index[index], records
+    for labelled in executor.map(Labeller(job), shards, gpus=job.llm.gpus if job.llm else 0,
+                                 what=f"{job.task} shards for "
+                                      f"{job.llm.name if job.llm else NO_LLM}",
+                                 cache_dir=job.cache_dir, ahead=LABELLED_AHEAD):
+        yield by_index[labelled.index], labelled

@@ -23,7 +23,7 @@ from labeler.paths import cache_root
 from labeler.retrieval.index import SHARD_SIZE
 from labeler.sources.types import Source
 from labeler.sources.unstored import UnstoredCorpus
-from labeler.tasks.base import TaskConfig
+from labeler.tasks.base import TaskConfig, requests_of
 
 #: characters per token of the estimate (English prose under a BPE vocabulary)
 CHARS_PER_TOKEN = 4
@@ -51,7 +51,8 @@ def plan(artifact: str, config: TaskConfig, llms: Sequence[LLMConfig], *,
         known = "upper bound: queries × k" + (" + gold" if config.pool == "mcp" else "")
     rows.append(("candidates", f"{round(candidates):,}",
                  known if config.pool == "rp" else _scaled(known, source, scale)))
-    rows += _call_rows(task, source, llms, candidates / scale if scale else 0, gold, scale)
+    rows += _call_rows(task, source, llms, candidates / scale if scale else 0, gold, scale,
+                       _known_pools(source, config))
     rows += _cached_calls(llms, cache_dir)
     rows.append(("LLMs", ", ".join(llm.name for llm in llms) or "none",
                  "none loaded by a dry run" if llms else f"--artifact {artifact} asks no LLM"))
@@ -80,27 +81,40 @@ def _corpus_rows(source: Source, config: TaskConfig, cache_dir) -> list[tuple[st
 
 
 def _call_rows(task, source: Source, llms: Sequence[LLMConfig], candidates: float,
-               gold: list[int], scale: float) -> list[tuple[str, str, str]]:
+               gold: list[int], scale: float, pools) -> list[tuple[str, str, str]]:
     """Each kind of LLM call and its prompt tokens (and a served model's requests), from
-    the task's calls over the queries read (`candidates` among them), times `scale`."""
+    the task's calls over the queries read (`candidates` among them), times `scale`; a
+    served model's requests counted by the task over `pools` where a dry run knows them."""
     passage_chars = mean_chars(source)
     question_chars = sum(len(q.question) for q in source.queries) / max(len(source.queries), 1)
-    rows, requests = [], 0
-    for what, calls, passages, how, asked in task.planned_calls(source, int(candidates), gold):
+    rows = []
+    for what, calls, passages, how, _ in task.planned_calls(source, int(candidates), gold):
         tokens = calls * scale * (question_chars + passages * passage_chars) / CHARS_PER_TOKEN
         rows.append((f"LLM calls: {what}", f"{round(calls * scale):,}",
                      _scaled(how, source, scale)))
         rows.append((f"  prompt tokens: {what}", f"~{int(tokens):,}",
                      "estimate from characters (no tokenizer loaded), templates excluded"))
-        requests += calls if asked is None else asked
     if any(llm.backend == "openai" for llm in llms):
+        requests, how = (requests_of(task.planned_calls(source, int(candidates), gold)),
+                         "upper bound: the pools are not known before retrieval") \
+            if pools is None else task.planned_requests(source, pools)
         rows.append(("requests to the server, per served LLM", f"{round(requests * scale):,}",
-                     _scaled("upper bound: one per prompt (its samples in one request), one "
-                             "per choice of a P(yes) scored from prompt log-probabilities "
-                             "(one a P(yes) where the server gives only top_logprobs), as if "
-                             "the call cache were empty: an answer it holds (below) is not "
-                             "asked again", source, scale)))
+                     _scaled(f"{how}; each distinct request once, one per prompt (its samples "
+                             "in one request), one per choice of a P(yes) scored from prompt "
+                             "log-probabilities (one a P(yes) where the server gives only "
+                             "top_logprobs), as if the call cache were empty: an answer it "
+                             "holds (below) is not asked again", source, scale)))
     return rows
+
+
+def _known_pools(source: Source, config: TaskConfig):
+    """The candidate pools where a dry run knows them without retrieving (the human gold, or
+    a run file's over a stored corpus); None where it does not."""
+    if isinstance(source.corpus, UnstoredCorpus) or (config.pool != "hgp" and not config.run):
+        return None
+    from labeler.retrieval.pools import build_pools
+
+    return build_pools(source, pool=config.pool, k=config.k, run=config.run)
 
 
 def _scaled(how: str, source: Source, scale: float) -> str:

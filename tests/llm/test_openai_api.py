@@ -3,7 +3,8 @@
 rubric build's P(yes) within the contract's tolerance of it, the key written nowhere, a build
 killed mid-way asking nothing committed again, an operation the server cannot answer refused
 before any request, and the faults a served model meets (a 429 storm, a server that goes away
-mid-build and comes back, a wrong key, a server that gives no scores), counted at the proxy in
+mid-build and comes back, a wrong key, a server that gives no scores, a prompt it refuses as
+too long), counted at the proxy in
 front of the server (tests/support/served.py)."""
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from support.alike import assert_labelled_alike
-from support.nq2 import TOP3_RUN
+from support.nq2 import TOP3_RUN, cut_run
 from support.processes import kill_when
 from support.served import API_KEY
 
@@ -31,6 +32,7 @@ from labeler.llm.cache import CachedBackend
 from labeler.llm.call_store import cache_stats
 from labeler.llm.models import resolve_model
 from labeler.llm.openai_api import OpenAIBackend
+from labeler.sources.registry import load_source
 
 pytestmark = pytest.mark.vllm
 
@@ -267,3 +269,49 @@ def test_a_rubric_build_on_a_server_without_prompt_logprobs_fails_before_any_req
         "prompt_logprobs (vLLM) or echo with logprobs on completions or top_logprobs on chat "
         f"completions; the server at {proxy.base_url} offers none of them"), line
     assert proxy.total() == before and not (tmp_path / "out").exists()
+
+
+def test_a_prompt_the_server_refuses_as_too_long_leaves_its_query_out(
+        vllm_server, session_cache, tmp_path, monkeypatch):
+    """The server refuses one request, the second query's closed-book prompt, as too long
+    for the model: the build goes on, leaves that query out with the server's reason (the
+    manifest's `unanswered`, a row of the summary), and validates, the prompt asked once; a
+    rerun asks it again (a refusal is no answer, so not cached) and labels both queries."""
+    _, proxy = vllm_server
+    monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+    (tmp_path / "calls").mkdir()
+    (tmp_path / "calls/models").symlink_to(Path(session_cache) / "models")
+    first, second = load_source("nq-sample", limit=2).queries
+    command = ["build", "--dataset", "nq-sample", "--llm", "smollm2-135m", "--backend",
+               "openai", "--base-url", proxy.base_url, "--limit", "2", "--k", "2",
+               "--max-new-tokens", "8", "--run", str(cut_run(tmp_path)),
+               "--cache-dir", str(tmp_path / "calls")]
+    env = {"OPENAI_API_KEY": API_KEY, "COLUMNS": "250"}
+    proxy.too_long = f"without the explanation. Question: {second.question}"
+    try:
+        built = CliRunner().invoke(cli, [*command, "--out", str(tmp_path / "out")], env=env)
+        assert built.exit_code == 0, built.output
+        assert proxy.long_asked == 1  # not sent again when the shard is labelled query by query
+        assert "queries left out (a prompt refused as too long)" in built.output
+        [data] = (tmp_path / "out/utility/nq-sample/smollm2-135m/v1").glob("data-*.jsonl")
+        manifest = json.loads((data.parent / "manifest.json").read_text())
+        [left_out] = manifest["unanswered"]
+        assert left_out["qid"] == second.qid
+        assert left_out["reason"].startswith(f"field 'prompt': {proxy.base_url}/chat/"
+                                             "completions refused 1 of ")
+        assert "maximum context length is 8192 tokens" in left_out["reason"]
+        assert [json.loads(line)["qid"] for line in data.read_text().splitlines()] == [first.qid]
+        checked = CliRunner().invoke(cli, ["validate", str(data.parent)])
+        assert checked.exit_code == 0, checked.output
+        proxy.refusing = False  # the rerun, a process of its own (this one asks it no more)
+        again = subprocess.run([sys.executable, "-m", "labeler", *command, "--out",
+                                str(tmp_path / "again")], env={**os.environ, **env},
+                               capture_output=True, text=True, timeout=600, check=False)
+    finally:
+        proxy.too_long, proxy.refusing = None, True
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert proxy.long_asked == 2
+    [data] = (tmp_path / "again/utility/nq-sample/smollm2-135m/v1").glob("data-*.jsonl")
+    assert "unanswered" not in json.loads((data.parent / "manifest.json").read_text())
+    assert [json.loads(line)["qid"] for line in data.read_text().splitlines()] == \
+        [first.qid, second.qid]

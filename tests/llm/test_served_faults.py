@@ -2,7 +2,10 @@
 traceback or a label: a body not as its Content-Encoding says (retried, then one line), an
 error that echoes the API key (the key blanked), a reply with null text (empty), and scores
 that are no log-probabilities (NaN, infinite, positive) or do not cover the prompt (one line
-naming the request). A stdlib server on 127.0.0.1 injects the faults (the only double); the
+naming the request), a reply over the size cap or trickling past the whole-reply deadline
+(retried, then one line), a prompt refused as too long (that request alone fails, and is not
+sent again), and the request-rate and token-rate limits (on the limiter's own clock, not
+the wall's). A stdlib server on 127.0.0.1 injects the faults (the only double); the
 answers' parsing is read from the dicts a server sends."""
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from labeler.errors import PromptRefusedError
+from labeler.llm.base import Sampling, chat
 from labeler.llm.models import resolve_model
 from labeler.llm.openai_api import (
     UNKNOWN_WINDOW,
@@ -32,9 +37,16 @@ class _Faults(BaseHTTPRequestHandler):
     """POST /v1/<fault>: the fault named by the path."""
 
     protocol_version = "HTTP/1.1"
+    posts = 0  # POSTs answered, all tests together
 
     def log_message(self, *args) -> None:
         pass
+
+    def handle(self) -> None:
+        try:
+            super().handle()
+        except ConnectionResetError:  # a client that cut a reply short (its caps)
+            pass
 
     def do_GET(self) -> None:  # a listing with an entry that is no object, a window as text
         listed = ["hosted-model", {"id": "hosted-model", "max_model_len": "8192"}]
@@ -44,11 +56,21 @@ class _Faults(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
         fault = self.path.rsplit("/", 1)[-1]
+        type(self).posts += 1
         if fault == "bad-gzip":
             self._send(200, b"not gzip at all", ("Content-Encoding", "gzip"))
         elif fault == "echoed-key":
             said = {"error": {"message": f"Incorrect API key provided: {KEY}"}}
             self._send(401, json.dumps(said).encode())
+        elif fault == "huge":  # a whole answer, but 100 kB of it
+            self._send(200, json.dumps({"choices": [{"index": 0, "text": "x" * 100_000}]})
+                       .encode())
+        elif fault == "trickle":  # each byte well within the per-read timeout; all in 2 s
+            self._send(200, json.dumps({"choices": [{"index": 0, "text": "x" * 180}]})
+                       .encode(), pause=0.01)
+        elif fault == "completions" and b"TOO LONG" in body:  # the chat too long for the model
+            self._send(400, b'{"error": {"message": "This model\'s maximum context length is '
+                            b'8192 tokens. However, you requested 9000 tokens."}}')
         elif fault == "completions":  # a hosted chat API's answer to the start-up probe
             self._send(200, json.dumps({"choices": [{"index": 0, "finish_reason": "length",
                 "message": {"role": "assistant", "content": "Hi"}}]}).encode())
@@ -62,14 +84,21 @@ class _Faults(BaseHTTPRequestHandler):
         elif fault == "spent-quota":
             self._send(429, b'{"error": "quota"}', ("Retry-After", "1000000000"))
 
-    def _send(self, status: int, data: bytes, header: tuple = ()) -> None:
+    def _send(self, status: int, data: bytes, header: tuple = (), pause: float = 0) -> None:
+        """`data` at once, or a byte every `pause` seconds (until the client hangs up)."""
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         if header:
             self.send_header(*header)
         self.end_headers()
-        self.wfile.write(data)
+        try:
+            for at in range(0, len(data), 1 if pause else len(data) or 1):
+                self.wfile.write(data[at:at + 1] if pause else data)
+                self.wfile.flush()
+                time.sleep(pause)
+        except OSError:  # the client cut the reply
+            self.close_connection = True
 
 
 @pytest.fixture(scope="module")
@@ -99,16 +128,59 @@ def test_a_retry_after_longer_than_a_build_waits_stops_at_once(server):
     assert "generate 2 of 3 answered 429: quota, asking to wait 1000000000 s" in str(raised.value)
 
 
-def test_a_refusal_keeps_the_answers_already_in_flight(server):
-    """A prompt refused as too long stops the call, but the request in flight beside it is
-    answered first (the call cache commits it: a hosted API's answer is paid for)."""
+def test_a_prompt_refused_as_too_long_fails_alone(server):
+    """The requests beside and after a prompt refused as too long are answered (the call
+    cache commits them: a hosted API's answer is paid for), then the refusal is raised,
+    listing every request refused so."""
     answers = []
+    bodies = [{"prompt": "long"}, {"prompt": "slow"}, {"prompt": "slow"}, {"prompt": "long"}]
     with pytest.raises(Refusal) as raised:
-        for i, answer in server.post_all("/by-body", [{"prompt": "slow"}, {"prompt": "long"}],
-                                         "generate"):
+        for i, answer in server.post_all("/by-body", bodies, "generate"):
             answers.append((i, answer["choices"][0]["text"]))
-    assert raised.value.status == 400 and "generate 2 of 2" in str(raised.value)
-    assert answers == [(0, "kept")]
+    assert raised.value.too_long and raised.value.indices == (0, 3)
+    assert "generate 1 of 4" in str(raised.value)
+    assert sorted(answers) == [(1, "kept"), (2, "kept")]
+
+
+@pytest.mark.parametrize("fault, limit, value, last", [
+    ("huge", "max_reply", 10_000, "a reply over 10,000 bytes"),
+    ("trickle", "deadline", 0.2, "a reply not whole within 0.2 s")])
+def test_a_reply_too_big_or_too_slow_is_retried_then_one_line(server, monkeypatch, fault,
+                                                               limit, value, last):
+    """100 kB over a cap of 10 kB; a byte every 10 ms (each read well within its timeout)
+    past a whole-reply deadline of 0.2 s."""
+    monkeypatch.setenv("LABELER_SERVER_BACKOFF", "0.001")
+    monkeypatch.setattr(server, limit, value)
+    with pytest.raises(ServerError) as raised:
+        server.post(f"/{fault}", {"model": "m"}, "generate 3 of 5")
+    assert str(raised.value) == (f"{server.base_url}/{fault}: no usable answer to generate 3 "
+                                 f"of 5 after 10 tries (last: {last})")
+
+
+def test_the_same_replies_within_the_default_caps_are_read(server):
+    assert len(server.post("/huge", {"model": "m"})["choices"][0]["text"]) == 100_000
+    assert server.post("/trickle", {"model": "m"})["choices"][0]["text"] == "x" * 180
+
+
+def test_a_prompt_the_server_refuses_as_too_long_is_not_sent_again(server, monkeypatch):
+    """A hosted model (no tokenizer here: the server checks lengths): the call's other prompts
+    are answered, then one line; asked again in this process, the prompt is not sent."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    backend = OpenAIBackend(resolve_model("acme/hosted-model"), base_url=server.base_url,
+                            concurrency=2)
+    prompts = [chat("short"), chat("TOO LONG"), chat("short too")]
+    answered = []
+    with pytest.raises(PromptRefusedError) as raised:
+        for i, _ in backend.stream(backend.prepare(prompts), Sampling(max_tokens=4)):
+            answered.append(i)
+    assert sorted(answered) == [0, 2]
+    assert str(raised.value).startswith(
+        f"field 'prompt': {server.base_url}/chat/completions refused 1 of 3 generate prompts "
+        "as too long for the model: This model's maximum context length is 8192 tokens.")
+    before = _Faults.posts
+    with pytest.raises(PromptRefusedError):
+        backend.generate([chat("TOO LONG")], Sampling(max_tokens=4))
+    assert _Faults.posts == before
 
 
 def test_an_error_that_echoes_the_key_is_reported_without_it(server):

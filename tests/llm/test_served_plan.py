@@ -1,11 +1,12 @@
 """`labeler build --dry-run` counts a served model's requests as the server receives them: a
 P(yes) of the rubric's eight yes/no spellings is eight requests (one per first token scored
-from vLLM's prompt_logprobs), SEER's samples of a prompt are one request (n), its conciseness asks one full-length answer a query.
-Each tiny build below runs through the session's `vllm serve` with a fresh call cache, and
-the proxy's count of answered requests equals the plan's row (tests/support/served.py). A
-utility build's plan stays an upper bound: its human-gold prompt is the one-passage prompt of
-the gold passage where that is a candidate, and its utilitarian prompt the closed-book or
-all-passage one where the sets agree, which the call cache answers without a request."""
+from vLLM's prompt_logprobs), SEER's samples of a prompt are one request (n), its conciseness
+asks one full-length answer a query, and a utility build's repeated prompts are one request
+(its human-gold prompt is the one-passage prompt of the gold passage where that is a
+candidate; its utilitarian prompt the closed-book, a one-passage or the all-passage one over
+two candidates). Each tiny build below runs through the session's `vllm serve` with a fresh
+call cache, and the proxy's count of answered requests equals the plan's row
+(tests/support/served.py)."""
 
 from __future__ import annotations
 
@@ -63,7 +64,4 @@ def test_the_dry_run_counts_the_requests_the_server_then_receives(
     run = () if artifact == "rubric" else ("--run", str(first_query(tmp_path)))
     planned, sent = planned_and_sent(proxy, tmp_path, session_cache, "--artifact", artifact,
                                      *args, *run)
-    if artifact == "utility":  # a repeated prompt is the call cache's: an upper bound
-        assert planned - 2 <= sent <= planned, (planned, sent)
-    else:
-        assert sent == planned, (artifact, planned, sent)
+    assert sent == planned, (artifact, planned, sent)

@@ -99,7 +99,9 @@ class FaultProxy:
     killed server, from the `after`-th answered POST on until `restore()`, and `fault(kind)`
     spoils the next answer with a kind of FAULTS. Paths in `hidden` (e.g. "/version",
     "/v1/completions") are answered 404 and POSTs holding a field of `refused` (e.g.
-    "prompt_logprobs") 400, as a server without them. `delay` holds each POST that long before
+    "prompt_logprobs") 400, as a server without them; a POST holding the text `too_long` is
+    answered 400 as a prompt too long for the model (while `refusing`), and counted in
+    `long_asked`. `delay` holds each POST that long before
     forwarding it (a slow server); `asked` is the sha256 of each answered POST's body,
     `in_flight` the POSTs being answered now, `spoiled` the faults sent."""
 
@@ -115,6 +117,9 @@ class FaultProxy:
         self.delay = 0.0
         self.asked: list[str] = []
         self.in_flight = 0
+        self.too_long: str | None = None  # a POST holding this text: refused, if `refusing`
+        self.refusing = True
+        self.long_asked = 0  # the POSTs holding `too_long`, refused or not
         self._lock = threading.Lock()
         proxy = self
 
@@ -173,6 +178,12 @@ class FaultProxy:
             return _reply(handler, 400, b'{"error": {"message": "unsupported field"}}', {})
         probe = handler.headers.get(PROBE) is not None
         post = post and not probe  # the probe's answers are not counted
+        if post and self.too_long and self.too_long.encode() in body:
+            with self._lock:
+                self.long_asked += 1
+            if self.refusing:
+                return _reply(handler, 400, b'{"error": {"message": "This model\'s maximum '
+                              b'context length is 8192 tokens, and the prompt is longer."}}', {})
         if post and self.down():
             handler.close_connection = True  # a killed server: the connection just ends
             return
