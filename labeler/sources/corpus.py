@@ -131,18 +131,18 @@ class Corpus:
         occurrence), by default an InputError naming it; `total`, the passages expected where
         known (None: not known), sizes the progress bar; `size()` says about the bytes the stored
         table takes (None: not known), asked only when the corpus is to be stored: the disk is
-        checked for that room before the source is read or downloaded."""
+        checked for that room before the source is read or downloaded, under the lock and
+        without a killed write's leftovers (a concurrent run's store, or their bytes, would
+        count against it)."""
         folder = corpus_folder(key, cache_dir)
         corpus = cls._read(folder, what)
         if corpus is None and not storing():
             raise NotStored(what)
         if corpus is None:
             folder.parent.mkdir(parents=True, exist_ok=True)
-            needed = size() if size is not None else None
-            if needed is not None:
-                check_free(folder.parent, needed, f"storing {what}")
             with locked(folder.with_name(folder.name + ".lock")):
-                corpus = cls._read(folder) or cls._write(folder, batches, what, total, duplicate)
+                corpus = cls._read(folder) or cls._write(folder, batches, what, total, duplicate,
+                                                         size)
         corpus.name, corpus.revision, corpus.license = name, revision, license
         return corpus
 
@@ -176,11 +176,15 @@ class Corpus:
 
     @classmethod
     def _write(cls, folder: Path, batches: Callable[[], Iterable[Batch]], what: str,
-               total: int | None, duplicate: Callable[[int, str], Exception] | None) -> Corpus:
+               total: int | None, duplicate: Callable[[int, str], Exception] | None,
+               size: Callable[[], int | None] | None) -> Corpus:
         from labeler.progress import info, progress_bar
 
         staging = folder.with_name(folder.name + ".partial")
         shutil.rmtree(staging, ignore_errors=True)  # a killed write's leftovers
+        needed = size() if size is not None else None  # measured without those leftovers
+        if needed is not None:
+            check_free(folder.parent, needed, f"storing {what}")
         staging.mkdir(parents=True)
         hasher, writer = Hasher(), None
         try:

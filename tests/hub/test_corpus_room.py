@@ -26,6 +26,11 @@ def _retrieve(monkeypatch, capsys, tmp_path: Path, corpus: str, cache: Path):
                     "--out", tmp_path / "run.trec", "--cache-dir", cache)
 
 
+def _stored(cache: Path) -> list[str]:
+    """What the cache's corpora folder holds but the lock files the store waits on (empty)."""
+    return [p.name for p in (cache / "corpora").iterdir() if p.suffix != ".lock"]
+
+
 def _kib(count: int) -> str:
     return f"{count / 1024:.1f} KiB"
 
@@ -43,7 +48,7 @@ def test_a_hub_corpus_is_sized_from_the_hub_listing_before_its_download(
                                f"free {ROOM}\n"))
     assert not [line for line in hub.log if HUB_FILES["wiki-dpr"].files[0] in line
                 and line.startswith("GET")]  # asked its size, never downloaded it
-    assert list((cache / "corpora").iterdir()) == []
+    assert _stored(cache) == []
 
 
 @pytest.mark.parametrize("corpus", ["kilt-w100", "kilt-wikipedia"])
@@ -57,4 +62,26 @@ def test_a_corpus_cut_from_kilts_pages_is_sized_from_its_source(corpus, disk, tm
     assert (code, err) == (1, (f"error: cannot write {cache / 'corpora'}: storing corpus "
                                f"'{corpus}' needs about {_kib(KILT_PAGES.stat().st_size)} and "
                                f"the disk has 0 B free {ROOM}\n"))
-    assert list((cache / "corpora").iterdir()) == []
+    assert _stored(cache) == []
+
+
+def test_a_killed_stores_leftovers_do_not_count_against_the_room(disk, tmp_path, monkeypatch):
+    """A store killed part-way leaves its `.partial` folder, removed when the next run stores
+    the corpus: its bytes are not room the next store lacks."""
+    from labeler.sources.flashrag import read_corpus
+
+    corpus = Path(__file__).parents[2] / "labeler" / "data" / "cisi_sample" / "corpus.jsonl.gz"
+    monkeypatch.setenv("LABELER_CACHE_DIR", str(tmp_path / "roomy"))
+    stored = read_corpus(corpus)  # where the store goes (a folder named by the file's key)
+    (folder,) = (tmp_path / "roomy" / "corpora").glob("*[!k]")  # not the .lock
+    cache = disk(300) / "cache"  # 1.2 MiB: room for the corpus, not for it and its leftovers
+    leftovers = cache / "corpora" / f"{folder.name}.partial"
+    leftovers.mkdir(parents=True)
+    (leftovers / "passages.arrow").write_bytes(bytes(160 * 4096))  # a killed store's
+    assert COMPRESSED * corpus.stat().st_size > 140 * 4096  # more than the disk has left
+    monkeypatch.setenv("LABELER_CACHE_DIR", str(cache))
+
+    again = read_corpus(corpus)
+
+    assert (len(again), again.fingerprint) == (len(stored), stored.fingerprint)
+    assert not leftovers.exists()
