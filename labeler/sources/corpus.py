@@ -27,7 +27,7 @@ import hashlib
 import json
 import shutil
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from itertools import islice
 from pathlib import Path
@@ -36,8 +36,8 @@ import numpy as np
 import pyarrow as pa
 
 from labeler.checksums import describe, remember, said, verify
-from labeler.errors import InputError
-from labeler.paths import cache_root, check_free, locked
+from labeler.errors import InputError, StorageError
+from labeler.paths import cache_root, check_free, locked, refused
 from labeler.progress import warning
 from labeler.sources.corpus_store import (
     Batch,
@@ -218,10 +218,13 @@ class Corpus:
             shutil.rmtree(folder, ignore_errors=True)
             staging.rename(folder)
             remember(folder, files, folder / _SEEN)  # just hashed: the first read reads none
-        except BaseException:
+        except BaseException as error:
             if writer is not None:
-                writer.close()
+                with suppress(OSError):  # a full disk may not take its footer either
+                    writer.close()
             shutil.rmtree(staging, ignore_errors=True)
+            if isinstance(error, OSError) and refused(error):
+                raise StorageError.from_os(error, str(folder.parent)) from error
             raise
         corpus = cls._read(folder)
         assert corpus is not None
