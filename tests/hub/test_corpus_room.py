@@ -124,3 +124,19 @@ def test_a_cache_disk_that_fills_while_building_the_bm25_index_is_one_line(disk,
     assert (code, line.startswith(start), line.endswith(FULL)) == (1, True, True), err
     assert not [s for s in said if s.startswith(("error", "Traceback"))], err
     assert [p.suffix for p in (cache / "bm25").iterdir()] == [".lock"]  # no index left
+
+
+@pytest.mark.parametrize("corpus", ["kilt-w100", "kilt-wikipedia"])
+def test_kilts_own_pages_need_room_for_their_download_and_the_corpus(corpus, hub, disk, tmp_path,
+                                                                     monkeypatch, capsys):
+    """KILT's pages (34.76 GiB) are downloaded into the same cache as the corpus cut from
+    them: a disk with room for one of the two failed after the hours-long download."""
+    monkeypatch.delenv("LABELER_KILT_SOURCE", raising=False)  # KILT's own URL
+    cache = disk(40 * 2**30 // 4096) / "cache"  # 40 GiB, of which nothing is used
+
+    code, _, err = _retrieve(monkeypatch, capsys, tmp_path, corpus, cache)
+
+    assert (code, err.splitlines()[-1]) == (1, (
+        f"error: cannot write {cache / 'corpora'}: storing corpus '{corpus}' needs about "
+        f"69.5 GiB and the disk has 40.0 GiB free {ROOM}"))  # after kilt-w100's first-use notice
+    assert not (cache / "downloads").exists() or list((cache / "downloads").iterdir()) == []
