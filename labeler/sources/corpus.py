@@ -16,9 +16,8 @@ with `pread` (`FileReader`), the key files are memory-mapped:
 - `corpus.seen.json`: each file as last verified (labeler.checksums), so an open stats the
   files and hashes only one changed since: a damaged file is said and the corpus stored again.
 
-Storing holds one batch and 16 bytes of hashes a passage; reading holds almost nothing a
-passage (benchmarks/bench_corpus_load.py: 58 and 24 B at 1M), against ~1.1 KB as Python
-objects with dicts by pid and by text.
+Storing holds one batch and 16 bytes of hashes a passage; reading almost nothing a passage
+(benchmarks/bench_corpus_load.py: 58 and 24 B at 1M), against ~1.1 KB as Python objects.
 """
 
 from __future__ import annotations
@@ -52,8 +51,8 @@ from labeler.sources.corpus_store import (
 )
 from labeler.sources.passage import Passage
 
-__all__ = ["COMPRESSED", "SPAN_COLUMNS", "Corpus", "NotStored", "corpus_folder", "in_batches", "storing",
-           "without_storing"]
+__all__ = ["COMPRESSED", "SPAN_COLUMNS", "Corpus", "NotStored", "corpus_folder", "in_batches",
+           "storing", "without_storing"]
 
 #: the columns every corpus has, in order
 COLUMNS = ("pid", "title", "text")
@@ -129,11 +128,9 @@ class Corpus:
         concurrent run waits on. `what` names the corpus in progress lines and errors; a pid
         that occurs twice fails the write with `duplicate(row, pid)` (row: its second
         occurrence), by default an InputError naming it; `total`, the passages expected where
-        known (None: not known), sizes the progress bar; `size()` says about the bytes the stored
-        table takes (None: not known), asked only when the corpus is to be stored: the disk is
-        checked for that room before the source is read or downloaded, under the lock and
-        without a killed write's leftovers (a concurrent run's store, or their bytes, would
-        count against it)."""
+        known (None: not known), sizes the progress bar; `size()`, asked only when it is to be
+        stored, about the bytes the stored table takes (None: not known): the disk is checked
+        for that room (a killed write's leftovers gone) before the source is read."""
         folder = corpus_folder(key, cache_dir)
         corpus = cls._read(folder, what)
         if corpus is None and not storing():
@@ -182,8 +179,7 @@ class Corpus:
 
         staging = folder.with_name(folder.name + ".partial")
         shutil.rmtree(staging, ignore_errors=True)  # a killed write's leftovers
-        needed = size() if size is not None else None  # measured without those leftovers
-        if needed is not None:
+        if size is not None and (needed := size()) is not None:  # those leftovers gone
             check_free(folder.parent, needed, f"storing {what}")
         staging.mkdir(parents=True)
         hasher, writer = Hasher(), None
