@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import re
 from dataclasses import dataclass, field
 from difflib import get_close_matches
 
@@ -194,10 +195,22 @@ class StorageError(LabelerError):
     def from_os(cls, error: OSError, path: str | None = None) -> StorageError:
         """The StorageError of `error`, at `path` or the file `error` names."""
         where = path or error.filename
-        full = error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
-        return cls(None if where is None else str(where), error.strerror or str(error),
+        cut = short_write(error)
+        full = cut is not None or error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+        reason = f"the disk took {cut[1]} of a write's {cut[0]} bytes (full, or over quota)" \
+            if cut else error.strerror or str(error)
+        return cls(None if where is None else str(where), reason,
                    "free some space or write somewhere else, then run the same command again"
                    if full else "write somewhere else")
+
+
+def short_write(error: OSError) -> tuple[int, int] | None:
+    """(bytes asked, bytes written) where `error` is numpy's account of a write the disk took
+    only part of (`tofile`, `np.save`: "61077 requested and 44016 written", no errno), else
+    None."""
+    found = re.fullmatch(r"(\d+) requested and (\d+) written", str(error))
+    return None if error.errno is not None or found is None else \
+        (int(found[1]), int(found[2]))
 
 
 @dataclass

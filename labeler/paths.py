@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import IO
 
 from labeler import settings
-from labeler.errors import StorageError
+from labeler.errors import StorageError, short_write
 
 
 def cache_root(cache_dir: str | Path | None = None) -> Path:
@@ -27,6 +27,12 @@ def cache_root(cache_dir: str | Path | None = None) -> Path:
 #: what a disk that cannot take a file says: full, over quota, read-only, forbidden, too large
 STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM,
                             errno.EFBIG})
+
+def refused(error: OSError) -> bool:
+    """Whether `error` is a disk that cannot take a write (STORAGE_ERRNOS, or numpy's short
+    write: `short_write`), not a bug."""
+    return error.errno in STORAGE_ERRNOS or short_write(error) is not None
+
 
 #: bytes `check_writable` writes and removes again: one block
 PROBE_BYTES = 4096

@@ -13,7 +13,7 @@ import labeler
 from labeler import settings
 from labeler.errors import LabelerError, StorageError
 from labeler.lazy import load_entry
-from labeler.paths import STORAGE_ERRNOS
+from labeler.paths import refused
 
 # torch's OpenMP threads busy-wait between ops by default; on a few shared CPU cores that made
 # one prompt 3-4x slower under load (measured on the demo build). Set before torch is imported.
@@ -137,7 +137,7 @@ def main() -> None:
     except LabelerError as exc:
         _fail(exc)
     except OSError as exc:  # a disk that cannot take what a command writes is not a bug
-        if exc.errno in STORAGE_ERRNOS:
+        if refused(exc):
             _fail(StorageError.from_os(exc))
         _fail_if_network(exc)
     except Exception as exc:  # noqa: BLE001 - a bug unless it is a network failure: re-raised

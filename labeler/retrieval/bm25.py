@@ -44,9 +44,9 @@ from pathlib import Path
 import numpy as np
 
 from labeler.checksums import commit, damage
-from labeler.errors import InputError, MissingDependencyError
+from labeler.errors import InputError, MissingDependencyError, StorageError
 from labeler.formats import Run
-from labeler.paths import atomic_file, cache_root, locked
+from labeler.paths import atomic_file, cache_root, locked, refused
 from labeler.progress import info, progress_bar, warning
 from labeler.retrieval.bm25_config import (
     BM25,
@@ -228,7 +228,13 @@ def open_index(corpus: Corpus, bm25: BM25 = DEFAULT, *, field: str = "contents",
             shutil.rmtree(folder)
         info(f"BM25: indexing the {field} of {len(corpus)} passages (once: the index is "
              "cached)")
-        _build(corpus, bm25, field, folder, batch=batch, chunk=chunk)
+        try:
+            _build(corpus, bm25, field, folder, batch=batch, chunk=chunk)
+        except (OSError, StorageError) as error:  # a full disk: one line, nothing left
+            shutil.rmtree(folder, ignore_errors=True)
+            if isinstance(error, StorageError) or not refused(error):
+                raise
+            raise StorageError.from_os(error, str(folder)) from error
         problem, index = _check(folder, len(corpus))
     if index is None:
         raise InputError(f"the BM25 index just built is {problem}", str(folder),

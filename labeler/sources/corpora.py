@@ -31,7 +31,13 @@ from labeler.sources.hub_files import (
     KILT_SOURCE_REPO,
     KILT_SOURCE_URL,
 )
-from labeler.sources.hubload import download, download_path, fetch_url, listed_bytes
+from labeler.sources.hubload import (
+    download,
+    download_path,
+    fetch_url,
+    listed_bytes,
+    to_download,
+)
 
 #: The text's own licences: Wikipedia's text is CC BY-SA 3.0 (DPR's psgs_w100 and KILT's
 #: knowledge source are cuts of Wikipedia dumps); MS MARCO's terms allow non-commercial
@@ -108,10 +114,11 @@ def kilt_source() -> str:
 
 
 def kilt_source_bytes() -> int | None:
-    """About the bytes a corpus cut from KILT's pages takes stored, with room to spare: its
-    source's (the cut keeps the pages' text, not their anchors and Wikidata fields), read from
-    a local copy or the one downloaded, else KILT's declared size for its own URL; None for
-    another URL not downloaded yet, or offline (the download says why)."""
+    """About the bytes a corpus cut from KILT's pages takes in the cache, with room to spare:
+    its source's (the cut keeps the pages' text, not their anchors and Wikidata fields), read
+    from a local copy or the one downloaded, else KILT's declared size for its own URL, which
+    is downloaded into the same cache first: that download's bytes too. None for another URL
+    not downloaded yet, or offline (the download says why)."""
     source = kilt_source()
     if not source.startswith(("http://", "https://")):
         return os.path.getsize(source) if os.path.isfile(source) else None
@@ -119,7 +126,8 @@ def kilt_source_bytes() -> int | None:
         return download_path(source).stat().st_size
     if source != KILT_SOURCE_URL or settings.offline():
         return None
-    return round(KILT_SOURCE_GIB * 2**30)
+    declared = round(KILT_SOURCE_GIB * 2**30)
+    return declared + to_download(source, declared)
 
 
 def tevatron_batches(rows: Iterable[dict]) -> Batches:

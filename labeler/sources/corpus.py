@@ -16,9 +16,8 @@ with `pread` (`FileReader`), the key files are memory-mapped:
 - `corpus.seen.json`: each file as last verified (labeler.checksums), so an open stats the
   files and hashes only one changed since: a damaged file is said and the corpus stored again.
 
-Storing holds one batch and 16 bytes of hashes a passage; reading holds almost nothing a
-passage (benchmarks/bench_corpus_load.py: 58 and 24 B at 1M), against ~1.1 KB as Python
-objects with dicts by pid and by text.
+Storing holds one batch and 16 bytes of hashes a passage; reading almost nothing a passage
+(benchmarks/bench_corpus_load.py: 58 and 24 B at 1M), against ~1.1 KB as Python objects.
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ import hashlib
 import json
 import shutil
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from itertools import islice
 from pathlib import Path
@@ -36,8 +35,8 @@ import numpy as np
 import pyarrow as pa
 
 from labeler.checksums import describe, remember, said, verify
-from labeler.errors import InputError
-from labeler.paths import cache_root, check_free, locked
+from labeler.errors import InputError, StorageError
+from labeler.paths import cache_root, check_free, locked, refused
 from labeler.progress import warning
 from labeler.sources.corpus_store import (
     Batch,
@@ -52,8 +51,8 @@ from labeler.sources.corpus_store import (
 )
 from labeler.sources.passage import Passage
 
-__all__ = ["COMPRESSED", "SPAN_COLUMNS", "Corpus", "NotStored", "corpus_folder", "in_batches", "storing",
-           "without_storing"]
+__all__ = ["COMPRESSED", "SPAN_COLUMNS", "Corpus", "NotStored", "corpus_folder", "in_batches",
+           "storing", "without_storing"]
 
 #: the columns every corpus has, in order
 COLUMNS = ("pid", "title", "text")
@@ -129,20 +128,18 @@ class Corpus:
         concurrent run waits on. `what` names the corpus in progress lines and errors; a pid
         that occurs twice fails the write with `duplicate(row, pid)` (row: its second
         occurrence), by default an InputError naming it; `total`, the passages expected where
-        known (None: not known), sizes the progress bar; `size()` says about the bytes the stored
-        table takes (None: not known), asked only when the corpus is to be stored: the disk is
-        checked for that room before the source is read or downloaded."""
+        known (None: not known), sizes the progress bar; `size()`, asked only when it is to be
+        stored, about the bytes the stored table takes (None: not known): the disk is checked
+        for that room (a killed write's leftovers gone) before the source is read."""
         folder = corpus_folder(key, cache_dir)
         corpus = cls._read(folder, what)
         if corpus is None and not storing():
             raise NotStored(what)
         if corpus is None:
             folder.parent.mkdir(parents=True, exist_ok=True)
-            needed = size() if size is not None else None
-            if needed is not None:
-                check_free(folder.parent, needed, f"storing {what}")
             with locked(folder.with_name(folder.name + ".lock")):
-                corpus = cls._read(folder) or cls._write(folder, batches, what, total, duplicate)
+                corpus = cls._read(folder) or cls._write(folder, batches, what, total, duplicate,
+                                                         size)
         corpus.name, corpus.revision, corpus.license = name, revision, license
         return corpus
 
@@ -176,11 +173,14 @@ class Corpus:
 
     @classmethod
     def _write(cls, folder: Path, batches: Callable[[], Iterable[Batch]], what: str,
-               total: int | None, duplicate: Callable[[int, str], Exception] | None) -> Corpus:
+               total: int | None, duplicate: Callable[[int, str], Exception] | None,
+               size: Callable[[], int | None] | None) -> Corpus:
         from labeler.progress import info, progress_bar
 
         staging = folder.with_name(folder.name + ".partial")
         shutil.rmtree(staging, ignore_errors=True)  # a killed write's leftovers
+        if size is not None and (needed := size()) is not None:  # those leftovers gone
+            check_free(folder.parent, needed, f"storing {what}")
         staging.mkdir(parents=True)
         hasher, writer = Hasher(), None
         try:
@@ -214,10 +214,13 @@ class Corpus:
             shutil.rmtree(folder, ignore_errors=True)
             staging.rename(folder)
             remember(folder, files, folder / _SEEN)  # just hashed: the first read reads none
-        except BaseException:
+        except BaseException as error:
             if writer is not None:
-                writer.close()
+                with suppress(OSError):  # a full disk may not take its footer either
+                    writer.close()
             shutil.rmtree(staging, ignore_errors=True)
+            if isinstance(error, OSError) and refused(error):
+                raise StorageError.from_os(error, str(folder.parent)) from error
             raise
         corpus = cls._read(folder)
         assert corpus is not None

@@ -114,7 +114,7 @@ def fetch_url(url: str, *, what: str, repo: str, hint: str = "") -> str:
         raise HubError(f"cannot load {what}: {url} is not in the local cache and the Hub is "
                        "offline (HF_HUB_OFFLINE)", repo, hint=advice)
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".part")
+    partial = _part(path)
     have = partial.stat().st_size if partial.exists() else 0  # a cut download resumes
     try:
         with httpx.stream("GET", url, follow_redirects=True, timeout=60,
@@ -146,6 +146,20 @@ def download_path(url: str) -> Path:
 
     return settings.cache_dir() / "downloads" / (
         f"{hashlib.sha256(url.encode()).hexdigest()[:16]}-{url.rsplit('/', 1)[-1]}")
+
+
+def to_download(url: str, size: int) -> int:
+    """The bytes of `url` (`size` in all) that `fetch_url` has yet to write into the cache:
+    none once downloaded, `size` less what a cut download already holds."""
+    path = download_path(url)
+    if path.exists():
+        return 0
+    return max(0, size - _part(path).stat().st_size) if _part(path).exists() else size
+
+
+def _part(path: Path) -> Path:
+    """Where `fetch_url` downloads `path` before it is whole."""
+    return path.with_name(path.name + ".part")
 
 
 def _script(spec: HubFiles) -> str | None:
