@@ -239,3 +239,33 @@ def test_two_hosted_servers_of_one_model_name_share_no_cache_entry(server, monke
     assert first.max_context == UNKNOWN_WINDOW  # the listing's "8192" is no window
     assert first.key() != other.key()
     assert KEY not in json.dumps([first.key(), other.key()])
+
+
+@pytest.mark.parametrize("status, said", [
+    (400, "This model's maximum context length is 8192 tokens. However, you requested 9000 "
+          "tokens (8992 in the messages, 8 in the completion)."),  # vLLM, OpenAI
+    (400, "The decoder prompt (length 9000) is longer than the maximum model length of 8192. "
+          "Make sure that `max_model_len` is no smaller than the number of text tokens."),
+    (400, "prompt is too long: 210000 tokens > 200000 maximum"),  # Anthropic's
+    (400, "the request exceeds the available context size, try increasing it"),  # llama.cpp
+    (400, "Prompt contains 40000 tokens and 0 draft tokens, too large for model with 32768 "
+          "maximum context length"),  # Mistral
+    (400, "The input token count (1048600) exceeds the maximum number of tokens allowed "
+          "(1048576)."),  # Gemini's
+    (413, "Request too long: the context window is 8192 tokens")])
+def test_a_refusal_saying_the_prompt_does_not_fit_is_too_long(status, said):
+    assert Refusal("u", "r", status=status, message=said).too_long
+
+
+@pytest.mark.parametrize("status, said", [
+    (400, "max_tokens: 100000 > 64000, which is the maximum allowed number of output tokens "
+          "for hosted-model"),  # a parameter every request holds, not the prompt
+    (400, "Unrecognized request argument supplied: context"),
+    (400, "Invalid 'top_logprobs': integer above maximum value. Expected a value <= 20, but "
+          "got 25 instead."),
+    (422, "Input should be less than or equal to 8192 for max_tokens (the maximum)"),
+    (500, "This model's maximum context length is 8192 tokens.")])  # retried, not refused
+def test_a_refusal_of_a_parameter_is_not_too_long(status, said):
+    """A refusal that every request of a build meets (a bad parameter) read as a prompt too
+    long would leave every query out as if it were the prompt's fault."""
+    assert not Refusal("u", "r", status=status, message=said).too_long
