@@ -164,8 +164,7 @@ def _write_version(task: Task, writer: VersionWriter, manifest: dict, job: Job,
         info(f"{writer.llm}: resuming {writer.staging.name}, {len(done)} of {len(shards)} "
              f"shards already {'labelled' if task.settles else 'written'}")
     for shard, labelled in label_shards(executor, job, [s for s in shards if s.index not in done]):
-        if labelled.unanswered:
-            writer.leave_out(shard.index, labelled.unanswered)
+        writer.leave_out(shard.index, labelled.unanswered)  # none: a killed build's record gone
         if task.settles:
             writer.stage(shard.index, labelled.records)
         else:

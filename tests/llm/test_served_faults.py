@@ -41,6 +41,7 @@ class _Faults(BaseHTTPRequestHandler):
 
     protocol_version = "HTTP/1.1"
     posts = 0  # POSTs answered, all tests together
+    refusing = False  # every POST but the probe's refused as a bad request
 
     def log_message(self, *args) -> None:
         pass
@@ -71,6 +72,8 @@ class _Faults(BaseHTTPRequestHandler):
         elif fault == "trickle":  # each byte well within the per-read timeout; all in 2 s
             self._send(200, json.dumps({"choices": [{"index": 0, "text": "x" * 180}]})
                        .encode(), pause=0.01)
+        elif self.refusing and not self.headers.get(PROBE_HEADER):
+            self._send(400, b'{"error": {"message": "unsupported value"}}')
         elif "/all-too-long/" in self.path and not self.headers.get(PROBE_HEADER):
             self._send(400, b'{"error": {"message": "This model\'s maximum context length is '
                             b'8 tokens."}}')  # every prompt of a build; the probe answered
@@ -297,3 +300,30 @@ def test_a_build_whose_every_prompt_the_server_refuses_as_too_long_fails(server,
         f"as too long: field 'prompt': {server.base_url}/all-too-long/chat/completions "
         "refused ")
     assert not [path for path in (tmp_path / "out").rglob("*") if path.is_file()]
+
+
+def test_a_resumed_build_keeps_no_stale_record_of_a_query_left_out(server, tmp_path,
+                                                                    monkeypatch):
+    """A build killed after recording a shard's query left out but before writing the shard
+    labels that shard again on resume: where the query is answered this time, the manifest
+    does not still list it as left out."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    command = ["build", "--dataset", "nq-sample", "--limit", "2", "--k", "2", "--llm",
+               "acme/hosted-model", "--backend", "openai", "--prompt-format", "chat",
+               "--base-url", server.base_url, "--max-new-tokens", "8", "--shard-size", "1",
+               "--run", str(cut_run(tmp_path)), "--cache-dir", str(tmp_path / "calls"),
+               "--out", str(tmp_path / "out")]
+    monkeypatch.setattr(_Faults, "refusing", True)
+    failed = CliRunner().invoke(cli, command)
+    assert isinstance(failed.exception, Refusal), failed.output  # the partial is kept
+    [partial] = (tmp_path / "out/utility/nq-sample/hosted-model").glob(".v1.*.partial")
+    first = json.loads(cut_run(tmp_path).read_text().split()[0].join('""'))
+    (partial / ".left-out").mkdir()
+    (partial / ".left-out/00000.jsonl").write_text(
+        json.dumps({"qid": first, "reason": "too long"}) + "\n")  # as a killed build left it
+    monkeypatch.setattr(_Faults, "refusing", False)
+    resumed = CliRunner().invoke(cli, command)
+    assert resumed.exit_code == 0, resumed.output
+    version = tmp_path / "out/utility/nq-sample/hosted-model/v1"
+    assert "unanswered" not in json.loads((version / "manifest.json").read_text())
+    assert first in (version / "data-00000.jsonl").read_text()
