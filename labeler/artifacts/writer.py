@@ -129,8 +129,13 @@ class VersionWriter:
 
     def leave_out(self, index: int, unanswered: list[dict]) -> None:
         """Record shard `index`'s queries left out ({qid, reason} each), before the shard
-        itself is written or staged (so a resumed build that finds the shard finds them)."""
-        self._write(self.staging / _LEFT_OUT / f"{index:05d}.jsonl", unanswered, None)
+        itself is written or staged (so a resumed build that finds the shard finds them); none
+        removes what a build killed before writing the shard recorded."""
+        path = self.staging / _LEFT_OUT / f"{index:05d}.jsonl"
+        if unanswered:
+            self._write(path, unanswered, None)
+        else:
+            path.unlink(missing_ok=True)
 
     def left_out(self) -> list[dict]:
         """Every shard's queries left out, in shard order."""

@@ -49,6 +49,11 @@ REFUSED = {401: "the server refused the API key (401 Unauthorized)",
            403: "the API key may not use this server (403 Forbidden)"}
 #: the header marking the start-up probe's requests (a proxy or a log can tell them apart)
 PROBE_HEADER = "X-Labeler-Probe"
+#: how servers say a prompt does not fit the model's window (vLLM, OpenAI, Anthropic, Mistral,
+#: llama.cpp, Gemini); a refusal naming only a maximum or tokens may be of a parameter every
+#: request holds (max_tokens), which leaving the query out would hide
+TOO_LONG_SAYS = ("context length", "context window", "context size", "maximum context",
+                 "too long", "maximum model length", "input token count")
 
 
 @dataclass
@@ -76,8 +81,7 @@ class Refusal(ServerError):
     def too_long(self) -> bool:
         """Whether the server says the prompt does not fit the model's context window."""
         said = self.message.lower()
-        return self.status in (400, 413, 422) and (
-            "context" in said or "too long" in said or "maximum" in said and "token" in said)
+        return self.status in (400, 413, 422) and any(words in said for words in TOO_LONG_SAYS)
 
 
 class _Cut(Exception):

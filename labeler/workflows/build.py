@@ -21,7 +21,7 @@ from pathlib import Path
 from labeler import __version__
 from labeler.artifacts.manifest import read_manifest
 from labeler.artifacts.writer import VersionWriter, artifact_dir, check_caller_manifest
-from labeler.errors import InputError, UnknownNameError
+from labeler.errors import InputError, PromptRefusedError, UnknownNameError
 from labeler.executors import load_executor
 from labeler.executors.base import Executor
 from labeler.llm import BACKENDS, check_operation, resolve_model
@@ -164,19 +164,24 @@ def _write_version(task: Task, writer: VersionWriter, manifest: dict, job: Job,
         info(f"{writer.llm}: resuming {writer.staging.name}, {len(done)} of {len(shards)} "
              f"shards already {'labelled' if task.settles else 'written'}")
     for shard, labelled in label_shards(executor, job, [s for s in shards if s.index not in done]):
-        if labelled.unanswered:
-            writer.leave_out(shard.index, labelled.unanswered)
+        writer.leave_out(shard.index, labelled.unanswered)  # none: a killed build's record gone
         if task.settles:
             writer.stage(shard.index, labelled.records)
         else:
             writer.write_shard(shard.index, task.derive(labelled.records, {}))
+    unanswered = writer.left_out()
+    if unanswered and len(unanswered) == sum(len(shard.queries) for shard in shards):
+        writer.discard()  # nothing answered: a rerun asks every prompt again
+        raise InputError(f"{writer.llm}: each of the {len(unanswered)} queries left out, the "
+                         "server refusing a prompt of each as too long: "
+                         f"{unanswered[0]['reason']}", hint=PromptRefusedError.hint)
     settled = {}
     if task.settles:  # the tables need what only the whole build decides
         settled = {"settled": task.settle(writer.staged())}
         for index in track(sorted(writer.labelled()), f"{task.name} tables for {writer.llm}"):
             writer.write_shard(index, task.derive(list(writer.staged(index)),
                                                   settled["settled"]))
-    if unanswered := writer.left_out():
+    if unanswered:
         info(f"{writer.llm}: {len(unanswered)} queries left out, the server refusing a prompt "
              f"of each as too long (the manifest's `unanswered`): {unanswered[0]['reason']}")
     path = writer.finish({**manifest, **settled, **({"unanswered": unanswered} if unanswered

@@ -83,3 +83,22 @@ def test_the_card_says_how_many_gold_references_named_only_a_title(write, record
             "text), for 3 of 5 queries with gold; 2 of the missing are KILT provenance naming "
             "only a page's title (paragraph 0), which is every passage's title and no "
             "passage's text, so it maps onto none |") in card
+
+
+def test_the_card_says_how_many_queries_were_left_out(write, records, manifest):
+    """A served model's server refused a prompt of each as too long (the manifest's
+    `unanswered`): the card's statistics count them; a version without any has no such row,
+    and both load and validate."""
+    from datasets import load_dataset
+
+    left_out = "| queries left out: the server refused a prompt of each as too long"
+    plain = write(records, llm="all-answered")
+    manifest["unanswered"] = [{"qid": "nq-open-dev-oracle-7", "reason": "too long"},
+                              {"qid": "nq-open-dev-oracle-9", "reason": "too long"}]
+    folder = write(records)
+    card = (folder / "README.md").read_text()
+    assert f"| queries | 3 |\n{left_out}" in card
+    assert "each with the server's reason) | 2 |\n| candidate passages labelled |" in card
+    assert left_out not in (plain / "README.md").read_text()
+    assert validate_path(folder) == []
+    assert load_dataset(str(folder), split="train").num_rows == 3

@@ -16,8 +16,11 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from click.testing import CliRunner
+from support.nq2 import cut_run
 
-from labeler.errors import PromptRefusedError
+from labeler.cli import cli
+from labeler.errors import InputError, PromptRefusedError
 from labeler.llm.base import Sampling, chat
 from labeler.llm.models import resolve_model
 from labeler.llm.openai_api import (
@@ -28,7 +31,7 @@ from labeler.llm.openai_api import (
     _unscored,
     _unusable,
 )
-from labeler.llm.served import Refusal, Server, ServerError
+from labeler.llm.served import PROBE_HEADER, Refusal, Server, ServerError
 
 KEY = "sk-faults-7c3e9b1a"
 
@@ -38,6 +41,7 @@ class _Faults(BaseHTTPRequestHandler):
 
     protocol_version = "HTTP/1.1"
     posts = 0  # POSTs answered, all tests together
+    refusing = False  # every POST but the probe's refused as a bad request
 
     def log_message(self, *args) -> None:
         pass
@@ -68,6 +72,11 @@ class _Faults(BaseHTTPRequestHandler):
         elif fault == "trickle":  # each byte well within the per-read timeout; all in 2 s
             self._send(200, json.dumps({"choices": [{"index": 0, "text": "x" * 180}]})
                        .encode(), pause=0.01)
+        elif self.refusing and not self.headers.get(PROBE_HEADER):
+            self._send(400, b'{"error": {"message": "unsupported value"}}')
+        elif "/all-too-long/" in self.path and not self.headers.get(PROBE_HEADER):
+            self._send(400, b'{"error": {"message": "This model\'s maximum context length is '
+                            b'8 tokens."}}')  # every prompt of a build; the probe answered
         elif fault == "completions" and b"TOO LONG" in body:  # the chat too long for the model
             self._send(400, b'{"error": {"message": "This model\'s maximum context length is '
                             b'8192 tokens. However, you requested 9000 tokens."}}')
@@ -239,3 +248,82 @@ def test_two_hosted_servers_of_one_model_name_share_no_cache_entry(server, monke
     assert first.max_context == UNKNOWN_WINDOW  # the listing's "8192" is no window
     assert first.key() != other.key()
     assert KEY not in json.dumps([first.key(), other.key()])
+
+
+@pytest.mark.parametrize("status, said", [
+    (400, ("This model's maximum context length is 8192 tokens. However, you requested 9000 "
+          "tokens (8992 in the messages, 8 in the completion).")),  # vLLM, OpenAI
+    (400, ("The decoder prompt (length 9000) is longer than the maximum model length of 8192. "
+          "Make sure that `max_model_len` is no smaller than the number of text tokens.")),
+    (400, "prompt is too long: 210000 tokens > 200000 maximum"),  # Anthropic's
+    (400, "the request exceeds the available context size, try increasing it"),  # llama.cpp
+    (400, ("Prompt contains 40000 tokens and 0 draft tokens, too large for model with 32768 "
+          "maximum context length")),  # Mistral
+    (400, ("The input token count (1048600) exceeds the maximum number of tokens allowed "
+          "(1048576).")),  # Gemini's
+    (413, "Request too long: the context window is 8192 tokens")])
+def test_a_refusal_saying_the_prompt_does_not_fit_is_too_long(status, said):
+    assert Refusal("u", "r", status=status, message=said).too_long
+
+
+@pytest.mark.parametrize("status, said", [
+    (400, ("max_tokens: 100000 > 64000, which is the maximum allowed number of output tokens "
+          "for hosted-model")),  # a parameter every request holds, not the prompt
+    (400, "Unrecognized request argument supplied: context"),
+    (400, ("Invalid 'top_logprobs': integer above maximum value. Expected a value <= 20, but "
+          "got 25 instead.")),
+    (422, "Input should be less than or equal to 8192 for max_tokens (the maximum)"),
+    (500, "This model's maximum context length is 8192 tokens.")])  # retried, not refused
+def test_a_refusal_of_a_parameter_is_not_too_long(status, said):
+    """A refusal that every request of a build meets (a bad parameter) read as a prompt too
+    long would leave every query out as if it were the prompt's fault."""
+    assert not Refusal("u", "r", status=status, message=said).too_long
+
+
+def test_a_build_whose_every_prompt_the_server_refuses_as_too_long_fails(server, tmp_path,
+                                                                          monkeypatch):
+    """Not a version of no records (which `validate` rejects) reported as built: one line,
+    and nothing written, not even a partial version that a rerun would resume with every
+    query left out, asking nothing."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    before = _Faults.posts
+    result = CliRunner().invoke(cli, [
+        "build", "--dataset", "nq-sample", "--limit", "2", "--k", "2", "--llm",
+        "acme/hosted-model", "--backend", "openai", "--prompt-format", "chat", "--base-url",
+        f"{server.base_url}/all-too-long", "--max-new-tokens", "8", "--run",
+        str(cut_run(tmp_path)), "--cache-dir", str(tmp_path / "calls"), "--out",
+        str(tmp_path / "out")])
+    assert isinstance(result.exception, InputError), result.output
+    assert _Faults.posts > before
+    assert str(result.exception).startswith(
+        "hosted-model: each of the 2 queries left out, the server refusing a prompt of each "
+        f"as too long: field 'prompt': {server.base_url}/all-too-long/chat/completions "
+        "refused ")
+    assert not [path for path in (tmp_path / "out").rglob("*") if path.is_file()]
+
+
+def test_a_resumed_build_keeps_no_stale_record_of_a_query_left_out(server, tmp_path,
+                                                                    monkeypatch):
+    """A build killed after recording a shard's query left out but before writing the shard
+    labels that shard again on resume: where the query is answered this time, the manifest
+    does not still list it as left out."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    command = ["build", "--dataset", "nq-sample", "--limit", "2", "--k", "2", "--llm",
+               "acme/hosted-model", "--backend", "openai", "--prompt-format", "chat",
+               "--base-url", server.base_url, "--max-new-tokens", "8", "--shard-size", "1",
+               "--run", str(cut_run(tmp_path)), "--cache-dir", str(tmp_path / "calls"),
+               "--out", str(tmp_path / "out")]
+    monkeypatch.setattr(_Faults, "refusing", True)
+    failed = CliRunner().invoke(cli, command)
+    assert isinstance(failed.exception, Refusal), failed.output  # the partial is kept
+    [partial] = (tmp_path / "out/utility/nq-sample/hosted-model").glob(".v1.*.partial")
+    first = json.loads(cut_run(tmp_path).read_text().split()[0].join('""'))
+    (partial / ".left-out").mkdir()
+    (partial / ".left-out/00000.jsonl").write_text(
+        json.dumps({"qid": first, "reason": "too long"}) + "\n")  # as a killed build left it
+    monkeypatch.setattr(_Faults, "refusing", False)
+    resumed = CliRunner().invoke(cli, command)
+    assert resumed.exit_code == 0, resumed.output
+    version = tmp_path / "out/utility/nq-sample/hosted-model/v1"
+    assert "unanswered" not in json.loads((version / "manifest.json").read_text())
+    assert first in (version / "data-00000.jsonl").read_text()

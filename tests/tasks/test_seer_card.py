@@ -76,3 +76,10 @@ def test_compression_row_names_the_extractor_and_seers_arithmetic():
             in card)
     assert "mean of Table 1's six per-cell ratios" in card and "782.5/93 = 8.41" in card
     assert "(smollm2-135m's samples, before training)" in _card(_manifest("llm"))
+
+
+def test_the_card_counts_the_queries_left_out():
+    manifest = {**_manifest("alignscore"), "unanswered": [{"qid": "q1", "reason": "too long"}]}
+    assert ("| queries | 2 |\n| queries left out: the server refused a prompt of each as too "
+            "long (the manifest's `unanswered`, each with the server's reason) | 1 |\n"
+            "| queries skipped without a gold answer |") in _card(manifest)
