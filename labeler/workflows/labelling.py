@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import gc
 import threading
+import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
@@ -29,6 +30,7 @@ from labeler.llm.config import LLMConfig
 from labeler.tasks import load_task
 from labeler.tasks.base import NO_LLM, Shard, Task, TaskConfig
 from labeler.turns import wait_turn
+from labeler.workflows.served_usage import ServedTally, worker_mark, worker_usage
 
 
 @dataclass(frozen=True)
@@ -55,20 +57,29 @@ class Job:
 
 class Labeller:
     """A job's worker: its task and models, loaded on the first shard and kept; a shard in,
-    (its index, its records) out. Shards labelled at once (`LABELLED_AHEAD`) take turns on
-    the engine: a cached model's calls prepare their requests first (`CachedBackend`), an
-    uncached model's shard waits for its turn before its first call."""
+    (its index, its records, what this worker has asked a served model so far) out.
+    Shards labelled at once (`LABELLED_AHEAD`) take turns on the engine: a cached model's
+    calls prepare their requests first (`CachedBackend`), an uncached model's shard waits
+    for its turn before its first call."""
 
     def __init__(self, job: Job) -> None:
         self.job = job
         self._loaded: tuple[Task, Backend, dict[str, Backend]] | None = None
+        self._served: tuple[str, dict | None] = ("", None)  # this worker, its usage mark
 
-    def __call__(self, shard: Shard) -> tuple[int, list[dict]]:
+    def __call__(self, shard: Shard) -> tuple[int, list[dict], dict | None]:
         with _LOADING:  # here, not when built: Ray loses an actor constructor's error
             if self._loaded is None:
                 task = self.job.make_task()
                 self._loaded = task, self.job.load_model(), self.job.load_extra_models(task)
+                self._served = uuid.uuid4().hex, worker_mark(self.job.llm, self._loaded[1])
         task, model, models = self._loaded
+        records = self._label(task, model, models, shard)
+        return shard.index, records, worker_usage(self._served[0], model, self._served[1])
+
+    def _label(self, task: Task, model: Backend | None, models: dict[str, Backend],
+               shard: Shard) -> list[dict]:
+        """The shard's records."""
         if model is not None and not all(isinstance(m, CachedBackend)
                                          for m in (model, *models.values())):
             wait_turn()
@@ -76,7 +87,7 @@ class Labeller:
         try:  # labelling sets off (~10% of bench_overhead's CPU when it was)
             route = self.job.llm.router(self.job.cache_dir) if self.job.llm else None
             calls = task.calls(model, models, route)
-            return shard.index, task.label(calls, shard)
+            return task.label(calls, shard)
         finally:  # collected again from here: a cycle dropped later is not kept for good
             gc.unfreeze()
 
@@ -87,13 +98,15 @@ LABELLED_AHEAD = 1
 _LOADING = threading.Lock()
 
 
-def label_shards(executor: Executor, job: Job, shards: Sequence[Shard]
+def label_shards(executor: Executor, job: Job, shards: Sequence[Shard], served: ServedTally
                  ) -> Iterator[tuple[Shard, list[dict]]]:
-    """(shard, its records) for every shard, labelled by `executor`'s workers, in any order."""
+    """(shard, its records) for every shard, labelled by `executor`'s workers, in any order;
+    what each worker reports it asked a served model goes to `served`."""
     by_index = {shard.index: shard for shard in shards}
-    for index, records in executor.map(Labeller(job), shards,
-                                       gpus=job.llm.gpus if job.llm else 0,
-                                       what=f"{job.task} shards for "
-                                            f"{job.llm.name if job.llm else NO_LLM}",
-                                       cache_dir=job.cache_dir, ahead=LABELLED_AHEAD):
+    for index, records, usage in executor.map(Labeller(job), shards,
+                                              gpus=job.llm.gpus if job.llm else 0,
+                                              what=f"{job.task} shards for "
+                                                   f"{job.llm.name if job.llm else NO_LLM}",
+                                              cache_dir=job.cache_dir, ahead=LABELLED_AHEAD):
+        served.add(usage)
         yield by_index[index], records
