@@ -202,24 +202,26 @@ class OpenAIBackend(PromptLogprobScoring, Backend):
         return {c: self.tokenizer.decode([i]) for c, i in zip(request.choices, ids)}
 
     def _score_ids(self, prompts: list[list[int]], operation: str, groups: list) -> list:
-        """Each prompt's scored answer; one whose log-probabilities do not cover the prompt,
-        or are no log-probabilities (NaN, infinite, positive), stops the call in one line."""
+        """Each prompt's tokens' log-probabilities, read the way the server was asked (an
+        echoed answer of vLLM's holds prompt_logprobs too, which another server's lacks);
+        one whose log-probabilities do not cover the prompt, or are no log-probabilities
+        (NaN, infinite, positive), stops the call in one line."""
         way = self._check(operation)
         self.used.add(way)
         answers = self._ask("/completions", [{"model": self.served_id, "prompt": ids,
                                               **_SCORE[way]} for ids in prompts], operation)
+        scored = []
         for n, (ids, answer) in enumerate(zip(prompts, answers), 1):
-            if why := _unscored(answer["choices"][0], ids, way):
+            try:
+                scored.append(_prompt_scores(answer["choices"][0], ids, way))
+            except ValueError as why:
                 raise ServerError(f"{self.server.base_url}/completions", f"unusable answer to "
-                                  f"{operation} {n} of {len(prompts)}: {why}")
-        return answers
+                                  f"{operation} {n} of {len(prompts)}: {why}") from None
+        return scored
 
     @staticmethod
-    def _prompt_logprob(output: dict, position: int, token: int) -> float:
-        choice = output["choices"][0]
-        if choice.get("prompt_logprobs") is not None:
-            return choice["prompt_logprobs"][position][str(token)]["logprob"]
-        return choice["logprobs"]["token_logprobs"][position]  # echo: the prompt's own tokens
+    def _prompt_logprob(output: list, position: int, token: int) -> float:
+        return output[position]  # the prompt's own token there (`_prompt_scores`)
 
     def _sampling(self, sampling: Sampling, rendered: str) -> dict:
         """The request's sampling fields: OpenAI's, and vLLM's top_k and structured outputs."""
@@ -353,9 +355,11 @@ def _top_logprobs(answer: dict) -> dict:
     return top
 
 
-def _unscored(choice: dict, ids: list[int], way: str) -> str | None:
-    """Why a scored answer's `way` log-probabilities do not score the prompt `ids`; None
-    where they do (one per token after the first, each a log-probability)."""
+def _prompt_scores(choice: dict, ids: list[int], way: str) -> list:
+    """The log-probability of each token of the prompt `ids` (None for the first, which
+    nothing precedes) in a scored answer's `way`: vLLM's prompt_logprobs, or the echoed
+    prompt's token_logprobs (then the one generated token's). ValueError saying why where
+    they do not score the prompt: too few, or a value that is no log-probability."""
     try:
         if way == "prompt_logprobs":
             scored = choice["prompt_logprobs"]
@@ -364,10 +368,12 @@ def _unscored(choice: dict, ids: list[int], way: str) -> str | None:
             scored = choice["logprobs"]["token_logprobs"]
             values = list(scored[1:len(ids)])
     except (KeyError, IndexError, TypeError):
-        return f"no {way} of the prompt's tokens"
+        raise ValueError(f"no {way} of the prompt's tokens") from None
     if len(scored) < len(ids):
-        return f"{way} of {len(scored)} of the prompt's {len(ids)} tokens"
-    return _unusable(values)
+        raise ValueError(f"{way} of {len(scored)} of the prompt's {len(ids)} tokens")
+    if why := _unusable(values):
+        raise ValueError(why)
+    return [None, *values]
 
 
 def _unusable(logprobs: list) -> str | None:

@@ -37,7 +37,7 @@ from labeler.tasks import load_task
 from labeler.tasks.base import NO_LLM, Shard, Task, TaskConfig, make_shards
 from labeler.tasks.shard_plan import plan_shards
 from labeler.workflows.labelling import Job, label_shards
-from labeler.workflows.served_usage import served_section, usage_mark
+from labeler.workflows.served_usage import ServedTally
 from labeler.workflows.steps import (
     config_pools,
     config_source,
@@ -158,12 +158,12 @@ def _write_version(task: Task, writer: VersionWriter, manifest: dict, job: Job,
     """Label the shards `writer` has not written with `job` and finish its version; a task
     that settles stages every shard's records first and derives its tables from all."""
     done = writer.labelled() if task.settles else writer.completed()
-    # a served model's usage is counted where its requests are sent: in this process
-    mark = usage_mark(job.llm, job.cache_dir) if executor.in_process and job.llm else None
+    served = ServedTally()  # each worker's count of what it asked a served model
     if done:
         info(f"{writer.llm}: resuming {writer.staging.name}, {len(done)} of {len(shards)} "
              f"shards already {'labelled' if task.settles else 'written'}")
-    for shard, labelled in label_shards(executor, job, [s for s in shards if s.index not in done]):
+    for shard, labelled in label_shards(executor, job, [s for s in shards
+                                                        if s.index not in done], served):
         writer.leave_out(shard.index, labelled.unanswered)  # none: a killed build's record gone
         if task.settles:
             writer.stage(shard.index, labelled.records)
@@ -186,7 +186,7 @@ def _write_version(task: Task, writer: VersionWriter, manifest: dict, job: Job,
              f"of each as too long (the manifest's `unanswered`): {unanswered[0]['reason']}")
     path = writer.finish({**manifest, **settled, **({"unanswered": unanswered} if unanswered
                                                     else {}),
-                          **served_section(job.llm, job.cache_dir, mark)})
+                          **served.section(job.llm, writer.llm)})
     return Built(writer.llm, path, read_manifest(path)["stats"], len(unanswered))
 
 

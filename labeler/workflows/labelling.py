@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import gc
 import threading
+import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
@@ -36,6 +37,7 @@ from labeler.llm.config import LLMConfig
 from labeler.tasks import load_task
 from labeler.tasks.base import NO_LLM, Shard, Task, TaskConfig
 from labeler.turns import wait_turn
+from labeler.workflows.served_usage import ServedTally, worker_mark, worker_usage
 
 
 @dataclass(frozen=True)
@@ -62,12 +64,14 @@ class Job:
 
 @dataclass(frozen=True)
 class Labelled:
-    """One labelled shard: its index, its records, and the queries left out because the
-    server refused one of their prompts as too long ({qid, reason} each)."""
+    """One labelled shard: its index, its records, the queries left out because the
+    server refused one of their prompts as too long ({qid, reason} each), and what its
+    worker has asked a served model so far (`worker_usage`)."""
 
     index: int
     records: list[dict]
     unanswered: list[dict]
+    usage: dict | None = None
 
 
 class Labeller:
@@ -79,13 +83,21 @@ class Labeller:
     def __init__(self, job: Job) -> None:
         self.job = job
         self._loaded: tuple[Task, Backend, dict[str, Backend]] | None = None
+        self._served: tuple[str, dict | None] = ("", None)  # this worker, its usage mark
 
     def __call__(self, shard: Shard) -> Labelled:
         with _LOADING:  # here, not when built: Ray loses an actor constructor's error
             if self._loaded is None:
                 task = self.job.make_task()
                 self._loaded = task, self.job.load_model(), self.job.load_extra_models(task)
+                self._served = uuid.uuid4().hex, worker_mark(self.job.llm, self._loaded[1])
         task, model, models = self._loaded
+        labelled = self._label(task, model, models, shard)
+        return replace(labelled, usage=worker_usage(self._served[0], model, self._served[1]))
+
+    def _label(self, task: Task, model: Backend | None, models: dict[str, Backend],
+               shard: Shard) -> Labelled:
+        """The shard labelled."""
         if model is not None and not all(isinstance(m, CachedBackend)
                                          for m in (model, *models.values())):
             wait_turn()
@@ -120,13 +132,14 @@ LABELLED_AHEAD = 1
 _LOADING = threading.Lock()
 
 
-def label_shards(executor: Executor, job: Job, shards: Sequence[Shard]
+def label_shards(executor: Executor, job: Job, shards: Sequence[Shard], served: ServedTally
                  ) -> Iterator[tuple[Shard, Labelled]]:
     """(shard, its `Labelled`) for every shard, labelled by `executor`'s workers, in any
-    order."""
+    order; what each worker reports it asked a served model goes to `served`."""
     by_index = {shard.index: shard for shard in shards}
     for labelled in executor.map(Labeller(job), shards, gpus=job.llm.gpus if job.llm else 0,
                                  what=f"{job.task} shards for "
                                       f"{job.llm.name if job.llm else NO_LLM}",
                                  cache_dir=job.cache_dir, ahead=LABELLED_AHEAD):
+        served.add(labelled.usage)
         yield by_index[labelled.index], labelled

@@ -27,7 +27,14 @@ from support.served import API_KEY
 
 from labeler.cli import cli
 from labeler.errors import InputError
-from labeler.llm import ChoiceRequest, Sampling, chat, load_backend
+from labeler.llm import (
+    ChoiceRequest,
+    LoglikelihoodRequest,
+    Message,
+    Sampling,
+    chat,
+    load_backend,
+)
 from labeler.llm.cache import CachedBackend
 from labeler.llm.call_store import cache_stats
 from labeler.llm.models import resolve_model
@@ -38,6 +45,8 @@ pytestmark = pytest.mark.vllm
 
 #: a probability: the contract's for the served backend (tests/llm/test_contract.py)
 P_YES_TOLERANCE = 2e-4
+#: nats: the contract's for the served backend (tests/llm/test_contract.py)
+LOGLIKELIHOOD_TOLERANCE = 2e-3
 
 
 @contextmanager
@@ -315,3 +324,40 @@ def test_a_prompt_the_server_refuses_as_too_long_leaves_its_query_out(
     assert "unanswered" not in json.loads((data.parent / "manifest.json").read_text())
     assert [json.loads(line)["qid"] for line in data.read_text().splitlines()] == \
         [first.qid, second.qid]
+
+
+def test_a_server_without_prompt_logprobs_scores_prompts_by_echo_as_prompt_logprobs_do(
+        smollm, smollm_served, vllm_server, session_cache, monkeypatch):
+    """lm-evaluation-harness's way: the proxy refuses every request holding prompt_logprobs
+    (the probe's too), so the probe finds completions with echo and logprobs, and the
+    log-likelihoods and P(choice) read from the echoed prompt's token_logprobs are those of
+    vLLM's prompt_logprobs (the session's `smollm_served`) and of the in-process hf model."""
+    _, proxy = vllm_server
+    monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+    question = chat("What is the capital of France?")
+    likelihoods = [LoglikelihoodRequest(question, "The capital of France is Paris."),
+                   LoglikelihoodRequest(question, "The capital of France is Berlin."),
+                   LoglikelihoodRequest(chat("Who wrote Hamlet?", system="Answer briefly."),
+                                        "William Shakespeare")]
+    choices = [ChoiceRequest(question + (Message("assistant", "The capital of France is"),),
+                             (" Paris", " Berlin")),
+               ChoiceRequest(chat("Is water wet? Answer yes or no."), ("yes", "no"))]
+    proxy.refused_fields = {"prompt_logprobs"}
+    try:
+        echo = OpenAIBackend(resolve_model("smollm2-135m"), base_url=proxy.base_url,
+                             cache_dir=session_cache)
+        before = proxy.total()
+        got = echo.loglikelihood(likelihoods), echo.choice_probs(choices)
+        asked = proxy.total() - before
+    finally:
+        proxy.refused_fields = set()
+    assert echo.capabilities.way("loglikelihood") == "echo"
+    assert smollm_served.capabilities.way("loglikelihood") == "prompt_logprobs"
+    assert echo.report()["used"] == ["echo"] and "prompt_logprobs" not in echo.report()["offers"]
+    assert asked == len(likelihoods) + 4  # one request per choice's first token
+    assert got[0][0] > got[0][1]  # Paris is the likelier answer
+    for reference in (smollm_served, smollm):
+        near = reference.loglikelihood(likelihoods), reference.choice_probs(choices)
+        assert got[0] == pytest.approx(near[0], abs=LOGLIKELIHOOD_TOLERANCE)
+        for probs, expected in zip(got[1], near[1]):
+            assert probs == pytest.approx(expected, abs=P_YES_TOLERANCE)

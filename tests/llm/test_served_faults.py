@@ -26,9 +26,9 @@ from labeler.llm.models import resolve_model
 from labeler.llm.openai_api import (
     UNKNOWN_WINDOW,
     OpenAIBackend,
+    _prompt_scores,
     _text,
     _top_logprobs,
-    _unscored,
     _unusable,
 )
 from labeler.llm.served import PROBE_HEADER, Refusal, Server, ServerError
@@ -206,26 +206,45 @@ def test_a_reply_with_null_text_is_empty():
     assert _text({"message": {"content": "Paris"}}) == "Paris"
 
 
+def unscored(choice: dict, ids: list[int], way: str) -> str | None:
+    """Why `_prompt_scores` finds the answer scores no prompt; None where it does."""
+    try:
+        _prompt_scores(choice, ids, way)
+    except ValueError as why:
+        return str(why)
+    return None
+
+
 @pytest.mark.parametrize("value", [float("nan"), float("-inf"), float("inf"), 3.5, None, "x"])
 def test_a_score_that_is_no_log_probability_is_named(value):
     ids = [7, 8, 9]
     vllm = {"prompt_logprobs": [None, {"8": {"logprob": -1.0}}, {"9": {"logprob": value}}]}
     echo = {"logprobs": {"token_logprobs": [None, -1.0, value]}}
-    assert _unscored(vllm, ids, "prompt_logprobs") == f"a log-probability of {value!r}"
-    assert _unscored(echo, ids, "echo") == f"a log-probability of {value!r}"
+    assert unscored(vllm, ids, "prompt_logprobs") == f"a log-probability of {value!r}"
+    assert unscored(echo, ids, "echo") == f"a log-probability of {value!r}"
     assert _unusable([-0.5, value]) == f"a log-probability of {value!r}"
 
 
 def test_scores_that_do_not_cover_the_prompt_are_named():
     ids = [7, 8, 9]
-    assert _unscored({"prompt_logprobs": [None, {"999": {"logprob": -1}}]}, ids,
-                     "prompt_logprobs") == "no prompt_logprobs of the prompt's tokens"
-    assert _unscored({"logprobs": {"token_logprobs": [None, -1.0]}}, ids, "echo") == \
+    assert unscored({"prompt_logprobs": [None, {"999": {"logprob": -1}}]}, ids,
+                    "prompt_logprobs") == "no prompt_logprobs of the prompt's tokens"
+    assert unscored({"logprobs": {"token_logprobs": [None, -1.0]}}, ids, "echo") == \
         "echo of 2 of the prompt's 3 tokens"
-    assert _unscored({"logprobs": None}, ids, "echo") == "no echo of the prompt's tokens"
-    assert _unscored({"prompt_logprobs": [None, {"8": {"logprob": -1.0}},
-                                          {"9": {"logprob": -0.0}}]}, ids,
-                     "prompt_logprobs") is None
+    assert unscored({"logprobs": None}, ids, "echo") == "no echo of the prompt's tokens"
+    assert _prompt_scores({"prompt_logprobs": [None, {"8": {"logprob": -1.0}},
+                                               {"9": {"logprob": -0.0}}]}, ids,
+                          "prompt_logprobs") == [None, -1.0, -0.0]
+
+
+def test_an_echoed_answer_is_read_from_its_token_logprobs_whatever_else_it_holds():
+    """vLLM's echoed answer holds prompt_logprobs too: the echo way reads token_logprobs,
+    as another server gives them (here they differ, so reading the other would show)."""
+    ids = [7, 8, 9]
+    answer = {"prompt_logprobs": [None, {"8": {"logprob": -5.0}}, {"9": {"logprob": -5.0}}],
+              "logprobs": {"token_logprobs": [None, -1.0, -2.0, -0.5]}}
+    assert _prompt_scores(answer, ids, "echo") == [None, -1.0, -2.0]
+    assert _prompt_scores(answer, ids, "prompt_logprobs") == [None, -5.0, -5.0]
 
 
 def test_top_logprobs_entries_without_a_token_or_logprob_are_caught():

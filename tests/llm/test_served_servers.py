@@ -207,23 +207,3 @@ def test_judge_pvs_through_the_served_model_selects_as_the_in_process_judge(
     assert proxy.total() > before
     assert [(r["qid"], r["selected"]) for r in served] == \
         [(r["qid"], r["selected"]) for r in local]
-
-
-
-def test_a_tiny_reproduce_runs_through_the_served_model(vllm_server, github, session_cache,
-                                                        tmp_path):
-    """`reproduce rubric-experiment` on one esci query (the tests' GitHub server's rows),
-    its questions and P(yes) asked of the session's `vllm serve`."""
-    _, proxy = vllm_server
-    (tmp_path / "calls").mkdir()
-    (tmp_path / "calls/models").symlink_to(Path(session_cache) / "models")
-    before = proxy.total()
-    result = CliRunner().invoke(cli, [
-        "reproduce", "rubric-experiment", "--dataset", "esci", "--llm", "smollm2-135m",
-        "--queries", "1", "--rerank-k", "2", "--max-questions", "1", "--backend", "openai",
-        "--base-url", proxy.base_url, "--out", str(tmp_path / "out"), "--cache-dir",
-        str(tmp_path / "calls"), "--json"], env={"OPENAI_API_KEY": API_KEY})
-    assert result.exit_code == 0, result.output
-    report = Path(json.loads(result.stdout)["path"])
-    assert (report / "results.json").stat().st_size > 0
-    assert proxy.total() - before > cache_stats(tmp_path / "calls").entries > 0  # P(yes): 8

@@ -76,11 +76,13 @@ def check_faithfulness(spec: str) -> None:
 def extractor_llm(config: SeerPaperConfig, llm: LLMConfig, step: Step, plan: list[Step]
                   ) -> LLMConfig:
     """The extractor of an evidence step, run as `llm` runs: the base one (SEER's: the
-    generator), or the trained model folder."""
+    generator), or the trained model folder (on hf where `llm` is served: the server does
+    not serve the model just trained here)."""
     if step.what == "base":
         return replace(llm, name=config.extractor or llm.name)
     trained = next(s for s in plan if s.dataset == step.dataset and s.what == "extractor")
-    return replace(llm, name=str(trained.output))
+    extractor = replace(llm, name=str(trained.output))
+    return extractor.on_hf() if llm.backend == "openai" else extractor
 
 
 def extract_evidence(reference: Path, extractor: LLMConfig, target: Path, *,

@@ -12,6 +12,7 @@ already asked.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 
 from labeler.llm.config import LLMConfig
@@ -49,7 +50,8 @@ def reproduce(config: ReproduceConfig, llms: Sequence[LLMConfig], *, out: str | 
             config.judge(step.dataset, step.method, step.with_answer)  # its checks, now
     _run(config, llms, aliases, todo, out=out, cache_dir=cache_dir, shard_size=shard_size,
          executor=executor)
-    path, records = write_report(config, aliases, plan, out=out, cache_dir=cache_dir)
+    path, records = write_report(config, aliases, plan, out=out, cache_dir=cache_dir,
+                                 served=served_llms(llms, aliases))
     return Reproduced(path, records, todo, [s for s in plan if s not in todo])
 
 
@@ -86,7 +88,8 @@ def _run(config: ReproduceConfig, llms: Sequence[LLMConfig], aliases: Sequence[s
         elif step.what == "compare":
             compare([utility_folder(work, "mcp", step.dataset, a) for a in step.llms],
                     out=work / "mcp", llms={a: by_alias[a].name for a in step.llms},
-                    cache_dir=cache_dir)
+                    cache_dir=cache_dir, served=_settings(served_llms(llms, aliases)
+                                                          .get(step.llms[0])))
 
 
 def _judge_llm(step: Step, llm: LLMConfig | None) -> LLMConfig | None:
@@ -99,3 +102,16 @@ def _judge_llm(step: Step, llm: LLMConfig | None) -> LLMConfig | None:
     if llm is None or operation is None or answers(llm.backend, operation):
         return llm
     return llm.on_hf()
+
+
+
+def served_llms(llms: Sequence[LLMConfig], aliases: Sequence[str]) -> dict[str, LLMConfig]:
+    """The LLMs that run on a server, by alias: a step that asks an artifact's own LLM (the
+    compare's readers, the scores' RAG answers) is given it, since the server's URL and
+    options are the command's and never in a manifest. Every LLM of a run runs alike."""
+    return {a: llm for a, llm in zip(aliases, llms) if llm.backend == "openai"}
+
+
+def _settings(llm: LLMConfig | None) -> dict | None:
+    """`llm`'s settings but its name, for `compare`'s readers (None: as their manifests)."""
+    return None if llm is None else {k: v for k, v in asdict(llm).items() if k != "name"}

@@ -8,13 +8,14 @@ serves the RAG answers of a report written again.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
 from labeler.artifacts.reader import load_artifact
 from labeler.artifacts.writer import write_artifact
 from labeler.judges.methods import METHODS
+from labeler.llm.config import LLMConfig
 from labeler.progress import track
 from labeler.report.kind import PaperReport
 from labeler.workflows.reproduce import utility_cells as cells
@@ -32,10 +33,11 @@ ROW_ORDER = ("utilitarian_count", "no_passage", "all", "utilitarian", "retrieval
 
 
 def write_report(config: ReproduceConfig, aliases: Sequence[str], plan: Sequence[Step], *,
-                 out: str | Path, cache_dir: str | Path | None = None
-                 ) -> tuple[Path, list[dict]]:
+                 out: str | Path, cache_dir: str | Path | None = None,
+                 served: Mapping[str, LLMConfig] | None = None) -> tuple[Path, list[dict]]:
     """Collect every number from the steps of `plan` (all done) and write the report
-    version; (its folder, its records)."""
+    version; (its folder, its records). The RAG answers are the labels' own LLM's, asked
+    as their manifest says, or as `served` says for an LLM on a server (by alias)."""
     work = work_folder(out)
     records: list[dict] = []
     reports: dict[tuple, list] = {}  # (LLM, method, with answer) -> each dataset's report
@@ -44,7 +46,8 @@ def write_report(config: ReproduceConfig, aliases: Sequence[str], plan: Sequence
             records += _labels(config, work, dataset, alias)
             judged = [s for s in plan if s.what == "judge" and s.dataset == dataset
                       and s.llm in (alias, None)]
-            records += _scores(work, dataset, alias, judged, cache_dir, reports)
+            records += _scores(work, dataset, alias, judged, cache_dir, reports,
+                               (served or {}).get(alias))
         for step in plan:
             if step.what == "compare" and step.dataset == dataset:
                 stats = load_artifact(step.output).manifest["stats"]
@@ -76,10 +79,12 @@ def _labels(config: ReproduceConfig, work: Path, dataset: str, alias: str) -> li
 
 
 def _scores(work: Path, dataset: str, alias: str, judged: Sequence[Step],
-            cache_dir: str | Path | None, reports: dict[tuple, list]) -> list[dict]:
+            cache_dir: str | Path | None, reports: dict[tuple, list],
+            served: LLMConfig | None) -> list[dict]:
     """Tables 4, 5 and 6: each submission scored against the LLM's rp labels, as `labeler
     score` does, with --rag for the selections with the pseudo-answer and every ranking (its
-    top 5); each report also kept in `reports` for the Overall rows."""
+    top 5; answered by `served` where the LLM is on a server); each report also kept in
+    `reports` for the Overall rows."""
     from labeler.scoring.reference import load_reference
     from labeler.scoring.score import score
 
@@ -89,7 +94,8 @@ def _scores(work: Path, dataset: str, alias: str, judged: Sequence[Step],
     for step in track(judged, f"{dataset}, {alias}: scores"):
         method = METHODS[step.method]
         rag = method.kind == "ranking" or step.with_answer
-        report = score(step.output, reference, ks=(5,), rag=rag, cache_dir=cache_dir)
+        report = score(step.output, reference, ks=(5,), rag=rag, cache_dir=cache_dir,
+                       llm=served if rag else None)
         answer = step.with_answer if method.with_answer is not None else None
         reports.setdefault((alias, step.method, answer), []).append(report)
         out += cells.score_cells(alias, dataset, step.method, answer, report,
