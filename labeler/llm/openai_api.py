@@ -213,7 +213,8 @@ class OpenAIBackend(PromptLogprobScoring, Backend):
         scored = []
         for n, (ids, answer) in enumerate(zip(prompts, answers), 1):
             try:
-                scored.append(_prompt_scores(answer["choices"][0], ids, way))
+                scored.append(_prompt_scores(answer["choices"][0], ids, way,
+                                             answer.get("usage")))
             except ValueError as why:
                 raise ServerError(f"{self.server.base_url}/completions", f"unusable answer to "
                                   f"{operation} {n} of {len(prompts)}: {why}") from None
@@ -355,11 +356,16 @@ def _top_logprobs(answer: dict) -> dict:
     return top
 
 
-def _prompt_scores(choice: dict, ids: list[int], way: str) -> list:
+def _prompt_scores(choice: dict, ids: list[int], way: str, usage=None) -> list:
     """The log-probability of each token of the prompt `ids` (None for the first, which
     nothing precedes) in a scored answer's `way`: vLLM's prompt_logprobs, or the echoed
-    prompt's token_logprobs (then the one generated token's). ValueError saying why where
-    they do not score the prompt: too few, or a value that is no log-probability."""
+    prompt's token_logprobs (then the one generated token's), read by position, so the
+    server must have scored `ids` as sent (its `usage` counts as many prompt tokens, an echo
+    holds no more than one token beyond them). ValueError saying why where they do not score
+    the prompt: too few, too many, or a value that is no log-probability."""
+    counted = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+    if type(counted) is int and counted != len(ids):
+        raise ValueError(f"the server counted {counted} prompt tokens of the prompt's {len(ids)}")
     try:
         if way == "prompt_logprobs":
             scored = choice["prompt_logprobs"]
@@ -371,6 +377,8 @@ def _prompt_scores(choice: dict, ids: list[int], way: str) -> list:
         raise ValueError(f"no {way} of the prompt's tokens") from None
     if len(scored) < len(ids):
         raise ValueError(f"{way} of {len(scored)} of the prompt's {len(ids)} tokens")
+    if way == "echo" and len(scored) > len(ids) + 1:  # a BOS added, or other tokens
+        raise ValueError(f"echo of {len(scored)} tokens for the prompt's {len(ids)} and one more")
     if why := _unusable(values):
         raise ValueError(why)
     return [None, *values]

@@ -206,10 +206,10 @@ def test_a_reply_with_null_text_is_empty():
     assert _text({"message": {"content": "Paris"}}) == "Paris"
 
 
-def unscored(choice: dict, ids: list[int], way: str) -> str | None:
+def unscored(choice: dict, ids: list[int], way: str, usage=None) -> str | None:
     """Why `_prompt_scores` finds the answer scores no prompt; None where it does."""
     try:
-        _prompt_scores(choice, ids, way)
+        _prompt_scores(choice, ids, way, usage)
     except ValueError as why:
         return str(why)
     return None
@@ -245,6 +245,29 @@ def test_an_echoed_answer_is_read_from_its_token_logprobs_whatever_else_it_holds
               "logprobs": {"token_logprobs": [None, -1.0, -2.0, -0.5]}}
     assert _prompt_scores(answer, ids, "echo") == [None, -1.0, -2.0]
     assert _prompt_scores(answer, ids, "prompt_logprobs") == [None, -5.0, -5.0]
+
+
+def test_an_echo_of_other_tokens_than_the_prompt_sent_is_named_not_read_shifted():
+    """The echo way reads token_logprobs by position, so the echoed tokens must be the ids
+    sent: a server that adds a BOS token before them, or re-tokenizes their text into fewer
+    tokens, shifts every position (the continuation scored by its neighbours' values). Such
+    an answer is one line, by its length (the prompt plus at most the one generated token) or
+    the prompt tokens its usage counts; a first token's null, as OpenAI's echo has, is read."""
+    ids = [7, 8, 9]
+    bos = {"logprobs": {"token_logprobs": [None, -9.0, -1.0, -2.0, -0.5]}}
+    assert unscored(bos, ids, "echo") == "echo of 5 tokens for the prompt's 3 and one more"
+    fewer = {"logprobs": {"token_logprobs": [None, -1.5, -0.5]}}  # 2 prompt tokens, 1 answer
+    assert unscored(fewer, ids, "echo", {"prompt_tokens": 2, "completion_tokens": 1}) == \
+        "the server counted 2 prompt tokens of the prompt's 3"
+    assert unscored(bos, ids, "echo", {"prompt_tokens": 4}) is not None
+    exact = {"logprobs": {"token_logprobs": [None, -1.0, -2.0, -0.5]}}
+    assert _prompt_scores(exact, ids, "echo", {"prompt_tokens": 3}) == [None, -1.0, -2.0]
+    assert _prompt_scores(exact, ids, "echo", {"prompt_tokens": "3"}) == [None, -1.0, -2.0]
+    assert _prompt_scores({"logprobs": {"token_logprobs": [-3.0, -1.0, -2.0]}}, ids,
+                          "echo") == [None, -1.0, -2.0]
+    vllm = {"prompt_logprobs": [None, {"8": {"logprob": -1.0}}, {"9": {"logprob": -2.0}}]}
+    assert unscored(vllm, ids, "prompt_logprobs", {"prompt_tokens": 4}) == \
+        "the server counted 4 prompt tokens of the prompt's 3"
 
 
 def test_top_logprobs_entries_without_a_token_or_logprob_are_caught():
