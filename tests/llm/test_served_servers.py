@@ -178,8 +178,8 @@ def test_a_hosted_api_shaped_server_builds_utility_and_rubric_labels(vllm_server
     hosted = OpenAIBackend(resolve_model("hosted/smollm2-135m"), base_url=proxy.base_url,
                            served_model="smollm2-135m")
     before = len(proxy.asked)
-    with pytest.raises(InputError, match=r"^field 'prompt': .* refused a prompt as too long "
-                                         r"for the model: .*8192"):
+    with pytest.raises(InputError, match=r"^field 'prompt': .* refused 1 of 1 generate prompts "
+                                         r"as too long for the model: .*8192"):
         hosted.generate([chat("word " * 9000)], Sampling(max_tokens=4))
     assert len(proxy.asked) == before
 
