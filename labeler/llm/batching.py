@@ -10,6 +10,7 @@ chats that continue one conversation (a document, then one of its questions).
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from itertools import pairwise
 from typing import Any, Generic, TypeVar
 
 from labeler.errors import InputError
@@ -98,3 +99,64 @@ def common_prefix(rows: list[list[int]]) -> int:
     for row in rows[1:]:
         n = next((k for k in range(n) if row[k] != first[k]), n)
     return max(n, 0)
+
+
+def shared_prefixes(prompts: Sequence[Sequence[int]], *, overhead: int) -> list[int]:
+    """For each prompt, how many of its first tokens to compute once for every prompt that
+    begins with them (0: none), choosing the prefixes that save the most tokens: a prefix of
+    length m that s prompts share saves (s - 1) x m tokens but costs one forward pass of its
+    own, worth `overhead` tokens. A nested prefix (its prompts share more) is taken instead of
+    its parent where it saves more. A prompt's last token is never in its prefix (its logits
+    are the answer's first), and an exact repeat of a prompt counts once.
+
+    >>> shared_prefixes([[1, 2, 3, 4], [1, 2, 3, 5], [1, 2, 6], [7, 8]], overhead=1)
+    [2, 2, 2, 0]
+    >>> shared_prefixes([[1, 2, 3, 4, 5, 6, 7, 8], [1, 2, 3, 4, 5, 6, 7, 9], [1, 2, 9]],
+    ...                 overhead=1)
+    [7, 7, 0]
+    >>> shared_prefixes([[1, 2, 3, 4], [1, 2, 3, 5]], overhead=4)
+    [0, 0]
+    """
+    distinct = sorted(set(map(tuple, prompts)))
+    # each neighbour pair's common prefix, short of either one's last token
+    lcp = [common_prefix([a, b]) for a, b in pairwise(distinct)]
+    cut = [0] * len(distinct)
+
+    def best(lo: int, hi: int, parent: int, depth: int) -> tuple[int, list[tuple[int, int]]]:
+        """distinct[lo:hi]'s greatest saving over `parent` (their prefix already computed) and
+        the (start, cut) of each member it sets: its own prefix, its sub-ranges', or neither."""
+        if hi - lo < 2 or depth > MAX_NESTED_PREFIXES:
+            return 0, []
+        shared = min(lcp[lo:hi - 1])
+        subs, start = [], lo
+        for k in range(lo, hi - 1):
+            if lcp[k] == shared:
+                subs.append((start, k + 1))
+                start = k + 1
+        subs.append((start, hi))
+        options = [_children(best, subs, parent, depth)]
+        if shared > parent:
+            gain, sets = _children(best, subs, shared, depth)
+            options.append(((hi - lo) * (shared - parent) - shared - overhead + gain,
+                            [(k, shared) for k in range(lo, hi)] + sets))
+        return max(options, key=lambda option: option[0])
+
+    _, sets = best(0, len(distinct), 0, 0)
+    for k, length in sets:  # a nested prefix is set after its parent's
+        cut[k] = length
+    where = dict(zip(distinct, cut))
+    return [where[tuple(p)] for p in prompts]
+
+
+#: how deeply prefixes may nest in `shared_prefixes` (a bound on its recursion)
+MAX_NESTED_PREFIXES = 32
+
+
+def _children(best, subs: list[tuple[int, int]], parent: int, depth: int):
+    """The summed savings and settings of `subs` ranges under a prefix of length `parent`."""
+    total, sets = 0, []
+    for lo, hi in subs:
+        gain, more = best(lo, hi, parent, depth + 1)
+        total += gain
+        sets += more
+    return total, sets

@@ -4,11 +4,14 @@ A row ends at an end-of-sequence token, at a stop string or at its new-token cap
 the batch at once, its key/value cache with it, and the next prompts of the queue (the
 Collator's groups in the backend's order, a prompt's n samples together) take the freed
 slots. Their prefill runs on its own, each distinct prompt once, and its cache joins the
-running one, left padded to a common width; the cache's leading columns that no live row
-reads are cut, so it is as wide as its longest live row. Left padding with an attention mask
-and position ids from the mask gives each row the same answer alone or beside any other rows.
-Sampling draws per row from its own generator (the exponential race, i.e. Gumbel-max), so a
-sample is a pure function of (prompt, sampling). `DecodeStats` counts what ran.
+running one, left padded to a common width. A prefix that many of the call's prompts begin
+with (the chat template's system turn, an instruction before the question) is prefilled once
+and its cache copied to each of them, which then prefill only their tails. The cache's leading
+columns that no live row reads are cut, so it is as wide as its longest live row. Left
+padding with an attention mask and position ids from the mask gives each row the same answer
+alone, beside any other rows or after a shared prefix's cache. Sampling draws per row from its
+own generator (the exponential race, i.e. Gumbel-max), so a sample is a pure function of
+(prompt, sampling). `DecodeStats` counts what ran.
 """
 
 from __future__ import annotations
@@ -33,7 +36,12 @@ from transformers import (
 )
 
 from labeler.llm.base import Completion, Sampling
+from labeler.llm.batching import shared_prefixes
 from labeler.llm.prompts import cut_at_stop
+
+#: a forward pass's own cost in prompt tokens (on the CPU a one-row step of SmolLM2-135M takes
+#: as long as prefilling about 15 tokens): a shared prefix must save more than its pass costs
+PREFIX_OVERHEAD = 16
 
 
 @dataclass
@@ -107,7 +115,7 @@ class Decoder:
                           for k, (ids, seed) in enumerate(group)])
             count += len(group)
         self.stats.prompts += count
-        batch = _Batch(self)
+        batch = _Batch(self, _Prefixes(self, [row.ids for rows in queue for row in rows]))
         while queue or batch.rows:
             start, cpu = time.perf_counter(), time.thread_time()
             admitted: list[Row] = []  # whole groups while they fit; one at least
@@ -177,36 +185,42 @@ def _warpers(sampling: Sampling) -> LogitsProcessorList:
 class _Batch:
     """The live rows, their key/value cache, its attention mask and each row's next token."""
 
-    def __init__(self, decoder: Decoder) -> None:
+    def __init__(self, decoder: Decoder, prefixes: _Prefixes) -> None:
         self.decoder, self.model, self.device = decoder, decoder.model, decoder.device
+        self.prefixes = prefixes
         self.rows: list[Row] = []
         self.cache: DynamicCache | None = None
         self.mask = torch.zeros((0, 0), dtype=torch.long, device=self.device)
         self.next = torch.zeros(0, dtype=torch.long, device=self.device)
 
     def admit(self, rows: list[Row]) -> torch.Tensor:
-        """Prefill `rows`, each distinct prompt once, in a cache of their own that then joins
-        the running one (both left padded to the wider); the last position's logits, one per
-        row. The rows' first tokens are the batch's `next` to set."""
+        """Prefill `rows`, each distinct prompt once (after its shared prefix's cache, when it
+        has one: `_Prefixes`), in a cache of their own that then joins the running one (both
+        left padded to the wider); the last position's logits, one per row. The rows' first
+        tokens are the batch's `next` to set."""
         prompts = list(dict.fromkeys(tuple(row.ids) for row in rows))
-        width = max(map(len, prompts))
-        ids = torch.full((len(prompts), width), self.decoder.pad_id, dtype=torch.long)
-        mask = torch.zeros((len(prompts), width), dtype=torch.long)
-        for k, prompt in enumerate(prompts):
-            ids[k, width - len(prompt):] = torch.tensor(prompt)
-            mask[k, width - len(prompt):] = 1
+        cache, before, cuts = self.prefixes.stacked(prompts)
+        tails = [prompt[cut:] for prompt, cut in zip(prompts, cuts)]
+        width = max(map(len, tails))
+        ids = torch.full((len(tails), width), self.decoder.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(tails), width), dtype=torch.long)
+        for k, tail in enumerate(tails):
+            ids[k, width - len(tail):] = torch.tensor(tail)
+            mask[k, width - len(tail):] = 1
         ids, mask = ids.to(self.device), mask.to(self.device)
-        cache = DynamicCache()
-        logits = self.model(input_ids=ids, attention_mask=mask, past_key_values=cache,
-                            position_ids=(mask.cumsum(-1) - 1).clamp(min=0), use_cache=True,
-                            logits_to_keep=1).logits[:, -1]
+        starts = torch.tensor(cuts, device=self.device).unsqueeze(-1)
+        logits = self.model(input_ids=ids, attention_mask=torch.cat([before, mask], -1),
+                            past_key_values=cache, use_cache=True, logits_to_keep=1,
+                            position_ids=starts + (mask.cumsum(-1) - 1).clamp(min=0)
+                            ).logits[:, -1]
         self.decoder.stats.prefill_tokens += ids.numel()
         where = {prompt: k for k, prompt in enumerate(prompts)}
         index = torch.tensor([where[tuple(row.ids)] for row in rows], device=self.device)
         if len(prompts) != len(rows):  # a prompt's samples: its one prefill, copied
             cache.batch_select_indices(index)
-        self._join(cache, mask[index])
+        self._join(cache, torch.cat([before, mask], -1)[index])
         self.rows += rows
+        self.prefixes.release(max(row.index for row in rows))
         return logits[index]
 
     def step(self) -> torch.Tensor:
@@ -257,3 +271,57 @@ def _pad_left(tensor: torch.Tensor, width: int) -> torch.Tensor:
     shape = list(tensor.shape)
     shape[dim] = missing
     return torch.cat([tensor.new_zeros(shape), tensor], dim)
+
+
+class _Prefixes:
+    """The key/value caches of the prefixes a call's prompts share (`shared_prefixes`), each
+    computed once, alone, when the first row that begins with it is admitted, and dropped
+    once the last one is."""
+
+    def __init__(self, decoder: Decoder, prompts: list[list[int]]) -> None:
+        self.decoder = decoder
+        cuts = shared_prefixes(prompts, overhead=PREFIX_OVERHEAD)
+        #: each distinct prompt's shared prefix length (0: none)
+        self.cuts = {tuple(p): cut for p, cut in zip(prompts, cuts)}
+        #: each shared prefix's last row (rows are numbered in admission order)
+        self.last = {tuple(p[:cut]): k for k, (p, cut) in enumerate(zip(prompts, cuts)) if cut}
+        self.caches: dict[tuple[int, ...], DynamicCache] = {}
+
+    def stacked(self, prompts: list[tuple[int, ...]]
+                ) -> tuple[DynamicCache, torch.Tensor, list[int]]:
+        """One cache holding each prompt's shared prefix (none: empty), left padded to the
+        longest; its attention mask; each prompt's prefix length."""
+        cuts = [self.cuts[p] for p in prompts]
+        width, device = max(cuts), self.decoder.device
+        mask = torch.zeros((len(prompts), width), dtype=torch.long, device=device)
+        if not width:
+            return DynamicCache(), mask, cuts
+        caches = [self._cache(p[:cut]) if cut else None for p, cut in zip(prompts, cuts)]
+        layers = next(c for c in caches if c is not None).layers
+        stacked = []
+        for k, layer in enumerate(layers):
+            empty = layer.keys[:, :, :0]
+            keys = [empty if c is None else c.layers[k].keys for c in caches]
+            values = [empty if c is None else c.layers[k].values for c in caches]
+            stacked.append((torch.cat([_pad_left(x, width) for x in keys]),
+                            torch.cat([_pad_left(x, width) for x in values])))
+        for k, cut in enumerate(cuts):
+            if cut:
+                mask[k, width - cut:] = 1
+        return DynamicCache(stacked), mask, cuts
+
+    def release(self, admitted: int) -> None:
+        """Drop the caches of the prefixes whose rows are all admitted (through `admitted`)."""
+        for prefix in [p for p in self.caches if self.last[p] <= admitted]:
+            del self.caches[prefix]
+
+    def _cache(self, prefix: tuple[int, ...]) -> DynamicCache:
+        """The prefix's cache, prefilled alone the first time it is asked for."""
+        if prefix not in self.caches:
+            cache = DynamicCache()
+            ids = torch.tensor([prefix], device=self.decoder.device)
+            self.decoder.model(input_ids=ids, past_key_values=cache, use_cache=True,
+                               logits_to_keep=1)
+            self.decoder.stats.prefill_tokens += len(prefix)
+            self.caches[prefix] = cache
+        return self.caches[prefix]

@@ -7,7 +7,8 @@ mask gives each row the same answer alone or in any batch. `generate` runs one r
 (`labeler.llm.decoding`), shortest prompt first: a row leaves it as soon as its answer ends and
 the next prompts take its place; sampling is seeded per row (see `prompts.row_seed`), so a sample
 is a pure function of (prompt, sampling) and safe to cache. The n samples of a prompt share one
-prefill of it, and `choice_probs` chats that continue one conversation (`chat_prefix`: a
+prefill of it, a call's prompts the prefill of a prefix many of them begin with (`decoding`),
+and `choice_probs` chats that continue one conversation (`chat_prefix`: a
 document, then each of its questions) share one prefill of their common tokens, each row then
 running only its tail.
 """

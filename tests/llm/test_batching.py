@@ -1,4 +1,5 @@
-"""The one batching policy: longest first, groups never split, caller order restored."""
+"""The one batching policy: longest first, groups never split, caller order restored; the
+prefixes a call's prompts share, prefilled once."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import random
 import pytest
 
 from labeler.errors import InputError
-from labeler.llm.batching import Collator
+from labeler.llm.batching import Collator, shared_prefixes
 
 
 def test_batches_run_longest_first_and_results_come_back_in_caller_order():
@@ -65,3 +66,21 @@ def test_restore_refuses_a_result_count_that_does_not_match():
     assert list(Collator([], sort_key=len, batch_size=8)) == []
     with pytest.raises(InputError, match=r"^field 'batch_size': batch size must be >= 1$"):
         Collator(["a"], sort_key=len, batch_size=0)
+
+
+def test_shared_prefixes_take_the_one_that_saves_most_and_never_a_last_token():
+    system = [1, 2, 3, 4, 5, 6, 7, 8]  # a chat template's system turn, 8 tokens
+    closed = [system + [20, 21, 22, 23, 24, 25, 26, 27, q] for q in (30, 31, 32)]
+    passage = [system + [40, p, 41] for p in (50, 51, 52)]
+    alone = [9, 9, 9]
+    prompts = [*closed, *passage, alone, closed[0]]  # an exact repeat counts once
+    # each prefix is prefilled alone: the closed-book prompts' 16 tokens save 3 x 16 - 16 - 2
+    # = 30, the passage ones' 9 save 3 x 9 - 9 - 2 = 16; the system turn for all six would
+    # save 6 x 8 - 8 - 2 = 38, and then the closed-book ones' own 3 x 8 - 16 - 2 = 6 more
+    assert shared_prefixes(prompts, overhead=2) == [16, 16, 16, 9, 9, 9, 0, 16]
+    # an overhead above any saving: nothing shared
+    assert shared_prefixes(prompts, overhead=100) == [0] * 8
+    # a prompt that is another's prefix keeps its last token out of the shared part: the
+    # three share [1, 2] (3 x 2 - 2 = 4, over the longer two's [1, 2, 3]: 2 x 3 - 3 = 3)
+    assert shared_prefixes([[1, 2, 3], [1, 2, 3, 4], [1, 2, 3, 5]], overhead=0) == [2, 2, 2]
+    assert shared_prefixes([[1, 2, 3, 4], [1, 2, 3, 5]], overhead=0) == [3, 3]

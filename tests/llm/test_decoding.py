@@ -1,6 +1,7 @@
 """The hf backend's running batch: rows leave it as they end and the queue refills it, and the
 greedy answers are those of transformers' own `generate` over static padded batches (what the
-backend ran before), byte for byte, on real utility prompts of mixed lengths."""
+backend ran before, every prompt prefilled whole), byte for byte, on real utility prompts of
+mixed lengths."""
 
 from __future__ import annotations
 
@@ -50,9 +51,15 @@ def test_finished_rows_leave_and_the_answers_stay_those_of_static_batches(smollm
     monkeypatch.setattr(smollm, "batch_size", 4)
     sampling = Sampling(max_tokens=24)
     expected, static_slots = static_batches(smollm, mixed_prompts, sampling)
-    before = smollm.decoder.stats.decode_slots, smollm.decoder.stats.tokens
+    before = (smollm.decoder.stats.decode_slots, smollm.decoder.stats.tokens,
+              smollm.decoder.stats.prefill_tokens)
     answers = smollm.generate(mixed_prompts, sampling)
     assert [a for [a] in answers] == expected
+    # the prefix the prompts share (the system turn; the closed-book instruction) was
+    # prefilled once, each prompt then only its tail: fewer positions than the prompts hold
+    prompt_tokens = sum(map(len, encode(smollm.tokenizer,
+                                        [smollm.render(p) for p in mixed_prompts])))
+    assert smollm.decoder.stats.prefill_tokens - before[2] < 0.9 * prompt_tokens
     assert any(a.capped for a in expected) and not all(a.capped for a in expected)
     slots = smollm.decoder.stats.decode_slots - before[0]
     # every slot a live row's: each produced a token its row kept
