@@ -274,19 +274,6 @@ def minilm():
 
 
 @pytest.fixture(scope="session")
-def nq_sample_embeddings(minilm, tmp_path_factory):
-    """A cache folder holding nq-sample's whole corpus (4,349 passages) encoded by MiniLM as
-    `labeler build --encoder minilm` keeps it, encoded once per session: a test that
-    retrieves from it links the folder's `embeddings` into its own cache."""
-    from labeler.retrieval.dense import corpus_index
-    from labeler.sources.registry import load_source
-
-    cache = tmp_path_factory.mktemp("nq-sample-embeddings")
-    corpus_index(minilm, load_source("nq-sample").corpus, cache_dir=cache)
-    return cache
-
-
-@pytest.fixture(scope="session")
 def llama_repo(session_cache) -> dict[str, bytes]:
     """The files of the tiny random-weight Llama 3.1 that tests/support/hub_models.py serves as
     meta-llama/Llama-3.1-8B-Instruct (`seed_llama`); built once per session."""

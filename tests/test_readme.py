@@ -6,8 +6,9 @@ one build, then validate, score and push it to the tests' Hub server) or listed 
 with why, so a command added to README.md or a docs/ page fails
 `test_every_readme_command_is_run_or_listed` until it is covered. A command on several pages
 is run once. A run command changes only what it must: options appended (click takes
-the last of a repeated option: tiny limits) and names replaced (a model or artifact that needs
-the network); the input files it names are made from the bundled data (`_inputs`).
+the last of a repeated option: tiny limits, and a real subset of nq-sample's corpus where
+MiniLM retrieves from it: DENSE) and names replaced (a model or artifact that needs the
+network); the input files it names are made from the bundled data (`_inputs`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from hub.conftest import hub  # noqa: F401  (the tests' Hub server fixture)
+from support.corpora import nq_subset, write_corpus
 
 from labeler.cli import cli
 
@@ -30,6 +32,13 @@ CISI = ROOT / "labeler" / "data" / "cisi_sample"
 V1 = "out/utility/nq-sample/smollm2-135m/v1"
 SEER = "out/seer/nq-sample/smollm2-135m/v1"
 TINY = ("--limit", "2")
+#: where a command retrieves from nq-sample with MiniLM: TINY and a real subset of its corpus
+#: (`_inputs`: the first 10 questions' gold chunks and every 60th other passage, 83), since
+#: encoding all 4,349 passages takes minutes on 2 CPU cores
+DENSE = (*TINY, "--corpus", "nq-corpus.jsonl")
+#: the SEER build: DENSE and its passages and extractions cut as tests/support/seer2.py's
+#: (SEER's 5 passages x 4 samples of up to 256 tokens took 113 s of CPU of the 320 of all)
+SEER_TINY = (*DENSE, "--k", "2", "--max-new-tokens", "40")
 
 #: a page's command -> why it is not run here
 SKIPPED = {
@@ -154,25 +163,25 @@ SKIPPED = {
 #: (folder, a page's command, options appended, {its text: replacement}), run in this order
 RUN = [
     ("nq", ("labeler build --dataset nq-sample --llm smollm2-135m --limit 10 --k 5 --encoder "
-           "minilm"), TINY, {}),
+           "minilm"), DENSE, {}),
     ("nq", "labeler build --dataset jsonl:my_qa.jsonl --corpus my_corpus.jsonl --llm qwen3-8b",
      (*TINY, "--k", "3"), {"qwen3-8b": "smollm2-135m"}),
     ("nq", ("labeler build --dataset nq-sample --run my_run.trec --llm smollm2-135m "
            "--with-likelihood"), TINY, {}),
     ("nq", "labeler retrieve --dataset nq-sample --k 20 --encoder minilm --out nq-sample.trec",
-     TINY, {}),
+     DENSE, {}),
     ("nq", ("labeler retrieve --dataset nq-sample --encoder minilm --index hnsw:efSearch=64 "
-           "--out hnsw.trec"), TINY, {}),
+           "--out hnsw.trec"), DENSE, {}),
     ("nq", "labeler models", (), {}),
     ("nq", "labeler cache stats", (), {}),
     ("nq", f"labeler validate {V1}", (), {}),
     ("nq", "labeler validate my_records.jsonl --schema utility", (), {}),
     ("nq", f"labeler score my_selection.jsonl --against {V1}", (), {}),
     ("nq", ("labeler judge --dataset nq-sample --llm smollm2-135m --method lvs --limit 10 --k 5 "
-           "--encoder minilm --out judged/lvs.jsonl"), TINY, {}),
+           "--encoder minilm --out judged/lvs.jsonl"), DENSE, {}),
     ("nq", f"labeler score judged/lvs.jsonl --against {V1} --rag", (), {}),
     ("nq", ("labeler build --artifact seer --dataset nq-sample --llm smollm2-135m --limit 10 "
-           "--samples 4 --encoder minilm"), TINY, {}),
+           "--samples 4 --encoder minilm"), SEER_TINY, {}),
     ("nq", f"labeler score evidence.jsonl --against {SEER} --llm smollm2-135m", (), {}),
     ("nq", f"labeler score evidence.jsonl --against {SEER} --rag", (), {}),
     ("nq", "labeler push --repo my-org/llm-utility --dry-run", (), {}),
@@ -228,11 +237,8 @@ def test_every_readme_command_is_run_or_listed():
     assert sorted(set(readme_commands())) == sorted(listed)
 
 
-def test_the_readme_commands_run_as_written(tmp_path, monkeypatch, hub, loads,  # noqa: F811
-                                           nq_sample_embeddings):
-    cache = tmp_path / "cache"  # nq-sample's corpus encoded once per session, copied: the
-    shutil.copytree(nq_sample_embeddings / "embeddings", cache / "embeddings")  # index goes in
-    monkeypatch.setenv("LABELER_CACHE_DIR", str(cache))
+def test_the_readme_commands_run_as_written(tmp_path, monkeypatch, hub, loads):  # noqa: F811
+    monkeypatch.setenv("LABELER_CACHE_DIR", str(tmp_path / "cache"))
     folders = {name: tmp_path / name for name in ("nq", "cisi")}
     for folder in folders.values():
         folder.mkdir()
@@ -260,10 +266,11 @@ def test_the_readme_commands_run_as_written(tmp_path, monkeypatch, hub, loads,  
 
 def _inputs(folder: Path, *, before: bool) -> None:
     """The files the pages' commands name, made from the bundled data once what they are
-    made of exists: NQ questions and passages (tests/fixtures), the MiniLM top 3 of nq-sample's
-    first two queries, the first build's records, a selection of each query's first candidate,
-    the seer build's rank-1 extractions as evidence; CISI's queries, documents and qrels, and
-    the rubric build's BM25 and fused runs."""
+    made of exists: NQ questions and passages (tests/fixtures), DENSE's subset of nq-sample's
+    corpus, the MiniLM top 3 of nq-sample's first two queries, the first build's records, a
+    selection of each query's first candidate, the seer build's rank-1 extractions as
+    evidence; CISI's queries, documents and qrels, and the rubric build's BM25 and fused
+    runs."""
     made = lambda name: (folder / name).exists()
     if folder.name == "cisi":
         if before:
@@ -286,6 +293,7 @@ def _inputs(folder: Path, *, before: bool) -> None:
             (folder / "bm25.trec").write_text("".join(lines))
         return
     if not made("my_qa.jsonl"):
+        write_corpus(nq_subset(10).corpus, folder / "nq-corpus.jsonl")
         shutil.copy(FIXTURES / "flashrag_nq_test.jsonl", folder / "my_qa.jsonl")
         shutil.copy(FIXTURES / "flashrag_corpus.jsonl", folder / "my_corpus.jsonl")
         lines = (FIXTURES / "nq_sample_minilm_top3.trec").read_text().splitlines(keepends=True)

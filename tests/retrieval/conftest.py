@@ -1,40 +1,29 @@
-"""The bundled MiniLM encoder, loaded once, and a small real corpus to retrieve from."""
+"""Real subsets of nq-sample to retrieve from with the session's MiniLM."""
 
 from __future__ import annotations
 
 import pytest
+from support.corpora import nq_subset
 
-from labeler.sources.corpus import Corpus
-from labeler.sources.registry import load_source
+#: nq_sample_index's passages and shard size: 5 shards, and every passage in an ivf:nlist=32's
+#: training sample (40 a list)
+ANN_PASSAGES, ANN_SHARD = 1280, 256
 
 
 @pytest.fixture(scope="session")
 def small_sample():
-    """nq-sample's first 5 queries over their 5 gold chunks + every 60th other passage (~77)."""
-    source = load_source("nq-sample", limit=5)
-    gold = [q.gold[0] for q in source.queries]
-    others = [p for p in source.corpus.passages if p not in gold][::60]
-    source.corpus = Corpus(gold + others)
-    return source
+    """nq-sample's first 5 queries over their 5 gold chunks + every 60th other passage (78)."""
+    return nq_subset(5)
 
 
 @pytest.fixture(scope="session")
-def nq_sample_index(minilm, nq_sample_embeddings, tmp_path_factory):
-    """nq-sample's whole 4,349-passage corpus by MiniLM in shards of 1,024 (5 shards), cut
-    from the session's one encoding of it, and its 300 questions' vectors: (source,
+def nq_sample_index(minilm, tmp_path_factory):
+    """nq-sample's 300 questions over 1,280 of its passages (their gold chunks and others
+    evenly spaced) by MiniLM in 5 shards of 256, and the questions' vectors: (source,
     embedding index, query vectors)."""
-    import numpy as np
-
     from labeler.retrieval.dense import corpus_index
-    from labeler.retrieval.index import open_index
 
-    source = load_source("nq-sample")
-    vectors = corpus_index(minilm, source.corpus, cache_dir=nq_sample_embeddings).vectors()
-    cache = tmp_path_factory.mktemp("nq-cache")
-    index = open_index(minilm.key, source.corpus.fingerprint, len(source.corpus),
-                       cache_dir=cache, shard_size=1024)
-    index.folder.mkdir(parents=True)
-    for shard in range(index.shards):
-        np.save(index.path(shard), vectors[index.span(shard).start:index.span(shard).stop])
-    index = corpus_index(minilm, source.corpus, cache_dir=cache, shard_size=1024)  # no encoding
+    source = nq_subset(None, size=ANN_PASSAGES)
+    index = corpus_index(minilm, source.corpus, cache_dir=tmp_path_factory.mktemp("nq-cache"),
+                         shard_size=ANN_SHARD)
     return source, index, minilm.encode_queries(source.queries)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from support.corpora import nq_subset, write_corpus
 from support.processes import kill_when
 
 from labeler.artifacts import load_artifact
@@ -26,7 +27,6 @@ from labeler.llm.call_store import cache_stats
 from labeler.metrics import has_answer
 from labeler.paths import file_sha256
 from labeler.sources.passage import Passage
-from labeler.sources.registry import load_source
 from labeler.tasks import utility
 from labeler.workflows.validate import validate_path
 
@@ -168,13 +168,9 @@ def test_the_data_does_not_depend_on_the_shard_size(tmp_path, loads, calls):
 
 def test_the_first_queries_get_the_same_pools_whatever_the_limit(tmp_path, loads, calls):
     # dense retrieval with the bundled MiniLM over a small corpus file (nq-sample's first 10
-    # gold chunks and every 60th other passage, 82 passages: seconds to encode, not minutes)
-    sample = load_source("nq-sample", limit=10)
-    gold = [q.gold[0] for q in sample.queries]
-    others = [p for p in sample.corpus.passages if p not in gold][::60]
-    corpus = tmp_path / "corpus.jsonl"
-    corpus.write_text("".join(json.dumps({"id": p.pid, "contents": f"{p.title}\n{p.text}"})
-                              + "\n" for p in gold + others))
+    # gold chunks and every 60th other passage, 83 passages: seconds to encode, not minutes)
+    subset = nq_subset(10).corpus
+    corpus = write_corpus(subset, tmp_path / "corpus.jsonl")
     pools, manifests = {}, {}
     for limit in (5, 10):
         out = tmp_path / f"out-{limit}"
@@ -188,8 +184,7 @@ def test_the_first_queries_get_the_same_pools_whatever_the_limit(tmp_path, loads
         manifests[limit] = artifact.manifest
     assert len(pools[10]) == 10
     assert pools[5] == {qid: pools[10][qid] for qid in pools[5]}
-    assert manifests[5]["corpus_passages"] == manifests[10]["corpus_passages"] == len(
-        gold + others)
+    assert manifests[5]["corpus_passages"] == manifests[10]["corpus_passages"] == len(subset)
     assert manifests[5]["corpus_gold"] == {"gold": 5, "in_corpus": 5, "queries_with_gold": 5,
                                            "queries_with_gold_in_corpus": 5, "title_only": 0}
     assert manifests[5]["corpus_source"] is None  # a file, not a named corpus
@@ -199,7 +194,7 @@ def test_the_first_queries_get_the_same_pools_whatever_the_limit(tmp_path, loads
     # the corpus file as its name and sha256: no local path in what `labeler push` publishes
     assert manifests[5]["config"]["corpus"] == {"name": "corpus.jsonl",
                                                 "sha256": file_sha256(corpus)}
-    assert f"`corpus.jsonl (sha256 {file_sha256(corpus)[:12]})` ({len(gold + others)} passages)" in (
+    assert f"`corpus.jsonl (sha256 {file_sha256(corpus)[:12]})` ({len(subset)} passages)" in (
         folder / "README.md").read_text()
     for published in folder.iterdir():
         assert str(tmp_path) not in published.read_text(), published.name
