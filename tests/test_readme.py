@@ -91,7 +91,7 @@ SKIPPED = {
     "http://gpu-node:8000/v1 --prompt-format text": "a vLLM server on GPUs: "
                                                     "tests/llm/test_openai_api.py builds "
                                                     "nq-sample against a real vllm serve",
-    "python -m vllm.entrypoints.openai.api_server --model "
+    "VLLM_CPU_KVCACHE_SPACE=1 python -m vllm.entrypoints.openai.api_server --model "
     "~/.cache/labeler/models/smollm2-135m-b179c9523d0e6a0f --served-model-name smollm2-135m "
     "--dtype float32 --enforce-eager --max-model-len 8192 --port 8000 --api-key "
     "\"$OPENAI_API_KEY\"": "a server: tests/conftest.py's vllm_server starts it so "

@@ -96,7 +96,8 @@ def test_seeded_sampling_repeats_exactly_whatever_the_batch(backend, questions):
 
 def test_the_samples_of_a_prompt_share_one_batch_and_one_prefill(smollm, questions,
                                                                  monkeypatch):
-    from labeler.llm.decoding import _Batch
+    from labeler.llm.batching import shared_prefixes
+    from labeler.llm.decoding import PREFIX_OVERHEAD, _Batch
 
     admitted, admit = [], _Batch.admit
 
@@ -113,9 +114,14 @@ def test_the_samples_of_a_prompt_share_one_batch_and_one_prefill(smollm, questio
     assert [len(rows) for rows in admitted] == [6, 6]  # two whole prompts each, not 8 + 4
     for rows in admitted:
         assert sorted(map(rows.count, rows)) == [3] * 6  # every prompt's 3 samples together
-    # one prefill row per distinct prompt, left padded to the longest of its admission
-    widths = [max(map(len, rows)) for rows in admitted]
-    assert smollm.decoder.stats.prefill_tokens - before == 2 * sum(widths)
+    # one prefill row per distinct prompt after its shared prefix (prefilled once for the
+    # call), left padded to the longest of its admission
+    distinct = sorted({tuple(ids) for rows in admitted for ids in rows})
+    cuts = dict(zip(distinct, shared_prefixes(distinct, overhead=PREFIX_OVERHEAD)))
+    prefixes = {ids[:cut] for ids, cut in cuts.items() if cut}
+    widths = [max(len(ids) - cuts[tuple(ids)] for ids in rows) for rows in admitted]
+    assert smollm.decoder.stats.prefill_tokens - before == \
+        sum(map(len, prefixes)) + 2 * sum(widths)
 
 
 def test_stop_strings_cut_the_generation(backend, questions):
