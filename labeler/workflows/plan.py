@@ -87,15 +87,15 @@ def _call_rows(task, source: Source, llms: Sequence[LLMConfig], candidates: floa
     served model's requests counted by the task over `pools` where a dry run knows them."""
     passage_chars = mean_chars(source)
     question_chars = sum(len(q.question) for q in source.queries) / max(len(source.queries), 1)
-    rows = []
-    for what, calls, passages, how, _ in task.planned_calls(source, int(candidates), gold):
+    rows, planned = [], task.planned_calls(source, int(candidates), gold)
+    for what, calls, passages, how, _ in planned:
         tokens = calls * scale * (question_chars + passages * passage_chars) / CHARS_PER_TOKEN
         rows.append((f"LLM calls: {what}", f"{round(calls * scale):,}",
                      _scaled(how, source, scale)))
         rows.append((f"  prompt tokens: {what}", f"~{int(tokens):,}",
                      "estimate from characters (no tokenizer loaded), templates excluded"))
     if any(llm.backend == "openai" for llm in llms):
-        requests, how = (requests_of(task.planned_calls(source, int(candidates), gold)),
+        requests, how = (requests_of(planned),
                          "upper bound: the pools are not known before retrieval") \
             if pools is None else task.planned_requests(source, pools)
         rows.append(("requests to the server, per served LLM", f"{round(requests * scale):,}",
