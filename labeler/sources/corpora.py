@@ -122,8 +122,8 @@ def kilt_source_bytes() -> int | None:
     source = kilt_source()
     if not source.startswith(("http://", "https://")):
         return os.path.getsize(source) if os.path.isfile(source) else None
-    if download_path(source).exists():
-        return download_path(source).stat().st_size
+    if (downloaded := download_path(source)).exists():
+        return downloaded.stat().st_size
     if source != KILT_SOURCE_URL or settings.offline():
         return None
     declared = round(KILT_SOURCE_GIB * 2**30)

@@ -104,7 +104,6 @@ def _judge_llm(step: Step, llm: LLMConfig | None) -> LLMConfig | None:
     return llm.on_hf()
 
 
-
 def served_llms(llms: Sequence[LLMConfig], aliases: Sequence[str]) -> dict[str, LLMConfig]:
     """The LLMs that run on a server, by alias: a step that asks an artifact's own LLM (the
     compare's readers, the scores' RAG answers) is given it, since the server's URL and
