@@ -90,24 +90,31 @@ class Generation:
     answers: list
     rate: float
     cpu_rate: float  # tokens per CPU second of generate's thread
+    prefill_share: float  # the fraction of that CPU time admitting rows (prefill) took
 
 
 def generation_rate(backend, queries, *, batch_size: int = 16,
                     max_tokens: int = 32) -> Generation:
     """Greedy answers to the queries' questions in batches of `batch_size` (after a warm-up),
-    and the tokens per second generate's running batch produced (its `DecodeStats`)."""
+    and the tokens per second generate's running batch produced (`batched_rate`)."""
     prompts = [chat(q.question) for q in queries]
     greedy = Sampling(max_tokens=max_tokens)
     backend.generate(prompts[:2], greedy)  # warm-up
+    return batched_rate(backend, prompts, greedy, batch_size=batch_size)
+
+
+def batched_rate(backend, prompts: list, sampling: Sampling, *, batch_size: int) -> Generation:
+    """One plain generate call over `prompts` in a running batch of `batch_size` rows: its
+    answers and the tokens per second it produced (its `DecodeStats`)."""
     size, backend.batch_size = backend.batch_size, batch_size
     stats = backend.decoder.stats
     before = copy(stats)
     try:
-        answers = backend.generate(prompts, greedy)
+        answers = backend.generate(prompts, sampling)
     finally:
         backend.batch_size = size
     ran = stats - before
-    return Generation(answers, ran.rate, ran.cpu_rate)
+    return Generation(answers, ran.rate, ran.cpu_rate, ran.prefill_share)
 
 
 def backend_threads(backend) -> str:

@@ -1,6 +1,6 @@
 """`labeler build`s for the build benchmarks, each on a fresh call cache that shares one
 conversion of the bundled model: whole processes, timed, their data hashed; or in this process,
-with what its generate calls ran."""
+with what its generate calls ran (and, recorded, what they asked and answered)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from copy import copy
 from pathlib import Path
 
@@ -60,3 +62,23 @@ def measured_build(out: Path, cache: Path, *, limit: int, dtype: str | None = No
     [built] = build("utility", UtilityConfig(dataset="nq-sample", limit=limit, pool="hgp"),
                     [LLMConfig("smollm2-135m", dtype=dtype)], out=out, cache_dir=cache)
     return backend.decoder.stats - before, built.path
+
+
+@contextmanager
+def recorded_calls(backend) -> Iterator[list[tuple[list, object, dict]]]:
+    """The generate calls `backend` streams while inside, as they stream: each one's (prompts,
+    sampling, {a prompt's place: its completions})."""
+    calls, stream = [], backend.stream
+
+    def recording(prompts, sampling):
+        answers = {}
+        calls.append((prompts, sampling, answers))
+        for i, completions in stream(prompts, sampling):
+            answers[i] = completions
+            yield i, completions
+
+    backend.stream = recording
+    try:
+        yield calls
+    finally:
+        del backend.stream

@@ -55,6 +55,7 @@ class DecodeStats:
     tokens: int = 0  # new tokens chosen (an ending EOS included): prefill's first + decode's
     seconds: float = 0.0  # wall time inside generate
     cpu_seconds: float = 0.0  # CPU time of the thread that ran it (the share others took off)
+    prefill_cpu_seconds: float = 0.0  # the part of cpu_seconds spent admitting rows (prefill)
 
     def __sub__(self, earlier: DecodeStats) -> DecodeStats:
         """What ran since `earlier` (a copy of these stats taken then)."""
@@ -70,6 +71,11 @@ class DecodeStats:
     def occupancy(self) -> float:
         """The fraction of the batch's rows that decode steps ran: live rows over batch size."""
         return self.decode_slots / self.capacity if self.capacity else 1.0
+
+    @property
+    def prefill_share(self) -> float:
+        """The fraction of generate's CPU time that admitting rows (their prefill) took."""
+        return self.prefill_cpu_seconds / self.cpu_seconds if self.cpu_seconds else 0.0
 
     @property
     def rate(self) -> float:
@@ -136,7 +142,9 @@ class Decoder:
             if ended:
                 batch.keep([k for k in range(len(batch.rows)) if k not in ended])
             self.stats.seconds += time.perf_counter() - start
-            self.stats.cpu_seconds += time.thread_time() - cpu
+            spent = time.thread_time() - cpu
+            self.stats.cpu_seconds += spent
+            self.stats.prefill_cpu_seconds += spent if admitted else 0.0
             yield from finished
 
     def _choose(self, logits: torch.Tensor, rows: list[Row], sampling: Sampling) -> torch.Tensor:

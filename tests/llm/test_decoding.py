@@ -5,6 +5,8 @@ mixed lengths."""
 
 from __future__ import annotations
 
+from copy import copy
+
 import pytest
 import torch
 from transformers import GenerationConfig
@@ -51,19 +53,21 @@ def test_finished_rows_leave_and_the_answers_stay_those_of_static_batches(smollm
     monkeypatch.setattr(smollm, "batch_size", 4)
     sampling = Sampling(max_tokens=24)
     expected, static_slots = static_batches(smollm, mixed_prompts, sampling)
-    before = (smollm.decoder.stats.decode_slots, smollm.decoder.stats.tokens,
-              smollm.decoder.stats.prefill_tokens)
+    before = copy(smollm.decoder.stats)
     answers = smollm.generate(mixed_prompts, sampling)
+    ran = smollm.decoder.stats - before
     assert [a for [a] in answers] == expected
     # the prefix the prompts share (the system turn; the closed-book instruction) was
     # prefilled once, each prompt then only its tail: fewer positions than the prompts hold
     prompt_tokens = sum(map(len, encode(smollm.tokenizer,
                                         [smollm.render(p) for p in mixed_prompts])))
-    assert smollm.decoder.stats.prefill_tokens - before[2] < 0.9 * prompt_tokens
+    assert ran.prefill_tokens < 0.9 * prompt_tokens
     assert any(a.capped for a in expected) and not all(a.capped for a in expected)
-    slots = smollm.decoder.stats.decode_slots - before[0]
+    slots = ran.decode_slots
     # every slot a live row's: each produced a token its row kept
-    assert slots == smollm.decoder.stats.tokens - before[1] - len(mixed_prompts)
+    assert slots == ran.tokens - len(mixed_prompts)
+    # admitting rows (their prefill) took part of generate's CPU time, decoding the rest
+    assert 0 < ran.prefill_cpu_seconds < ran.cpu_seconds
     assert slots < 0.8 * static_slots
 
 
