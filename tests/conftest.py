@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -13,6 +15,7 @@ import pytest
 # huggingface_hub and datasets read these once, at import: set them before any test imports them
 # so no test writes to the user's real caches or reaches the network.
 _HOME = tempfile.mkdtemp(prefix="labeler-tests-")
+atexit.register(shutil.rmtree, _HOME, ignore_errors=True)  # each worker's converted model
 #: the session's cache root: the bundled model is converted into its models/ once
 SESSION_CACHE = os.path.join(_HOME, "labeler-cache")
 os.environ.update(
@@ -38,10 +41,21 @@ LLM_FIXTURES = frozenset({"smollm", "smollm_vllm", "smollm_served", "vllm_server
                           "nq2_build", "seer2_build", "transformers_server"})
 
 
+#: test folders whose files run on one pytest-xdist worker (make test: --dist loadgroup), one
+#: file after another: each executors file starts a Ray head of 2 CPUs, two at once oversubscribe
+#: CI's 2 cores and share Ray's fixed default ports
+ONE_WORKER = ("tests/executors/",)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if LLM_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+        path = item.nodeid.split("::")[0]
+        # every item in a group: loadgroup spreads ungrouped tests one by one, so a file's
+        # module fixtures would be built on both workers
+        item.add_marker(pytest.mark.xdist_group(
+            next((folder for folder in ONE_WORKER if path.startswith(folder)), path)))
 
 
 _LOADS_BEFORE = pytest.StashKey[int]()

@@ -44,7 +44,7 @@ def ray_cluster():
         for name, value in {**auth, "PYTHONPATH": env["PYTHONPATH"]}.items():
             patch.setenv(name, value)  # the drivers (this process and its children) log in
         try:
-            _wait_for(port, head)
+            _wait_for(port, head, temp)
             yield f"127.0.0.1:{port}"
         finally:
             head.send_signal(signal.SIGTERM)
@@ -56,12 +56,15 @@ def ray_cluster():
             shutil.rmtree(temp, ignore_errors=True)
 
 
-def _wait_for(port: int, head: subprocess.Popen) -> None:
+def _wait_for(port: int, head: subprocess.Popen, temp: str) -> None:
+    """Until the head has written its address on `port` into its temp folder (once its GCS is
+    up): a listener on the port alone may be another process's, which took the port between
+    the probe and the head's start (ray start then ends, and this fails, rather than hang)."""
+    address = Path(temp) / "ray_current_cluster"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         assert head.poll() is None, "ray start ended"
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                return
+        if address.is_file() and address.read_text().strip().endswith(f":{port}"):
+            return
         time.sleep(0.5)
-    raise AssertionError("the Ray head did not listen within 2 minutes")
+    raise AssertionError("the Ray head did not start within 2 minutes")
