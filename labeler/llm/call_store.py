@@ -197,6 +197,8 @@ def cache_stats(cache_dir: str | Path | None = None) -> CacheStats:
     db = _connect(path, read_only=True)  # a read-only cache can be listed
     try:
         with _database(path):
+            if not db.execute("SELECT 1 FROM sqlite_master WHERE name = 'calls'").fetchone():
+                return CacheStats(path, 0, 0, 0, 0, [])  # its writer has not made it yet
             entries = db.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
             counters = dict(db.execute("SELECT name, value FROM counters"))
             by_model = db.execute("SELECT model, op, COUNT(*) FROM calls "

@@ -209,6 +209,15 @@ def test_a_cache_made_before_migrations_is_upgraded_keeping_every_answer_it_can(
         assert migrate(db) == []  # nothing left to apply
 
 
+def test_a_cache_its_writer_has_only_just_created_is_listed_as_empty(tmp_path):
+    """Between a writer's first connect (the file) and its first migration (the tables), a
+    listing in another process reads an empty cache, not "no such table"."""
+    sqlite3.connect(tmp_path / call_store.FILE).execute("PRAGMA journal_mode=WAL").close()
+    assert cache_stats(tmp_path).entries == 0
+    listed = CliRunner().invoke(cli, ["cache", "stats", "--cache-dir", str(tmp_path)])
+    assert listed.exit_code == 0, listed.output
+
+
 def test_a_new_migration_applies_once_to_an_existing_cache(tmp_path, monkeypatch):
     path = tmp_path / call_store.FILE
     cache_stats(tmp_path)  # no file yet: creates nothing
