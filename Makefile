@@ -40,8 +40,8 @@ chromium:
 	test -x $(CHROMIUM) || (apt-get update -qq && apt-get install -y -qq chromium chromium-driver)
 
 # The suite on TEST_WORKERS processes (pytest-xdist; CI has 2 cores), each file on one worker so
-# its module fixtures are built once (tests/conftest.py groups them: the Ray files share one
-# worker); each worker loads its own models (a few GiB each). The
+# its module fixtures are built once (tests/support/workers.py groups them: the Ray files share
+# one worker); each worker loads its own models (a few GiB each). The
 # vllm set stays in one process: two vLLM engines and servers do not fit in 24 GiB.
 TEST_WORKERS ?= 2
 

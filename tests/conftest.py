@@ -41,21 +41,20 @@ LLM_FIXTURES = frozenset({"smollm", "smollm_vllm", "smollm_served", "vllm_server
                           "nq2_build", "seer2_build", "transformers_server"})
 
 
-#: test folders whose files run on one pytest-xdist worker (make test: --dist loadgroup), one
-#: file after another: each executors file starts a Ray head of 2 CPUs, two at once oversubscribe
-#: CI's 2 cores and share Ray's fixed default ports
-ONE_WORKER = ("tests/executors/",)
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if LLM_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
-        path = item.nodeid.split("::")[0]
-        # every item in a group: loadgroup spreads ungrouped tests one by one, so a file's
-        # module fixtures would be built on both workers
-        item.add_marker(pytest.mark.xdist_group(
-            next((folder for folder in ONE_WORKER if path.startswith(folder)), path)))
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: no error where it is disabled
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """make test's `--dist loadgroup`: a file, or a folder of support.workers.ONE_WORKER, to
+    one worker (support.workers); the other modes as xdist has them."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from support.workers import FileGroups  # xdist's, imported only where xdist runs
+    return FileGroups(config, log)
 
 
 _LOADS_BEFORE = pytest.StashKey[int]()

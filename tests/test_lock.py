@@ -59,8 +59,6 @@ USED_THROUGH = {
     "accelerate": "transformers places a model with device_map through it (labeler.llm.hf)",
     "playwright": "the tests drive `labeler view`'s page in Debian's chromium with it "
                   "(tests/view/test_browser.py)",
-    "pytest-xdist": "make test runs the suite in two processes with it (-n; tests/conftest.py "
-                    "groups the files)",
 }
 
 

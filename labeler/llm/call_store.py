@@ -195,14 +195,14 @@ def cache_stats(cache_dir: str | Path | None = None) -> CacheStats:
     if not path.exists():
         return CacheStats(path, 0, 0, 0, 0, [])
     db = _connect(path, read_only=True)  # a read-only cache can be listed
+    entries, counters, by_model = 0, {}, []  # a file whose writer has not made the tables yet
     try:
         with _database(path):
-            if not db.execute("SELECT 1 FROM sqlite_master WHERE name = 'calls'").fetchone():
-                return CacheStats(path, 0, 0, 0, 0, [])  # its writer has not made it yet
-            entries = db.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
-            counters = dict(db.execute("SELECT name, value FROM counters"))
-            by_model = db.execute("SELECT model, op, COUNT(*) FROM calls "
-                                  "GROUP BY model, op ORDER BY model, op").fetchall()
+            if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'calls'").fetchone():
+                entries = db.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
+                counters = dict(db.execute("SELECT name, value FROM counters"))
+                by_model = db.execute("SELECT model, op, COUNT(*) FROM calls "
+                                      "GROUP BY model, op ORDER BY model, op").fetchall()
     finally:
         db.close()
     size = sum(p.stat().st_size for p in path.parent.glob(FILE + "*"))

@@ -213,7 +213,9 @@ def test_a_cache_its_writer_has_only_just_created_is_listed_as_empty(tmp_path):
     """Between a writer's first connect (the file) and its first migration (the tables), a
     listing in another process reads an empty cache, not "no such table"."""
     sqlite3.connect(tmp_path / call_store.FILE).execute("PRAGMA journal_mode=WAL").close()
-    assert cache_stats(tmp_path).entries == 0
+    stats = cache_stats(tmp_path)
+    assert stats.entries == 0 and stats.by_model == []
+    assert stats.size_bytes >= (tmp_path / call_store.FILE).stat().st_size > 0  # as on disk
     listed = CliRunner().invoke(cli, ["cache", "stats", "--cache-dir", str(tmp_path)])
     assert listed.exit_code == 0, listed.output
 

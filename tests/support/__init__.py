@@ -8,4 +8,5 @@
 - plugins: a package's entry points (a plugin method or backend) installed for a test.
 - processes: a real process killed at a chosen moment, for the tests of resumption.
 - scripted: the scripted LLM backend for unit tests of a method's parsing and arithmetic.
+- workers: make test's pytest-xdist scheduling, a file (or the Ray executor folder) a worker.
 """
